@@ -1,0 +1,135 @@
+"""The job registry: one declaration per job, read by the CLI, the DAGs, the sensors and the tests.
+
+A job's name is also its module under :mod:`spark_jobs.jobs`, its Spark app name, the suffix of its
+DAG ids, its checkpoint folder and the name of its Assets. This module imports nothing heavy (no
+pyspark), so Airflow can read it while parsing DAG files without doing any I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping
+
+from spark_jobs.errors import UsageError
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """An output table of a job.
+
+    :param name: the table's name; queryable by this name with ``python -m spark_jobs sql``.
+    :param partition_by: partition columns, in folder order.
+    :param description: one line for people, shown by ``python -m spark_jobs list``.
+    """
+
+    name: str
+    partition_by: tuple[str, ...] = ()
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class HealthThresholds:
+    """Limits the checkpoint-health sensors hold a job to.
+
+    :param max_batch_age_seconds: a running job whose last commit is older than this is stalled.
+    :param max_pending_files: more unprocessed input files than this is lag worth alerting on.
+    """
+
+    max_batch_age_seconds: int = 15 * 60
+    max_pending_files: int = 10_000
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """One streaming job.
+
+    :param name: the job's name (see the module docstring for everything it names).
+    :param description: one line for people.
+    :param default_input: the landing folder read when ``--input`` is not given, relative to the
+        project root unless absolute; ``$<NAME>_INPUT`` (upper case) overrides it.
+    :param tables: the tables the job writes; the first is its main table.
+    :param default_trigger: ``available-now`` or ``processing-time:<duration>``.
+    :param file_source_options: options of Spark's file source (``maxFilesPerTrigger``,
+        ``latestFirst``, ``pathGlobFilter``, ...); command-line flags override them.
+    :param schedule: the catch-up DAG's schedule.
+    :param table_format: ``parquet`` (default) or ``delta``.
+    :param health: limits for the health sensors.
+    :param tags: DAG tags.
+    """
+
+    name: str
+    description: str
+    default_input: str
+    tables: tuple[TableSpec, ...]
+    default_trigger: str = "available-now"
+    file_source_options: Mapping[str, str] = field(default_factory=dict)
+    schedule: str = "@hourly"
+    table_format: str = "parquet"
+    health: HealthThresholds = HealthThresholds()
+    tags: tuple[str, ...] = ()
+
+    @property
+    def module(self) -> str:
+        """The dotted module holding the job's ``transform`` and ``outputs``."""
+        return f"spark_jobs.jobs.{self.name}"
+
+    @property
+    def input_env_var(self) -> str:
+        """The environment variable that overrides :attr:`default_input`."""
+        return f"{self.name.upper()}_INPUT"
+
+    def table(self, name: str) -> TableSpec:
+        """The output table called ``name``."""
+        for table in self.tables:
+            if table.name == name:
+                return table
+        raise KeyError(name)
+
+
+CLOUDTRAIL_ETL = JobSpec(
+    name="cloudtrail_etl",
+    description="AWS CloudTrail log files -> typed, date-partitioned events, bad input quarantined",
+    default_input="landing/cloudtrail",
+    tables=(
+        TableSpec(
+            name="cloudtrail_events",
+            partition_by=("date",),
+            description="one row per CloudTrail event, typed and flattened, partitioned by event date (UTC)",
+        ),
+        TableSpec(
+            name="cloudtrail_quarantine",
+            partition_by=("ingest_date",),
+            description="records and files that could not be ingested, with the reason and the raw text",
+        ),
+    ),
+    file_source_options={
+        # Read every sub-folder (AWSLogs/<account>/CloudTrail/<region>/YYYY/MM/DD/) and only
+        # finished log files: a file being written under a temp name (x.json.gz.tmp, x._COPYING_)
+        # does not match, and Spark's file source skips names starting with '.' or '_'.
+        "recursiveFileLookup": "true",
+        "pathGlobFilter": "*.{json,json.gz,jsonl,jsonl.gz,ndjson,ndjson.gz}",
+        "maxFilesPerTrigger": "1000",
+        "latestFirst": "false",
+    },
+    schedule="@hourly",
+    tags=("cloudtrail", "streaming"),
+)
+
+JOBS: Mapping[str, JobSpec] = MappingProxyType({job.name: job for job in (CLOUDTRAIL_ETL,)})
+
+
+def get_job(name: str) -> JobSpec:
+    """The job called ``name``.
+
+    :raises UsageError: naming the unknown job and the known ones.
+    """
+    try:
+        return JOBS[name]
+    except KeyError:
+        raise UsageError(f"unknown job {name!r}; known jobs: {', '.join(sorted(JOBS))}") from None
+
+
+def all_tables() -> dict[str, tuple[JobSpec, TableSpec]]:
+    """Every table of every job, by table name."""
+    return {table.name: (job, table) for job in JOBS.values() for table in job.tables}
