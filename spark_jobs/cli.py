@@ -1,0 +1,144 @@
+"""The command line: ``python -m spark_jobs {list,run,sql,sample-data}``.
+
+Examples::
+
+    python -m spark_jobs list
+    python -m spark_jobs run cloudtrail_etl --input landing/cloudtrail --trigger available-now
+    python -m spark_jobs run cloudtrail_etl --trigger processing-time:10s     # until SIGTERM
+    python -m spark_jobs sql --format json "SELECT eventName, count(*) n FROM cloudtrail_events GROUP BY 1"
+
+Exit status: 0 done, 1 the job or query failed, 2 a bad value on the command line (one line on
+stderr names it and what to do).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from spark_jobs.errors import UsageError
+from spark_jobs.registry import JOBS, get_job
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise UsageError(f"--max-files-per-trigger must be a whole number >= 1, got {text!r}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m spark_jobs", description=__doc__.split("\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    commands.add_parser("list", help="the registered jobs and their tables")
+
+    run = commands.add_parser("run", help="run a job as a Structured Streaming query")
+    run.add_argument("job", help=f"a registered job: {', '.join(JOBS)}")
+    run.add_argument("--input", help="landing folder to read (default: the registry's, or $<JOB>_INPUT)")
+    run.add_argument("--lake", help="lake root for tables and checkpoints (default: $LAKE_ROOT or ./lake)")
+    run.add_argument("--trigger", help="available-now | processing-time:<duration> (default: the registry's)")
+    run.add_argument("--max-files-per-trigger", help="files per micro-batch (default: the registry's)")
+    run.add_argument("--latest-first", action="store_true", help="newest files first (for catching up on a backlog)")
+    run.add_argument("--table-format", help="parquet | delta (default: the registry's)")
+
+    sql = commands.add_parser("sql", help="run one SQL query over the lake's tables")
+    sql.add_argument("query", help="SQL; every registry table is a view of its name")
+    sql.add_argument("--lake", help="lake root (default: $LAKE_ROOT or ./lake)")
+    sql.add_argument("--format", choices=("table", "json"), default="table",
+                     help="table (default) or json: one JSON object per row")
+    sql.add_argument("--limit", type=int, default=1000, help="at most this many rows (default 1000)")
+
+    sample = commands.add_parser("sample-data", help="write generated CloudTrail sample files")
+    sample.add_argument("--out", required=True, help="landing folder to write into")
+    sample.add_argument("--files", type=int, default=24)
+    sample.add_argument("--records-per-file", type=int, default=50)
+    sample.add_argument("--seed", type=int, default=7)
+    sample.add_argument("--no-bad-files", action="store_true", help="only good files")
+    return parser
+
+
+def _cmd_list(_args) -> int:
+    for job in JOBS.values():
+        print(f"{job.name}: {job.description}")
+        print(f"  input {job.default_input} (${job.input_env_var}), trigger {job.default_trigger}, "
+              f"schedule {job.schedule}, format {job.table_format}")
+        for table in job.tables:
+            parts = f" partitioned by {', '.join(table.partition_by)}" if table.partition_by else ""
+            print(f"  table {table.name}{parts}: {table.description}")
+    return 0
+
+
+def _cmd_run(args) -> int:
+    from spark_jobs.lake import Lake
+    from spark_jobs.table_writers import TABLE_FORMATS
+    from spark_jobs.triggers import parse_trigger
+
+    job = get_job(args.job)
+    trigger = parse_trigger(args.trigger or job.default_trigger)
+    table_format = args.table_format or job.table_format
+    if table_format not in TABLE_FORMATS:
+        raise UsageError(f"unknown table format {table_format!r}; use one of: {', '.join(TABLE_FORMATS)}")
+    options = dict(job.file_source_options)
+    if args.max_files_per_trigger is not None:
+        options["maxFilesPerTrigger"] = str(_positive_int(args.max_files_per_trigger))
+    if args.latest_first:
+        options["latestFirst"] = "true"
+
+    from spark_jobs.runner import RunOptions, configure_logging, resolve_input, run_streaming
+
+    run_options = RunOptions(resolve_input(job, args.input), Lake.at(args.lake), trigger, options, table_format)
+    configure_logging()
+    summary = run_streaming(job, run_options)
+    print(summary.to_json())
+    return 0
+
+
+def _cmd_sql(args) -> int:
+    from spark_jobs.lake import Lake
+    from spark_jobs.session import build_session
+    from spark_jobs.sql import print_result, register_tables
+
+    lake = Lake.at(args.lake)
+    spark = build_session("spark_jobs_sql")
+    for note in register_tables(spark, lake):
+        print(note, file=sys.stderr)
+    from pyspark.errors import PySparkException
+
+    try:
+        frame = spark.sql(args.query)
+    except PySparkException as exc:
+        raise UsageError(f"bad query: {str(exc).strip().splitlines()[0]}") from None
+    print_result(frame, args.format, args.limit)
+    return 0
+
+
+def _cmd_sample_data(args) -> int:
+    from spark_jobs import sample_data
+
+    argv = ["--out", args.out, "--files", str(args.files), "--records-per-file", str(args.records_per_file),
+            "--seed", str(args.seed)] + (["--no-bad-files"] if args.no_bad_files else [])
+    return sample_data.main(argv) or 0
+
+
+COMMANDS = {"list": _cmd_list, "run": _cmd_run, "sql": _cmd_sql, "sample-data": _cmd_sample_data}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # noqa: BLE001 - the one place failures become an exit status
+        from spark_jobs.runner import JobFailed
+
+        if isinstance(exc, JobFailed):
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        raise

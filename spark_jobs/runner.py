@@ -1,0 +1,233 @@
+"""Run a registered job: its files in, its tables out, exactly once.
+
+The job's pure ``transform`` runs on Spark's ``binaryFile`` file source (streaming here, batch in
+:func:`transform_batch`); ``foreachBatch`` hands each micro-batch to :class:`ExactlyOnceWriter`.
+The checkpoint (``<lake>/checkpoints/<job>``) and each table's ``_spark_metadata`` log make a
+re-run after a crash add nothing twice and lose nothing.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming import StreamingQueryListener
+from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType, TimestampType
+
+from spark_jobs.errors import UsageError
+from spark_jobs.lake import Lake, PROJECT_ROOT
+from spark_jobs.registry import JobSpec
+from spark_jobs.table_writers import ExactlyOnceWriter, TableTarget, check_table_format
+from spark_jobs.triggers import Trigger
+
+log = logging.getLogger("spark_jobs")
+
+BINARY_FILE_SCHEMA = StructType([
+    StructField("path", StringType()), StructField("modificationTime", TimestampType()),
+    StructField("length", LongType()), StructField("content", BinaryType()),
+])
+
+
+class JobFailed(Exception):
+    """The streaming query stopped with an error (the message is Spark's first line)."""
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How to run a job; every field has been validated by :func:`resolve_input` and friends.
+
+    :param input_path: the landing folder.
+    :param lake: where tables and the checkpoint live.
+    :param trigger: when micro-batches run.
+    :param file_source_options: the registry's file-source options with command-line overrides.
+    :param table_format: ``parquet`` or ``delta``.
+    """
+
+    input_path: Path
+    lake: Lake
+    trigger: Trigger
+    file_source_options: dict[str, str]
+    table_format: str
+
+
+@dataclass
+class RunSummary:
+    """What one run did, printed as one JSON line when it ends."""
+
+    job: str
+    trigger: str
+    batches: int = 0
+    input_files: int = 0
+    rows: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    stopped_by: str | None = None
+
+    def to_json(self) -> str:
+        return json.dumps(self.__dict__, sort_keys=True)
+
+
+def resolve_input(job: JobSpec, given: str | None) -> Path:
+    """The landing folder: ``given``, else ``$<JOB>_INPUT``, else the registry default.
+
+    :raises UsageError: if it does not exist or is not a folder.
+    """
+    import os
+
+    chosen = given or os.environ.get(job.input_env_var) or job.default_input
+    path = Path(chosen).expanduser()
+    if not path.is_absolute():
+        path = (Path.cwd() if given else PROJECT_ROOT) / path
+    if not path.exists():
+        raise UsageError(f"input folder {str(path)!r} does not exist; pass --input DIR "
+                         f"(or set ${job.input_env_var}) pointing at the landing folder")
+    if not path.is_dir():
+        raise UsageError(f"input {str(path)!r} is a file; pass --input the folder that holds the log files")
+    return path.resolve()
+
+
+def job_module(job: JobSpec) -> ModuleType:
+    """The module with the job's ``transform`` and ``OUTPUTS``."""
+    return importlib.import_module(job.module)
+
+
+def read_files(spark: SparkSession, job: JobSpec, input_path: Path, options: dict[str, str],
+               streaming: bool) -> DataFrame:
+    """Spark's binaryFile source over the landing folder, streaming or batch."""
+    if streaming:
+        reader = spark.readStream.format("binaryFile").schema(BINARY_FILE_SCHEMA)
+    else:
+        reader = spark.read.format("binaryFile")
+        options = {k: v for k, v in options.items() if k not in ("maxFilesPerTrigger", "latestFirst")}
+    return reader.options(**options).load(str(input_path))
+
+
+def transform_batch(spark: SparkSession, job: JobSpec, input_path: Path) -> dict[str, DataFrame]:
+    """Every table of ``job`` computed in batch from the files in ``input_path`` (nothing written)."""
+    module = job_module(job)
+    parsed = module.transform(read_files(spark, job, input_path, dict(job.file_source_options), streaming=False))
+    return {name: select(parsed) for name, select in module.OUTPUTS.items()}
+
+
+def output_schemas(spark: SparkSession, job: JobSpec) -> dict[str, StructType]:
+    """Each output table's schema, from the transform itself (no data is read)."""
+    module = job_module(job)
+    parsed = module.transform(spark.createDataFrame([], BINARY_FILE_SCHEMA))
+    return {name: select(parsed).schema for name, select in module.OUTPUTS.items()}
+
+
+class _GracefulStop:
+    """Turns SIGTERM/SIGINT into "stop after the current micro-batch"."""
+
+    def __init__(self) -> None:
+        self.signal_name: str | None = None
+
+    def install(self) -> None:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self._handle)
+
+    def _handle(self, signum, _frame) -> None:
+        self.signal_name = signal.Signals(signum).name
+        log.warning("%s received: stopping after the current micro-batch", self.signal_name)
+
+
+class _ProgressLog(StreamingQueryListener):
+    """Logs one line per micro-batch from Spark's typed progress events."""
+
+    def onQueryStarted(self, event) -> None:
+        log.info("query %s started (id %s, run %s)", event.name, event.id, event.runId)
+
+    def onQueryProgress(self, event) -> None:
+        p = event.progress
+        log.info("batch %d: %d input files in %d ms (%s)", p.batchId, p.numInputRows, p.batchDuration,
+                 ", ".join(f"{k} {v} ms" for k, v in sorted(p.durationMs.items())))
+
+    def onQueryIdle(self, event) -> None:
+        pass
+
+    def onQueryTerminated(self, event) -> None:
+        log.info("query %s terminated%s", event.id, f" with error: {event.exception}" if event.exception else "")
+
+
+def _latest_committed_batch(table_path: Path) -> int:
+    """The newest batch id in a table's ``_spark_metadata`` log (-1 when there is none)."""
+    ids = [int(p.name.split(".")[0]) for p in (table_path / "_spark_metadata").glob("*")
+           if p.name.split(".")[0].isdigit()]
+    return max(ids, default=-1)
+
+
+def run_streaming(job: JobSpec, options: RunOptions, spark: SparkSession | None = None) -> RunSummary:
+    """Run ``job`` until its trigger ends (available-now) or a signal stops it (processing-time).
+
+    :raises UsageError: for a table format that cannot be used here.
+    :raises JobFailed: if the streaming query fails.
+    """
+    from spark_jobs.session import build_session
+
+    started = time.monotonic()
+    spark = spark or build_session(job.name, ui=not options.trigger.available_now)
+    check_table_format(spark, options.table_format)
+    module = job_module(job)
+    targets = [TableTarget(t.name, options.lake.table_path(t.name), t.partition_by) for t in job.tables]
+    checkpoint = options.lake.checkpoint_path(job.name)
+    summary = RunSummary(job=job.name, trigger=options.trigger.spec, rows={t.name: 0 for t in job.tables})
+    writer_holder: dict[str, ExactlyOnceWriter] = {}
+
+    def write_batch(batch: DataFrame, batch_id: int) -> None:
+        if "writer" not in writer_holder:
+            query_id = spark.sparkContext.getLocalProperty("sql.streaming.queryId") or job.name
+            writer_holder["writer"] = ExactlyOnceWriter(spark, targets, options.table_format, query_id)
+        writer = writer_holder["writer"]
+        batch.persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            for target in targets:
+                frame = module.OUTPUTS[target.name](batch)
+                fresh = options.table_format != "parquet" or batch_id > _latest_committed_batch(target.path)
+                count = frame.count() if fresh else 0
+                writer.write(batch_id, target.name, frame)
+                summary.rows[target.name] += count
+        finally:
+            batch.unpersist()
+        summary.batches += 1
+
+    listener = _ProgressLog()
+    spark.streams.addListener(listener)
+    stopper = _GracefulStop()
+    try:
+        files = read_files(spark, job, options.input_path, options.file_source_options, streaming=True)
+        query = (module.transform(files).writeStream.queryName(job.name)
+                 .foreachBatch(write_batch)
+                 .option("checkpointLocation", str(checkpoint))
+                 .trigger(**options.trigger.writer_kwargs())
+                 .start())
+        stopper.install()
+        while query.isActive:
+            if stopper.signal_name and not query.status["isTriggerActive"]:
+                query.stop()
+                summary.stopped_by = stopper.signal_name
+                break
+            query.awaitTermination(0.2)
+        for progress in query.recentProgress:
+            summary.input_files += progress.numInputRows
+        error = query.exception()
+        if error is not None:
+            first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            raise JobFailed(f"job {job.name} failed: {first}")
+    finally:
+        spark.streams.removeListener(listener)
+    summary.seconds = round(time.monotonic() - started, 2)
+    return summary
+
+
+def configure_logging() -> None:
+    """Job logs go to stderr; stdout is kept for results."""
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")

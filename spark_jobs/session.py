@@ -1,0 +1,64 @@
+"""The one place a SparkSession is configured.
+
+Run by ``python -m spark_jobs`` the session is local (``$SPARK_MASTER``, else ``local[2]``); run by
+``spark-submit`` the master and any ``--conf`` come from spark-submit and are not overridden. All
+scratch space stays inside the project (``.spark/``) so killed JVMs leave nothing in ``/tmp``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from pyspark.sql import SparkSession
+
+from spark_jobs.lake import PROJECT_ROOT
+
+# Settings every job needs to be correct, whoever launched it.
+REQUIRED_CONF = {
+    # Event dates are UTC dates, whatever the machine's time zone.
+    "spark.sql.session.timeZone": "UTC",
+    # A JSON object with a repeated key must not fail a batch when it is read into a map.
+    "spark.sql.mapKeyDedupPolicy": "LAST_WIN",
+}
+
+# Defaults for a local run; spark-submit --conf wins over these.
+LOCAL_DEFAULTS = {
+    "spark.sql.shuffle.partitions": "4",
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "256",
+    "spark.sql.streaming.metricsEnabled": "true",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.driver.memory": "4g",
+}
+
+
+def under_spark_submit() -> bool:
+    """Whether this Python process was started by spark-submit (which owns the JVM's settings)."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def build_session(app_name: str, *, ui: bool = False, extra_conf: dict[str, str] | None = None) -> SparkSession:
+    """The SparkSession for a job or a query.
+
+    :param app_name: the Spark application name (a job's registry name).
+    :param ui: start the Spark UI (for long-running jobs).
+    :param extra_conf: settings on top of the defaults.
+    """
+    scratch = PROJECT_ROOT / ".spark"
+    builder = SparkSession.builder.appName(app_name)
+    if not under_spark_submit():
+        os.environ.setdefault("SPARK_LOCAL_DIRS", str(scratch / "local"))
+        os.makedirs(os.environ["SPARK_LOCAL_DIRS"].split(",")[0], exist_ok=True)
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        builder = builder.master(os.environ.get("SPARK_MASTER", "local[2]"))
+        for key, value in {**LOCAL_DEFAULTS,
+                           "spark.ui.enabled": str(ui).lower(),
+                           "spark.sql.warehouse.dir": str(scratch / "warehouse"),
+                           "spark.driver.extraJavaOptions": f"-Dderby.system.home={scratch / 'derby'}"}.items():
+            builder = builder.config(key, value)
+    for key, value in {**REQUIRED_CONF, **(extra_conf or {})}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(os.environ.get("SPARK_LOG_LEVEL", "WARN"))
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+    return spark
