@@ -129,10 +129,15 @@ class _GracefulStop:
 
     def __init__(self) -> None:
         self.signal_name: str | None = None
+        self._previous: dict = {}
 
     def install(self) -> None:
         for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, self._handle)
+            self._previous[sig] = signal.signal(sig, self._handle)
+
+    def restore(self) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
 
     def _handle(self, signum, _frame) -> None:
         self.signal_name = signal.Signals(signum).name
@@ -222,6 +227,7 @@ def run_streaming(job: JobSpec, options: RunOptions, spark: SparkSession | None 
             first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
             raise JobFailed(f"job {job.name} failed: {first}")
     finally:
+        stopper.restore()
         spark.streams.removeListener(listener)
     summary.seconds = round(time.monotonic() - started, 2)
     return summary

@@ -349,9 +349,14 @@ def _write_no_records(writer: _LandingWriter) -> None:
 
 
 def _write_empty_file(writer: _LandingWriter) -> None:
-    """A file of zero bytes."""
-    path = writer.write(writer.new_path(writer.random_delivery(), ".json"), b"")
+    """A file of nothing but white space (quarantined), and one of zero bytes.
+
+    Spark's file source does not list zero-byte files at all, so that one is never read: it holds
+    nothing to lose, and the manifest lists it with the ignored files.
+    """
+    path = writer.write(writer.new_path(writer.random_delivery(), ".json"), b"\n  \n")
     writer.quarantine(path, reasons.EMPTY_FILE)
+    writer.write(writer.new_path(writer.random_delivery(), ".json"), b"", ignored=True)
 
 
 def _write_with_bad_records(
@@ -401,7 +406,8 @@ def _write_invalid_utf8(writer: _LandingWriter) -> None:
     records[index] = {**records[index], "userAgent": f"aws-cli/2.15.30 {_INVALID_UTF8_MARKER} Python/3.11.8"}
     data = _records_document(records).encode()
     assert data.count(_INVALID_UTF8_MARKER.encode()) == 1
-    path = writer.write(writer.new_path(delivery, ".json"), data.replace(_INVALID_UTF8_MARKER.encode(), b"\xff\xfe"))
+    data = data.replace(_INVALID_UTF8_MARKER.encode(), b"\xff\xfe")
+    path = writer.write(writer.new_path(delivery, ".json"), data)
     writer.quarantine(path, reasons.INVALID_UTF8, index, good)
 
 
@@ -791,7 +797,7 @@ def _record(rng: random.Random, account: str, region: str, time: datetime) -> di
         record["resources"] = payload.resources
     record.update(eventType="AwsApiCall", managementEvent=not spec.data_event, recipientAccountId=account,
                   eventCategory="Data" if spec.data_event else "Management")
-    if caller.service is None and rng.random() < 0.9:
+    if caller.service is None and rng.random() < 0.95:
         host = payload.host or f"{spec.source.split('.')[0]}.{event_region}.amazonaws.com"
         version, cipher = rng.choice(_TLS)
         record["tlsDetails"] = {"tlsVersion": version, "cipherSuite": cipher, "clientProvidedHostHeader": host}
@@ -804,7 +810,8 @@ def _record(rng: random.Random, account: str, region: str, time: datetime) -> di
 def _source_ip(rng: random.Random) -> str:
     if rng.random() < 0.03:
         return "AWS Internal"
-    return f"{rng.choice((3, 18, 34, 52, 54, 81, 93, 185, 203))}.{rng.randrange(256)}.{rng.randrange(256)}.{rng.randint(1, 254)}"
+    first = rng.choice((3, 18, 34, 52, 54, 81, 93, 185, 203))
+    return f"{first}.{rng.randrange(256)}.{rng.randrange(256)}.{rng.randint(1, 254)}"
 
 
 def _records_for(rng: random.Random, count: int, start: datetime, account: str, region: str) -> list[dict]:

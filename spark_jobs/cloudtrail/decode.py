@@ -23,6 +23,8 @@ from spark_jobs.cloudtrail import reasons
 GZIP_MAGIC = b"\x1f\x8b"
 _RECORDS_OPENING = re.compile(r'\A\s*\{\s*"Records"\s*:\s*\[')
 _MAX_DETAIL = 300
+# A first line holding one of these is a CloudTrail event, so the file is JSON lines of events.
+_EVENT_KEYS = frozenset({"eventTime", "eventID", "eventName", "eventSource", "eventVersion"})
 
 # Shapes of a file's text, decided from its first characters.
 RECORDS = "records"  # {"Records":[...]} as CloudTrail delivers to S3
@@ -87,10 +89,11 @@ def shape_of(text: str) -> str:
     first_line = stripped.split("\n", 1)[0].strip()
     if first_line.startswith("{"):
         try:
-            if isinstance(json.loads(first_line), dict):
-                return LINES
+            first = json.loads(first_line)
         except ValueError:
-            pass
+            return DOCUMENT
+        if isinstance(first, dict) and _EVENT_KEYS.intersection(first):
+            return LINES
     return DOCUMENT
 
 
@@ -196,6 +199,10 @@ def salvage(text: str, reason: str | None = None, detail: str | None = None) -> 
         return salvage_lines(text, damage)
     try:
         document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        if exc.msg == "Extra data":  # several JSON documents: JSON lines whose first line is odd
+            return salvage_lines(text, damage)
+        return [_damage_piece(text, exc.pos, exc.msg, damage)]
     except ValueError as exc:
         pos = getattr(exc, "pos", 0)
         return [_damage_piece(text, start if pos is None else pos, getattr(exc, "msg", str(exc)), damage)]

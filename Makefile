@@ -1,0 +1,77 @@
+# The two commands of the README:  make demo  (set up, ingest sample data through Airflow, show it)
+#                                   make test  (set up, run every test)
+# Everything lives inside this folder: the venv, Airflow's home and SQLite DB, Spark scratch, the lake.
+
+SHELL := /bin/bash
+PROJECT := $(CURDIR)
+VENV := $(PROJECT)/.venv
+PYTHON ?= python3
+
+# One block of environment for every command (Airflow, spark-submit, the CLI, the tests).
+export PATH := $(VENV)/bin:$(PATH)
+export PYTHONPATH := $(PROJECT)
+export AIRFLOW_HOME := $(PROJECT)/.airflow
+export AIRFLOW__CORE__DAGS_FOLDER := $(PROJECT)/dags
+export AIRFLOW__CORE__PLUGINS_FOLDER := $(PROJECT)/plugins
+export AIRFLOW__CORE__LOAD_EXAMPLES := False
+export AIRFLOW__CORE__PARALLELISM := 4
+export AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION := True
+export AIRFLOW__LOGGING__LOGGING_LEVEL := WARNING
+export AIRFLOW_CONN_SPARK_DEFAULT := {"conn_type": "spark", "host": "local[2]"}
+export PYSPARK_PYTHON := $(VENV)/bin/python
+export PYSPARK_DRIVER_PYTHON := $(VENV)/bin/python
+export SPARK_LOCAL_DIRS := $(PROJECT)/.spark/local
+export SPARK_LOCAL_IP := 127.0.0.1
+export LAKE_ROOT ?= $(PROJECT)/lake
+export CLOUDTRAIL_ETL_INPUT ?= $(PROJECT)/landing/cloudtrail
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+STAMP := $(VENV)/.installed-$(shell cat requirements.txt | cksum | cut -d' ' -f1)
+
+.PHONY: setup demo test sample-data clean help env
+
+help:
+	@echo "make demo   set up, ingest generated CloudTrail samples through Airflow, show the table"
+	@echo "make test   set up and run the tests"
+	@echo "make env    print the environment as shell exports: eval \"\$$(make -s env)\""
+	@echo "make clean  remove the lake, landing data, Airflow home and Spark scratch (keeps the venv)"
+
+$(STAMP): requirements.txt
+	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	@echo "installing the stack into $(VENV) (about 3 minutes the first time)"
+	@$(VENV)/bin/pip install --quiet -r requirements.txt 2>&1 | grep -v "^WARNING: Location" || true
+	@$(VENV)/bin/python -c "import pyspark, airflow, airflow.providers.apache.spark" \
+		|| { echo "error: the install did not complete; see pip's output above"; exit 1; }
+	@rm -f $(VENV)/.installed-* && touch $@
+
+$(AIRFLOW_HOME)/airflow.db: $(STAMP)
+	@mkdir -p $(AIRFLOW_HOME) $(SPARK_LOCAL_DIRS)
+	@airflow db migrate > $(AIRFLOW_HOME)/db-migrate.log 2>&1 \
+		|| { tail -20 $(AIRFLOW_HOME)/db-migrate.log; exit 1; }
+
+setup: $(STAMP) $(AIRFLOW_HOME)/airflow.db
+
+sample-data: setup
+	@test -d $(CLOUDTRAIL_ETL_INPUT) || python -m spark_jobs sample-data --out $(CLOUDTRAIL_ETL_INPUT)
+
+demo: sample-data
+	@echo "== running DAG cloudtrail_etl_catchup through Airflow (airflow dags test) =="
+	@airflow dags test cloudtrail_etl_catchup > $(AIRFLOW_HOME)/demo-dag-run.log 2>&1 \
+		|| { tail -40 $(AIRFLOW_HOME)/demo-dag-run.log; exit 1; }
+	@grep -E "Marking run|state=|success" $(AIRFLOW_HOME)/demo-dag-run.log | tail -3 || true
+	@echo "== cloudtrail_events: rows per date =="
+	@python -m spark_jobs sql "SELECT date, count(*) AS events, count(DISTINCT eventID) AS distinct_ids FROM cloudtrail_events GROUP BY date ORDER BY date" 2>/dev/null
+	@echo "== example query: errors per eventSource =="
+	@python -m spark_jobs sql "SELECT eventSource, errorCode, count(*) AS n FROM cloudtrail_events WHERE errorCode IS NOT NULL GROUP BY 1, 2 ORDER BY n DESC LIMIT 10" 2>/dev/null
+	@echo "== cloudtrail_quarantine: what could not be ingested, and why =="
+	@python -m spark_jobs sql "SELECT reason, record_index, regexp_extract(source_file, '[^/]+$$', 0) AS file, left(detail, 60) AS detail FROM cloudtrail_quarantine ORDER BY file, record_index" 2>/dev/null
+
+test: setup
+	@python -m pytest $(PYTEST_ARGS)
+
+# The environment above as shell exports, for running airflow or the CLI by hand: eval "$$(make -s env)"
+env:
+	@env | grep -E '^(PATH|PYTHONPATH|AIRFLOW|PYSPARK_|SPARK_|LAKE_ROOT|CLOUDTRAIL_ETL_INPUT)' | sed -E "s/^([^=]+)=(.*)$$/export \1='\2'/"
+
+clean:
+	rm -rf lake landing .airflow .spark .pytest_cache

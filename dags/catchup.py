@@ -1,0 +1,119 @@
+"""
+# Catch-up DAGs: one per registered Spark job
+
+Each job in `spark_jobs.registry.JOBS` gets a DAG `<job>_catchup` that runs on the job's `schedule`
+and spark-submits the job once with the **available-now** trigger: every file that landed since
+the last run is processed, then the job stops. The job's checkpoint makes this exactly-once: a
+run with no new files writes nothing, and a run that was killed is resumed by the next one.
+
+The task runs:
+
+    spark-submit --master <spark_default> --name <job> spark_jobs/__main__.py \\
+        run <job> --trigger available-now [--input DIR] [--max-files-per-trigger N]
+
+`max_active_runs=1` because two runs on one checkpoint must never overlap. spark-submit inherits
+the worker's environment (the Makefile's: `PATH` with `spark-submit`, `PYTHONPATH`,
+`PYSPARK_PYTHON`, `LAKE_ROOT`, `<JOB>_INPUT`), and the `spark_default` connection names the master.
+
+Parsing this file reads only the registry: no connection, Variable, file or pyspark import.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk import DAG, Asset, Param
+
+from spark_jobs.registry import JOBS, JobSpec
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+APPLICATION = str(PROJECT_ROOT / "spark_jobs" / "__main__.py")
+SPARK_CONN_ID = "spark_default"
+
+# Retries with backoff: 5 min, then ~10 min. In Airflow 3.3 retry_exponential_backoff is the
+# multiplier (a float); True is only accepted for compatibility.
+DEFAULT_ARGS = {
+    "owner": "data-platform",
+    "retries": 2,
+    "retry_delay": timedelta(minutes=5),
+    "retry_exponential_backoff": 2.0,
+    "max_retry_delay": timedelta(minutes=30),
+    # A killed run loses nothing (the checkpoint resumes it), so a stuck run is stopped.
+    "execution_timeout": timedelta(hours=3),
+}
+
+
+def table_asset(table: str) -> Asset:
+    """The Asset of a lake table: named after the table, its URI the table's folder.
+
+    Consumers schedule on ``table_asset("<table>")``. The lake root is ``$LAKE_ROOT`` as seen by
+    the parser (the Makefile exports it), else the project's ``lake/`` folder.
+    """
+    lake = os.environ.get("LAKE_ROOT") or str(PROJECT_ROOT / "lake")
+    return Asset(name=table, uri=f"file://{os.path.abspath(lake)}/tables/{table}")
+
+
+def application_args_template(job: JobSpec) -> str:
+    """``application_args`` as one Jinja expression that renders (natively) to the argument list.
+
+    ``--input`` and ``--max-files-per-trigger`` are added only when the run's params set them, so
+    the job's own defaults (``$<JOB>_INPUT``, the registry) apply otherwise.
+    """
+    base = ["run", job.name, "--trigger", "available-now"]
+    return (
+        "{{ " + repr(base)
+        + " + (['--input', params.input] if params.input else [])"
+        + " + (['--max-files-per-trigger', params.max_files_per_trigger | string]"
+        + " if params.max_files_per_trigger is not none else []) }}"
+    )
+
+
+def build_catchup_dag(job: JobSpec) -> DAG:
+    """The ``<job>_catchup`` DAG of one registry job."""
+    with DAG(
+        dag_id=f"{job.name}_catchup",
+        description=job.description,
+        doc_md=f"{__doc__}\n## `{job.name}`\n\n{job.description}\n",
+        schedule=job.schedule,
+        start_date=datetime(2025, 1, 1, tzinfo=timezone.utc),
+        catchup=False,
+        max_active_runs=1,
+        default_args=DEFAULT_ARGS,
+        tags=[*job.tags, "catchup"],
+        params={
+            "input": Param(
+                "",
+                type="string",
+                title="Input folder",
+                description=f"Landing folder to read in this run. Empty: ${job.input_env_var}, "
+                            "else the registry's default_input.",
+            ),
+            "max_files_per_trigger": Param(
+                None,
+                type=["null", "integer"],
+                minimum=1,
+                title="Files per micro-batch",
+                description="Input files per micro-batch in this run. Empty: the registry's "
+                            "maxFilesPerTrigger.",
+            ),
+        },
+    ) as dag:
+        SparkSubmitOperator(
+            task_id="spark_submit",
+            conn_id=SPARK_CONN_ID,
+            application=APPLICATION,
+            application_args=application_args_template(job),
+            # The args template renders to a list; every other field is a plain string.
+            render_template_as_native_obj=True,
+            name=job.name,
+            outlets=[table_asset(table.name) for table in job.tables],
+            doc_md=f"spark-submit `{job.name}` once with the available-now trigger.",
+        )
+    return dag
+
+
+for _job in JOBS.values():
+    globals()[f"{_job.name}_catchup"] = build_catchup_dag(_job)
