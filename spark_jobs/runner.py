@@ -191,14 +191,14 @@ def run_streaming(job: JobSpec, options: RunOptions, spark: SparkSession | None 
             query_id = spark.sparkContext.getLocalProperty("sql.streaming.queryId") or job.name
             writer_holder["writer"] = ExactlyOnceWriter(spark, targets, options.table_format, query_id)
         writer = writer_holder["writer"]
+        # One pass computes the batch (cached); each table's write then reads the cache.
         batch.persist(StorageLevel.MEMORY_AND_DISK)
         try:
+            counts = dict(batch.groupBy(module.ROUTE(batch).alias("table")).count().collect())
             for target in targets:
-                frame = module.OUTPUTS[target.name](batch)
                 fresh = options.table_format != "parquet" or batch_id > _latest_committed_batch(target.path)
-                count = frame.count() if fresh else 0
-                writer.write(batch_id, target.name, frame)
-                summary.rows[target.name] += count
+                writer.write(batch_id, target.name, module.OUTPUTS[target.name](batch))
+                summary.rows[target.name] += counts.get(target.name, 0) if fresh else 0
         finally:
             batch.unpersist()
         summary.batches += 1

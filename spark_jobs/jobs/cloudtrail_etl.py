@@ -15,6 +15,8 @@ Spark's ``binaryFile`` source; :data:`OUTPUTS` picks each table's rows and colum
 
 from __future__ import annotations
 
+import functools
+
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -27,7 +29,12 @@ from spark_jobs.cloudtrail.schema import (
     RECORD_SCHEMA,
 )
 
-_salvage = F.udf(decode.salvage_row, decode.PIECES_DDL, useArrow=True)
+
+
+@functools.cache
+def _salvage():
+    """The salvage UDF (made on first use: making a UDF needs a running SparkContext)."""
+    return F.udf(decode.salvage_row, decode.PIECES_DDL, useArrow=True)
 
 
 def _split_records(decoded: DataFrame) -> DataFrame:
@@ -44,7 +51,7 @@ def _split_records(decoded: DataFrame) -> DataFrame:
     # Files Spark could not split (damaged, invalid JSON, no Records, odd shapes) go to salvage();
     # every other file passes it a NULL and costs nothing there.
     pieces = F.coalesce(
-        _salvage(F.when(F.col("records").isNull(), text), F.col("reason"), F.col("detail")),
+        _salvage()(F.when(F.col("records").isNull(), text), F.col("reason"), F.col("detail")),
         F.transform("records", lambda raw, i: F.struct(
             i.alias("record_index"), raw.alias("raw"), no_reason.alias("reason"), no_reason.alias("detail"))),
     )
@@ -131,20 +138,25 @@ def transform(files: DataFrame) -> DataFrame:
         F.col("record_index").alias("_record_index"),
         reason.alias("reason"),
         detail.alias("detail"),
-        F.col("raw"),
+        F.when(reason.isNotNull(), F.col("raw")).alias("raw"),  # only quarantine keeps the raw text
     )
+
+
+def is_event(parsed: DataFrame) -> Column:
+    """Whether a row of :func:`transform`'s result is a good event (else it is quarantined)."""
+    return parsed["reason"].isNull()
 
 
 def events(parsed: DataFrame) -> DataFrame:
     """Rows and columns of ``cloudtrail_events``."""
-    return parsed.where(F.col("reason").isNull()).drop("reason", "detail", "raw")
+    return parsed.where(is_event(parsed)).drop("reason", "detail", "raw")
 
 
 def quarantine(parsed: DataFrame) -> DataFrame:
     """Rows and columns of ``cloudtrail_quarantine``."""
     raw = F.coalesce(F.col("raw"), F.lit(""))
     quarantined_at = F.current_timestamp()
-    return parsed.where(F.col("reason").isNotNull()).select(
+    return parsed.where(~is_event(parsed)).select(
         F.col("_source_file").alias("source_file"),
         F.col("_record_index").alias("record_index"),
         "reason",
@@ -159,3 +171,5 @@ def quarantine(parsed: DataFrame) -> DataFrame:
 
 
 OUTPUTS = {"cloudtrail_events": events, "cloudtrail_quarantine": quarantine}
+# Which table each row goes to, for counting rows per table in one pass.
+ROUTE = lambda parsed: F.when(is_event(parsed), "cloudtrail_events").otherwise("cloudtrail_quarantine")  # noqa: E731

@@ -10,20 +10,34 @@ from pyspark.sql import functions as F
 
 from spark_jobs.cloudtrail import reasons
 from spark_jobs.cloudtrail.schema import KNOWN_TOP_LEVEL_KEYS
+from spark_jobs.runner import transform_batch
 from spark_jobs.sample_data import write_sample_landing
-from tests.spark_jobs.conftest import file_name, source_records
+from tests.spark_jobs.conftest import JOB, file_name, source_records
 
 
 @pytest.fixture(scope="module")
-def landed(tmp_path_factory, run_job, tables):
+def landed(tmp_path_factory, spark, run_job, tables):
     """The default sample landing, ingested once with small micro-batches."""
     root = tmp_path_factory.mktemp("e2e")
     manifest = write_sample_landing(root / "landing")
     summary = run_job(root / "landing", root / "lake", maxFilesPerTrigger="7")
     frames = tables(root / "lake")
+    in_batch = transform_batch(spark, JOB, root / "landing")
     return {"root": root, "manifest": manifest, "summary": summary,
             "events": frames["cloudtrail_events"].collect(),
-            "quarantine": frames["cloudtrail_quarantine"].collect()}
+            "quarantine": frames["cloudtrail_quarantine"].collect(),
+            "batch_events": in_batch["cloudtrail_events"].collect(),
+            "batch_quarantine": in_batch["cloudtrail_quarantine"].collect()}
+
+
+def _without_times(rows):
+    return Counter(tuple(v for k, v in r.asDict().items() if k not in ("quarantined_at", "ingest_date")) for r in rows)
+
+
+def test_batch_and_streaming_give_the_same_tables(landed):
+    assert len(landed["events"]) == len(landed["batch_events"]) == 1255
+    assert Counter(landed["events"]) == Counter(landed["batch_events"])
+    assert _without_times(landed["quarantine"]) == _without_times(landed["batch_quarantine"])
 
 
 def test_every_good_record_lands_exactly_once(landed):
