@@ -20,7 +20,6 @@ from types import ModuleType
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.streaming import StreamingQueryListener
 from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType, TimestampType
 
 from spark_jobs.errors import UsageError
@@ -144,22 +143,10 @@ class _GracefulStop:
         log.warning("%s received: stopping after the current micro-batch", self.signal_name)
 
 
-class _ProgressLog(StreamingQueryListener):
-    """Logs one line per micro-batch from Spark's typed progress events."""
-
-    def onQueryStarted(self, event) -> None:
-        log.info("query %s started (id %s, run %s)", event.name, event.id, event.runId)
-
-    def onQueryProgress(self, event) -> None:
-        p = event.progress
-        log.info("batch %d: %d input files in %d ms (%s)", p.batchId, p.numInputRows, p.batchDuration,
-                 ", ".join(f"{k} {v} ms" for k, v in sorted(p.durationMs.items())))
-
-    def onQueryIdle(self, event) -> None:
-        pass
-
-    def onQueryTerminated(self, event) -> None:
-        log.info("query %s terminated%s", event.id, f" with error: {event.exception}" if event.exception else "")
+def _log_progress(progress) -> None:
+    """One log line for a finished micro-batch, from Spark's typed progress object."""
+    log.info("batch %d: %d input files in %d ms (%s)", progress.batchId, progress.numInputRows,
+             progress.batchDuration, ", ".join(f"{k} {v} ms" for k, v in sorted(progress.durationMs.items())))
 
 
 def _latest_committed_batch(table_path: Path) -> int:
@@ -203,9 +190,10 @@ def run_streaming(job: JobSpec, options: RunOptions, spark: SparkSession | None 
             batch.unpersist()
         summary.batches += 1
 
-    listener = _ProgressLog()
-    spark.streams.addListener(listener)
+    # Progress is read from the query in this thread (not through a StreamingQueryListener, whose
+    # callbacks into Python can arrive after the query, and this process, have ended).
     stopper = _GracefulStop()
+    logged = -1
     try:
         files = read_files(spark, job, options.input_path, options.file_source_options, streaming=True)
         query = (module.transform(files).writeStream.queryName(job.name)
@@ -213,22 +201,27 @@ def run_streaming(job: JobSpec, options: RunOptions, spark: SparkSession | None 
                  .option("checkpointLocation", str(checkpoint))
                  .trigger(**options.trigger.writer_kwargs())
                  .start())
+        log.info("query %s started (id %s, run %s), checkpoint %s", job.name, query.id, query.runId, checkpoint)
         stopper.install()
-        while query.isActive:
+        while True:
+            active = query.isActive
+            for progress in query.recentProgress:
+                if progress.batchId > logged and progress.numInputRows > 0:
+                    _log_progress(progress)
+                    summary.input_files += progress.numInputRows
+                    logged = progress.batchId
+            if not active:
+                break
             if stopper.signal_name and not query.status["isTriggerActive"]:
                 query.stop()
                 summary.stopped_by = stopper.signal_name
-                break
             query.awaitTermination(0.2)
-        for progress in query.recentProgress:
-            summary.input_files += progress.numInputRows
         error = query.exception()
         if error is not None:
             first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
             raise JobFailed(f"job {job.name} failed: {first}")
     finally:
         stopper.restore()
-        spark.streams.removeListener(listener)
     summary.seconds = round(time.monotonic() - started, 2)
     return summary
 
