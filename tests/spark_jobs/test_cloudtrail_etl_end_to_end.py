@@ -78,13 +78,15 @@ def test_temp_and_dot_files_are_never_read(landed):
     assert not read & {p.name for p in landed["manifest"].ignored_files}
 
 
+def _healthy_source_records(manifest) -> dict:
+    """eventID -> record, from every file with no bad item, read by the test's own JSON reader."""
+    bad = {b.path.name for b in manifest.bad}
+    return {record["eventID"]: record for path in manifest.files_written if path.name not in bad
+            for record in source_records(path)}
+
+
 def test_fields_are_typed_flattened_and_dated_in_utc(landed):
-    sources = {}
-    for path in landed["manifest"].files_written:
-        if path.name in {b.path.name for b in landed["manifest"].bad}:
-            continue
-        for record in source_records(path):
-            sources[record["eventID"]] = record
+    sources = _healthy_source_records(landed["manifest"])
     rows = [r for r in landed["events"] if r.eventID in sources]
     assert len(rows) == 1255 - 9 - 8 - 9 - 9 - 10  # the partly bad files and the JSON-lines file are left out
     for row in rows:
@@ -100,11 +102,7 @@ def test_fields_are_typed_flattened_and_dated_in_utc(landed):
 
 
 def test_type_varying_fields_keep_their_raw_json(landed):
-    sources = {}
-    for path in landed["manifest"].files_written:
-        if path.name.endswith(".json.gz") and path.name not in {b.path.name for b in landed["manifest"].bad}:
-            for record in source_records(path):
-                sources[record["eventID"]] = record
+    sources = _healthy_source_records(landed["manifest"])
     varying = Counter()
     for row in landed["events"]:
         if row.eventID not in sources:
@@ -121,13 +119,10 @@ def test_type_varying_fields_keep_their_raw_json(landed):
 
 def test_unknown_top_level_fields_are_rescued_not_dropped(landed):
     expected = {}
-    for path in landed["manifest"].files_written:
-        if path.name in {b.path.name for b in landed["manifest"].bad}:
-            continue
-        for record in source_records(path):
-            unknown = {k: v for k, v in record.items() if k not in KNOWN_TOP_LEVEL_KEYS}
-            if unknown:
-                expected[record["eventID"]] = unknown
+    for event_id, record in _healthy_source_records(landed["manifest"]).items():
+        unknown = {k: v for k, v in record.items() if k not in KNOWN_TOP_LEVEL_KEYS}
+        if unknown:
+            expected[event_id] = unknown
     got = {r.eventID: json.loads(r._rescued_data) for r in landed["events"] if r._rescued_data}
     assert len(expected) > 10
     assert {k: got[k] for k in expected} == expected  # the partly bad files may add more
