@@ -8,19 +8,20 @@ run with no new files writes nothing, and a run that was killed is resumed by th
 
 The task runs:
 
-    spark-submit --master <spark_default> --name <job> spark_jobs/__main__.py \\
+    spark-submit --master <spark_default's host> --conf spark.executorEnv.PYTHONPATH=<project> \\
+        --name <job> <project>/spark_jobs/__main__.py \\
         run <job> --trigger available-now [--input DIR] [--max-files-per-trigger N]
 
 `max_active_runs=1` because two runs on one checkpoint must never overlap. spark-submit inherits
-the worker's environment (the Makefile's: `PATH` with `spark-submit`, `PYTHONPATH`,
-`PYSPARK_PYTHON`, `LAKE_ROOT`, `<JOB>_INPUT`), and the `spark_default` connection names the master.
+the worker's environment (the Makefile's: `PATH` with `spark-submit`, `PYSPARK_PYTHON`, `LAKE_ROOT`,
+`<JOB>_INPUT`), and the `spark_default` connection names the master. Each table the job writes is
+an outlet Asset named after the table, so consumers can schedule on it.
 
 Parsing this file reads only the registry: no connection, Variable, file or pyspark import.
 """
 
 from __future__ import annotations
 
-import os
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -33,8 +34,8 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 APPLICATION = str(PROJECT_ROOT / "spark_jobs" / "__main__.py")
 SPARK_CONN_ID = "spark_default"
 
-# Retries with backoff: 5 min, then ~10 min. In Airflow 3.3 retry_exponential_backoff is the
-# multiplier (a float); True is only accepted for compatibility.
+# In Airflow 3.3 retry_exponential_backoff is the backoff multiplier (a float; the old True is
+# read as 2.0), capped by max_retry_delay.
 DEFAULT_ARGS = {
     "owner": "data-platform",
     "retries": 2,
@@ -47,13 +48,13 @@ DEFAULT_ARGS = {
 
 
 def table_asset(table: str) -> Asset:
-    """The Asset of a lake table: named after the table, its URI the table's folder.
+    """The Asset of a lake table, identified by the table's name alone.
 
-    Consumers schedule on ``table_asset("<table>")``. The lake root is ``$LAKE_ROOT`` as seen by
-    the parser (the Makefile exports it), else the project's ``lake/`` folder.
+    Consumers schedule on ``table_asset("<table>")``. The URI deliberately holds no path: the lake
+    root comes from the environment, and an Asset whose identity changed with ``$LAKE_ROOT``
+    would leave the previously registered one active and fail the task as "inactive asset".
     """
-    lake = os.environ.get("LAKE_ROOT") or str(PROJECT_ROOT / "lake")
-    return Asset(name=table, uri=f"file://{os.path.abspath(lake)}/tables/{table}")
+    return Asset(name=table)
 
 
 def application_args_template(job: JobSpec) -> str:
@@ -87,9 +88,10 @@ def build_catchup_dag(job: JobSpec) -> DAG:
             "input": Param(
                 "",
                 type="string",
+                pattern="^(/.*)?$",
                 title="Input folder",
-                description=f"Landing folder to read in this run. Empty: ${job.input_env_var}, "
-                            "else the registry's default_input.",
+                description=f"Absolute landing folder to read in this run. Empty: "
+                            f"${job.input_env_var}, else the registry's default_input.",
             ),
             "max_files_per_trigger": Param(
                 None,
@@ -109,6 +111,9 @@ def build_catchup_dag(job: JobSpec) -> DAG:
             # The args template renders to a list; every other field is a plain string.
             render_template_as_native_obj=True,
             name=job.name,
+            # spark_jobs/__main__.py puts the project on the driver's sys.path; the Python workers
+            # that run the job's UDFs need it too (Spark adds this to their PYTHONPATH).
+            conf={"spark.executorEnv.PYTHONPATH": str(PROJECT_ROOT)},
             outlets=[table_asset(table.name) for table in job.tables],
             doc_md=f"spark-submit `{job.name}` once with the available-now trigger.",
         )

@@ -1,0 +1,60 @@
+"""Fixtures for the DAG tests: the project's DAG folder parsed once, and the Airflow environment."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+DAGS_FOLDER = PROJECT_ROOT / "dags"
+PARSE_PROBE = Path(__file__).with_name("parse_probe.py")
+
+# What the DAGs and `airflow dags test` need from the Makefile's environment.
+AIRFLOW_ENV = ("AIRFLOW_HOME", "AIRFLOW__CORE__DAGS_FOLDER", "AIRFLOW_CONN_SPARK_DEFAULT", "PYTHONPATH",
+               "PYSPARK_PYTHON", "SPARK_LOCAL_DIRS")
+
+
+def require_airflow_env() -> None:
+    """Fail with the way out when the Makefile's environment is not there."""
+    missing = [name for name in AIRFLOW_ENV if not os.environ.get(name)]
+    missing += [f"{tool} on PATH" for tool in ("airflow", "spark-submit") if not shutil.which(tool)]
+    if missing:
+        pytest.fail(f"the Airflow test environment is incomplete ({', '.join(missing)} missing): run the "
+                    "tests with `make test` (options: `make test PYTEST_ARGS='tests/dags -k name'`)",
+                    pytrace=False)
+    if Path(os.environ["AIRFLOW__CORE__DAGS_FOLDER"]).resolve() != DAGS_FOLDER:
+        pytest.fail(f"AIRFLOW__CORE__DAGS_FOLDER is {os.environ['AIRFLOW__CORE__DAGS_FOLDER']}, not this "
+                    f"project's {DAGS_FOLDER}: run the tests with `make test`", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def airflow_env() -> None:
+    require_airflow_env()
+
+
+@pytest.fixture(scope="session")
+def dagbag(airflow_env):
+    """The project's DAG folder parsed in this process; every file is imported (no safe-mode skip)."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    return DagBag(dag_folder=str(DAGS_FOLDER), safe_mode=False)
+
+
+def run_parse_probe(dags_folder: Path) -> dict:
+    """Parse ``dags_folder`` in a fresh interpreter with no connections or Variables in the environment.
+
+    :returns: the report of :mod:`tests.dags.parse_probe` (import errors, DAG ids, lookups, files
+        opened, pyspark and spark_jobs modules loaded).
+    """
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW_CONN_", "AIRFLOW_VAR_"))}
+    done = subprocess.run([sys.executable, str(PARSE_PROBE), str(dags_folder)], cwd=PROJECT_ROOT, env=env,
+                          capture_output=True, text=True, timeout=180)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("PARSE_PROBE ")]
+    assert done.returncode == 0 and lines, f"the parse probe failed (exit {done.returncode}):\n{done.stderr[-3000:]}"
+    return json.loads(lines[-1].removeprefix("PARSE_PROBE "))

@@ -1,0 +1,168 @@
+"""Every DAG file parses cleanly and cheaply, and each registry job's catch-up DAG follows the policies."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from spark_jobs.cli import build_parser
+from spark_jobs.registry import JOBS
+from tests.dags.conftest import DAGS_FOLDER, PROJECT_ROOT, run_parse_probe
+
+APPLICATION = str(PROJECT_ROOT / "spark_jobs" / "__main__.py")
+
+
+@pytest.fixture(params=sorted(JOBS))
+def job(request):
+    return JOBS[request.param]
+
+
+@pytest.fixture
+def dag(dagbag, job):
+    return dagbag.dags[f"{job.name}_catchup"]
+
+
+def test_every_dag_file_imports_without_errors(dagbag):
+    files = sorted(str(p) for p in DAGS_FOLDER.glob("*.py"))
+    assert files
+    assert dagbag.import_errors == {}
+    assert sorted(dagbag.file_last_changed) == files
+
+
+def test_every_registry_job_has_its_catchup_dag(dagbag):
+    assert {f"{name}_catchup" for name in JOBS} <= set(dagbag.dag_ids)
+
+
+def test_catchup_dag_policies(dag, job):
+    assert dag.schedule == job.schedule
+    assert dag.catchup is False
+    assert dag.max_active_runs == 1
+    assert set(dag.tags) == {*job.tags, "catchup"}
+    assert job.description in dag.doc_md
+
+
+def test_every_task_retries_with_backoff_and_has_a_timeout(dag):
+    for task in dag.tasks:
+        assert task.retries >= 1, task.task_id
+        assert task.retry_exponential_backoff > 1, task.task_id
+        assert task.retry_delay > timedelta(0) and task.max_retry_delay >= task.retry_delay, task.task_id
+        assert task.execution_timeout is not None, task.task_id
+
+
+def test_task_spark_submits_the_job_on_spark_default(dag, job):
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+    [task] = dag.tasks
+    assert isinstance(task, SparkSubmitOperator)
+    assert task.task_id == "spark_submit"
+    assert task._conn_id == "spark_default"  # the operator keeps conn_id private
+    assert task.application == APPLICATION and Path(APPLICATION).is_file()
+    assert task.name == job.name
+
+
+def test_outlets_are_the_jobs_tables_named_by_table(dag, job):
+    from airflow.sdk import Asset
+
+    [task] = dag.tasks
+    # Name-only: an Asset whose URI held $LAKE_ROOT would change identity with the environment.
+    assert task.outlets == [Asset(name=table.name) for table in job.tables]
+
+
+def validate_param(dag, name: str, value) -> None:
+    """Validate ``value`` as a trigger would; raises ParamValidationError. (Param.resolve stores the
+    value it resolves, so it runs on a copy and the shared DagBag keeps its defaults.)"""
+    copy.deepcopy(dag.params.get_param(name)).resolve(value)
+
+
+def spark_submit_command(dag, params: dict, monkeypatch) -> list[str]:
+    """The exact spark-submit command of a run with ``params``, as the provider's hook builds it."""
+    [task] = dag.tasks
+    values = {**dag.params.dump(), **params}
+    for name, value in values.items():
+        validate_param(dag, name, value)
+    monkeypatch.setattr(task, "application_args", task.render_template(task.application_args, {"params": values}))
+    return task._get_hook()._build_spark_submit_command(task.application)
+
+
+@pytest.mark.parametrize("params, extra_args", [
+    ({}, []),
+    ({"input": "/data/landing with space"}, ["--input", "/data/landing with space"]),
+    ({"max_files_per_trigger": 5}, ["--max-files-per-trigger", "5"]),
+    ({"input": "/data/in", "max_files_per_trigger": 1}, ["--input", "/data/in", "--max-files-per-trigger", "1"]),
+], ids=["defaults", "input", "max-files", "both"])
+def test_params_reach_the_command_line_only_when_set(dag, job, params, extra_args, monkeypatch):
+    command = spark_submit_command(dag, params, monkeypatch)
+
+    master = json.loads(os.environ["AIRFLOW_CONN_SPARK_DEFAULT"])["host"]
+    assert command[:5] == ["spark-submit", "--master", master, "--conf", f"spark.executorEnv.PYTHONPATH={PROJECT_ROOT}"]
+    assert command[5:] == ["--name", job.name, APPLICATION, "run", job.name, "--trigger", "available-now",
+                           *extra_args]
+    parsed = build_parser().parse_args(command[command.index(APPLICATION) + 1:])
+    assert (parsed.command, parsed.job, parsed.trigger) == ("run", job.name, "available-now")
+    assert parsed.input == params.get("input")
+    assert parsed.max_files_per_trigger == (str(params["max_files_per_trigger"]) if "max_files_per_trigger" in params
+                                            else None)
+
+
+@pytest.mark.parametrize("name, value", [
+    ("input", "relative/landing"),
+    ("input", 7),
+    ("max_files_per_trigger", 0),
+    ("max_files_per_trigger", 2.5),
+    ("max_files_per_trigger", "10"),
+])
+def test_params_reject_bad_values(dag, name, value):
+    from airflow.sdk.exceptions import ParamValidationError
+
+    with pytest.raises(ParamValidationError):
+        validate_param(dag, name, value)
+
+
+def test_parsing_looks_nothing_up_opens_nothing_and_imports_no_pyspark(airflow_env):
+    report = run_parse_probe(DAGS_FOLDER)  # with no AIRFLOW_CONN_* in the environment
+
+    assert report["import_errors"] == {}
+    assert {f"{name}_catchup" for name in JOBS} <= set(report["dag_ids"])
+    assert report["lookups"] == []
+    assert report["opened"] == []
+    assert report["pyspark"] == []
+    assert set(report["spark_jobs"]) <= {"spark_jobs", "spark_jobs.errors", "spark_jobs.registry"}
+
+
+BAD_DAG = '''
+from pathlib import Path
+
+import pyspark.sql
+from airflow.sdk import DAG, BaseHook, Variable
+
+try:
+    BaseHook.get_connection("spark_default")
+except Exception:
+    pass
+try:
+    Variable.get("lake_root")
+except Exception:
+    pass
+SETTINGS = Path(__file__).with_name("settings.txt").read_text()
+
+with DAG("parses_badly", schedule=None):
+    pass
+'''
+
+
+def test_parse_probe_reports_a_dag_that_does_io_at_parse_time(airflow_env, tmp_path):
+    (tmp_path / "bad_dag.py").write_text(BAD_DAG)
+    (tmp_path / "settings.txt").write_text("x")
+
+    report = run_parse_probe(tmp_path)
+
+    assert report["import_errors"] == {}
+    assert report["dag_ids"] == ["parses_badly"]
+    assert sorted(set(report["lookups"])) == ["Connection.get('spark_default',)", "Variable.get('lake_root',)"]
+    assert report["opened"] == [str(tmp_path / "settings.txt")]
+    assert "pyspark.sql" in report["pyspark"]
