@@ -58,7 +58,7 @@ demo: sample-data
 	@echo "== running DAG cloudtrail_etl_catchup through Airflow (airflow dags test) =="
 	@airflow dags test cloudtrail_etl_catchup > $(AIRFLOW_HOME)/demo-dag-run.log 2>&1 \
 		|| { tail -40 $(AIRFLOW_HOME)/demo-dag-run.log; exit 1; }
-	@grep -E "Marking run|state=|success" $(AIRFLOW_HOME)/demo-dag-run.log | tail -3 || true
+	@airflow dags list-runs cloudtrail_etl_catchup -o plain 2>/dev/null | grep -E "^dag_id|^cloudtrail_etl_catchup" | head -2 | cut -c1-100
 	@echo "== cloudtrail_events: rows per date =="
 	@python -m spark_jobs sql "SELECT date, count(*) AS events, count(DISTINCT eventID) AS distinct_ids FROM cloudtrail_events GROUP BY date ORDER BY date" 2>/dev/null
 	@echo "== example query: errors per eventSource =="
