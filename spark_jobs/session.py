@@ -20,6 +20,8 @@ REQUIRED_CONF = {
     "spark.sql.session.timeZone": "UTC",
     # A JSON object with a repeated key must not fail a batch when it is read into a map.
     "spark.sql.mapKeyDedupPolicy": "LAST_WIN",
+    # ... and must parse into a VARIANT (the last value wins, as in most JSON readers).
+    "spark.sql.variant.allowDuplicateKeys": "true",
 }
 
 # Defaults for a local run; spark-submit --conf wins over these.

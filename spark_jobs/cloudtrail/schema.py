@@ -1,16 +1,15 @@
-"""The explicit schema of a CloudTrail record, and the columns of the two output tables.
+"""The explicit schema of a CloudTrail record.
 
-Every leaf is read as a string and typed afterwards with ``try_cast``, so a value of an unexpected
-type (``"readOnly": "true"``) never makes a whole record unreadable. Fields whose shape varies from
-event to event (``requestParameters``, ``responseElements``, ...) are read as strings too: Spark keeps
-the JSON text of an object or array in a string field, which is what the table stores.
+Each record is parsed once into a VARIANT and cast to this struct. Every leaf is a string, typed
+afterwards with ``try_cast``, so a value of an unexpected type (``"readOnly": "true"``) never makes a
+record unreadable, and a field of the wrong shape (a string where an object belongs) is NULL alone.
+Fields whose shape varies from event to event (``requestParameters``, ``responseElements``, ...) are
+strings too: casting a VARIANT object or array to a string gives its JSON text, which the table stores.
 """
 
 from __future__ import annotations
 
 from pyspark.sql.types import StringType, StructField, StructType
-
-CORRUPT_COLUMN = "_corrupt_record"
 
 S = StringType()
 
@@ -49,11 +48,10 @@ RECORD_SCHEMA = StructType(
     [StructField(n, S) for n in SCALAR_FIELDS]
     + [StructField(n, S) for n in RAW_JSON_FIELDS]
     + [StructField("userIdentity", USER_IDENTITY), StructField("tlsDetails", TLS_DETAILS)]
-    + [StructField(CORRUPT_COLUMN, S)]
 )
 
 # Every top-level key the schema knows; any other key goes to the rescued-data column.
-KNOWN_TOP_LEVEL_KEYS = tuple(f.name for f in RECORD_SCHEMA.fields if f.name != CORRUPT_COLUMN)
+KNOWN_TOP_LEVEL_KEYS = tuple(f.name for f in RECORD_SCHEMA.fields)
 
 # The part of a quarantined record's raw text that is kept (characters).
 MAX_RAW_CHARS = 64 * 1024
