@@ -1,4 +1,4 @@
-"""The command line: ``python -m spark_jobs {list,run,sql,sample-data}``.
+"""The command line: ``python -m spark_jobs {list,run,sql,sample-data,bench}``.
 
 Examples::
 
@@ -6,6 +6,7 @@ Examples::
     python -m spark_jobs run cloudtrail_etl --input landing/cloudtrail --trigger available-now
     python -m spark_jobs run cloudtrail_etl --trigger processing-time:10s     # until SIGTERM
     python -m spark_jobs sql --format json "SELECT eventName, count(*) n FROM cloudtrail_events GROUP BY 1"
+    python -m spark_jobs bench --quick                                        # JSON report on stdout
 
 Exit status: 0 done, 1 the job or query failed, 2 a bad value on the command line (one line on
 stderr names it and what to do).
@@ -59,6 +60,11 @@ def build_parser() -> argparse.ArgumentParser:
     sample.add_argument("--records-per-file", type=int, default=50)
     sample.add_argument("--seed", type=int, default=7)
     sample.add_argument("--no-bad-files", action="store_true", help="only good files")
+
+    from spark_jobs.benchmark import add_arguments
+
+    bench = commands.add_parser("bench", help="benchmark the pipeline against bare Spark (JSON report)")
+    add_arguments(bench)
     return parser
 
 
@@ -125,7 +131,14 @@ def _cmd_sample_data(args) -> int:
     return sample_data.main(argv) or 0
 
 
-COMMANDS = {"list": _cmd_list, "run": _cmd_run, "sql": _cmd_sql, "sample-data": _cmd_sample_data}
+def _cmd_bench(args) -> int:
+    from spark_jobs.benchmark import run_from_args
+
+    return run_from_args(args)
+
+
+COMMANDS = {"list": _cmd_list, "run": _cmd_run, "sql": _cmd_sql, "sample-data": _cmd_sample_data,
+            "bench": _cmd_bench}
 
 
 def main(argv: list[str] | None = None) -> int:

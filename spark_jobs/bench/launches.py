@@ -1,0 +1,145 @@
+"""Costs of launching the job: a no-op catch-up against a bare SparkSession, and Airflow against spark-submit.
+
+Each launch is a fresh process timed by wall clock, as a scheduler would see it. The lake given is
+already caught up with the landing folder, so every job run here finds nothing new: the work is
+identical (none) and what is measured is the launch.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from spark_jobs.bench.probes import median
+from spark_jobs.lake import PROJECT_ROOT
+from spark_jobs.registry import get_job
+
+log = logging.getLogger("spark_jobs.bench")
+JOB = get_job("cloudtrail_etl")
+DAG_ID = f"{JOB.name}_catchup"
+APPLICATION = PROJECT_ROOT / "spark_jobs" / "__main__.py"
+BARE_SESSION = "from spark_jobs.session import build_session; build_session({name!r}).stop()"
+
+
+def timed(command: list[str], env: dict | None = None, timeout: float = 900) -> tuple[float, str]:
+    """Run ``command`` in the project folder; its wall time and stdout.
+
+    :raises RuntimeError: with the tail of its output if it fails.
+    """
+    started = time.monotonic()
+    done = subprocess.run(command, cwd=PROJECT_ROOT, env=env or dict(os.environ), capture_output=True,
+                          text=True, timeout=timeout)
+    seconds = round(time.monotonic() - started, 3)
+    if done.returncode != 0:
+        tail = "\n".join((done.stdout + done.stderr).splitlines()[-30:])
+        raise RuntimeError(f"{' '.join(command[:4])} ... failed (exit {done.returncode}):\n{tail}")
+    return seconds, done.stdout
+
+
+def _summary(stdout: str) -> dict:
+    lines = [line for line in stdout.splitlines() if line.startswith("{")]
+    return json.loads(lines[-1]) if lines else {}
+
+
+def _check_noop(stdout: str, what: str) -> None:
+    batches = _summary(stdout).get("batches")
+    if batches != 0:
+        raise AssertionError(f"{what} was meant to find nothing new, but ran {batches} batches")
+
+
+def measure_noop_catchup(landing: Path, lake: Path, repeat: int) -> dict:
+    """``python -m spark_jobs run`` (available-now, nothing new) vs a process that starts and stops a SparkSession."""
+    job_cmd = [sys.executable, "-m", "spark_jobs", "run", JOB.name, "--input", str(landing), "--lake", str(lake),
+               "--trigger", "available-now"]
+    bare_cmd = [sys.executable, "-c", BARE_SESSION.format(name=JOB.name)]
+    job_s, bare_s, in_run_streaming = [], [], []
+    for i in range(repeat):
+        log.info("no-op catch-up: repetition %d of %d", i + 1, repeat)
+        seconds, _ = timed(bare_cmd)
+        bare_s.append(seconds)
+        seconds, out = timed(job_cmd)
+        _check_noop(out, "the no-op run")
+        job_s.append(seconds)
+        in_run_streaming.append(_summary(out).get("seconds"))
+    ratio = round(median(job_s) / median(bare_s), 2)
+    return {
+        "what": "wall time of `python -m spark_jobs run cloudtrail_etl` with nothing new (the input's files "
+                "all seen) vs `python -c` that builds the same SparkSession (spark_jobs.session) and stops it",
+        "job_run": {"seconds": job_s, "median_s": median(job_s),
+                    "in_run_streaming_s": in_run_streaming,
+                    "note": "in_run_streaming_s is the run's own summary: session start, query start, listing "
+                            "and stop; the rest is the interpreter start and imports"},
+        "bare_session": {"seconds": bare_s, "median_s": median(bare_s)},
+        "ratio": ratio,
+        "goal": "<= 1.5",
+        "met": ratio <= 1.5,
+    }
+
+
+def spark_submit_command(master: str) -> list[str]:
+    """The command the catch-up DAG's SparkSubmitOperator runs (see dags/catchup.py)."""
+    return ["spark-submit", "--master", master, "--conf", f"spark.executorEnv.PYTHONPATH={PROJECT_ROOT}",
+            "--name", JOB.name, str(APPLICATION), "run", JOB.name, "--trigger", "available-now"]
+
+
+def _last_run_state(home: Path) -> str | None:
+    with sqlite3.connect(home / "airflow.db") as db:
+        row = db.execute("SELECT state FROM dag_run WHERE dag_id = ? ORDER BY id DESC LIMIT 1", (DAG_ID,)).fetchone()
+    return row[0] if row else None
+
+
+def measure_orchestration(landing: Path, lake: Path, airflow_home: Path, repeat: int) -> dict:
+    """``airflow dags test cloudtrail_etl_catchup`` vs the same spark-submit run directly, same environment.
+
+    Airflow's metadata DB is a SQLite file in ``airflow_home`` (migrated on first use, kept for later
+    benchmark runs), so the project's own ``.airflow`` is neither used nor changed.
+    """
+    missing = [tool for tool in ("airflow", "spark-submit") if not _on_path(tool)]
+    if missing or not os.environ.get("AIRFLOW__CORE__DAGS_FOLDER"):
+        return {"status": "skipped", "why": f"needs the project environment (eval \"$(make -s env)\"): "
+                f"{', '.join(missing) or 'AIRFLOW__CORE__DAGS_FOLDER'} missing"}
+    env = {**os.environ, "AIRFLOW_HOME": str(airflow_home),
+           "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{airflow_home / 'airflow.db'}",
+           "LAKE_ROOT": str(lake), JOB.input_env_var: str(landing)}
+    setup_s = 0.0
+    if not (airflow_home / "airflow.db").is_file():
+        airflow_home.mkdir(parents=True, exist_ok=True)
+        log.info("orchestration: migrating a metadata DB for the benchmark in %s", airflow_home)
+        setup_s, _ = timed(["airflow", "db", "migrate"], env)
+    master = json.loads(os.environ.get("AIRFLOW_CONN_SPARK_DEFAULT") or "{}").get("host", "local[2]")
+    submit = spark_submit_command(master)
+    airflow_s, submit_s = [], []
+    for i in range(repeat):
+        log.info("orchestration: repetition %d of %d (spark-submit, then airflow dags test)", i + 1, repeat)
+        seconds, out = timed(submit, env)
+        _check_noop(out, "spark-submit")
+        submit_s.append(seconds)
+        seconds, _ = timed(["airflow", "dags", "test", DAG_ID], env)
+        state = _last_run_state(airflow_home)
+        if state != "success":
+            raise RuntimeError(f"airflow dags test {DAG_ID} ended with the run in state {state!r}")
+        airflow_s.append(seconds)
+    difference = round(median(airflow_s) - median(submit_s), 2)
+    return {
+        "what": f"`airflow dags test {DAG_ID}` (parses the DAGs, runs the SparkSubmitOperator task in-process; "
+                "no scheduler or executor queueing) vs the same spark-submit run directly; nothing new to ingest",
+        "spark_submit_command": " ".join(submit),
+        "airflow_dags_test": {"seconds": airflow_s, "median_s": median(airflow_s)},
+        "spark_submit": {"seconds": submit_s, "median_s": median(submit_s)},
+        "difference_s": difference,
+        "airflow_db_setup_s": setup_s,
+        "goal": "<= 5 s more",
+        "met": difference <= 5,
+    }
+
+
+def _on_path(tool: str) -> bool:
+    import shutil
+
+    return shutil.which(tool) is not None

@@ -1,0 +1,130 @@
+"""The benchmark's pieces on tiny input (200 records in 4 files), in the shared SparkSession.
+
+A smoke test of the report, not a timed test: it checks the report's structure, that the job and
+bare Spark did the same work, and that every measured figure is positive (no warm-up runs: speed
+does not matter here). The subprocess
+measurements (freshness, no-op catch-up, orchestration) are left to ``python -m spark_jobs bench``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from spark_jobs import benchmark
+from spark_jobs.bench import bare
+from spark_jobs.bench.data import RecordSource, write_landing
+from spark_jobs.bench.freshness import TableWatcher
+from spark_jobs.cli import build_parser
+from spark_jobs.errors import UsageError
+from spark_jobs.lake import Lake
+from tests.spark_jobs.conftest import JOB, file_name
+
+IN_PROCESS = ("throughput", "profile", "adhoc_query", "memory")
+
+
+@pytest.fixture(scope="module")
+def config(tmp_path_factory) -> benchmark.BenchConfig:
+    return replace(benchmark.BenchConfig.quick(), records=200, records_per_file=50, repeat=1, warmup_fraction=0,
+                   profile_stand_ins=True, only=IN_PROCESS, root=tmp_path_factory.mktemp("bench"))
+
+
+@pytest.fixture(scope="module")
+def report(spark, config) -> dict:
+    with pytest.MonkeyPatch.context() as patch:  # one bare-Spark setting is enough to check the report
+        patch.setattr(bare, "READ_VARIANTS", {"even_splits": bare.READ_VARIANTS["even_splits"]})
+        return benchmark.run_benchmark(config, spark=spark)
+
+
+def test_report_has_every_measurement_in_the_issues_order(report):
+    assert list(report["measurements"]) == list(benchmark.REPORT_ORDER)
+    assert report["failed"] == []
+    assert {"date", "mode", "machine", "data", "measurements", "goals", "wall_s"} <= report.keys()
+    assert report["machine"]["cores"] >= 1 and report["machine"]["spark"]
+
+
+def test_measurements_left_out_say_why(report):
+    measurements = report["measurements"]
+    for name in ("noop_catchup", "orchestration", "freshness"):
+        assert measurements[name] == {"status": "skipped", "why": "not in --only"}
+    for name in ("recovery", "state"):
+        assert measurements[name]["status"] == "not applicable yet" and measurements[name]["why"]
+
+
+def test_input_is_what_was_asked_for(report):
+    data = report["data"]
+    assert (data["records"], data["files"]) == (200, 4)
+    assert 0 < data["bytes_compressed"] < data["bytes_uncompressed"]
+
+
+def test_throughput_numbers_are_positive_and_the_ratio_is_consistent(report):
+    section = report["measurements"]["throughput"]
+    for side in ("job", "bare_spark"):
+        assert section[side]["median_s"] > 0
+        assert section[side]["records_per_s"] > 0
+        assert section[side]["mb_per_s_uncompressed"] > section[side]["mb_per_s_compressed"] > 0
+    assert section["bare_spark"]["reader_settings"] in bare.READ_VARIANTS
+    assert section["ratio"] == round(section["bare_spark"]["median_s"] / section["job"]["median_s"], 3)
+    assert section["met"] == (section["ratio"] >= 0.9)
+    assert section["per_core"]["seed_001"]["records_per_s_per_node"] == 388889
+    assert report["goals"]["throughput"] == {"goal": ">= 0.9", "value": {"ratio": section["ratio"]},
+                                             "met": section["met"]}
+
+
+def test_profile_breaks_the_job_run_down(report):
+    profile = report["measurements"]["profile"]
+    phases = profile["job_streaming_phases_ms"]
+    assert phases["batches"] == 1 and phases["add_batch"] > 0
+    assert profile["job_spark_jobs_ms"]["decode_parse_cache_and_count"] > 0
+    assert {"write_cloudtrail_events", "write_cloudtrail_quarantine"} <= profile["job_spark_jobs_ms"].keys()
+    assert len(profile["noop_sink_seconds"]) == 4 and all(s > 0 for s in profile["noop_sink_seconds"].values())
+    assert profile["findings"]
+
+
+def test_adhoc_query_gives_the_same_answer_on_raw_files_and_table(report):
+    section = report["measurements"]["adhoc_query"]
+    assert section["identical_results"] is True and section["result_rows"] > 0
+    assert section["raw_json"]["median_s"] > 0 and section["table"]["median_s"] > 0 and section["ratio"] > 0
+
+
+def test_memory_peaks_are_positive(report):
+    memory = report["measurements"]["memory"]
+    assert memory["jvm_driver_and_executor_peak_rss_mb"] > 0 and memory["python_driver_peak_rss_mb"] > 0
+
+
+def test_bare_spark_writes_the_events_columns_but_rescued_data(spark):
+    from spark_jobs.runner import output_schemas
+
+    events = output_schemas(spark, JOB)["cloudtrail_events"].fieldNames()
+    flattened = bare.flatten(spark.createDataFrame([], "_source_file string, _record_index int, rec " +
+                                                   bare.records_schema()["Records"].dataType.elementType.simpleString()))
+    assert flattened.columns == [c for c in events if c != "_rescued_data"]
+
+
+def test_table_watcher_sees_the_input_files_of_a_committed_table(spark, report, config):
+    from spark_jobs.runner import output_schemas
+
+    lake = Lake(config.root / "run" / "job-lake-0")
+    watcher = TableWatcher(spark, lake.table_path("cloudtrail_events"), output_schemas(spark, JOB)["cloudtrail_events"])
+    landing = config.root / "data" / "r200-f50-s1" / "landing"
+    assert watcher.poll() == {file_name(str(p)) for p in landing.rglob("*.json.gz")}
+    assert watcher.queries == 1 and watcher.poll() and watcher.queries == 1  # unchanged table: no new query
+
+
+def test_same_arguments_reuse_the_input(config):
+    source = RecordSource()
+    first = write_landing(config.root / "data-again", 100, 50, seed=5, source=source)
+    again = write_landing(config.root / "data-again", 100, 50, seed=5, source=source)
+    assert (first.reused, again.reused) == (False, True)
+    assert again.records == 100 and again.bytes_compressed == first.bytes_compressed
+
+
+def test_bench_command_options():
+    args = build_parser().parse_args(["bench", "--quick", "--only", "throughput,memory", "--repeat", "4"])
+    config = benchmark.config_from_args(args)
+    assert (config.mode, config.records, config.repeat, config.launch_repeat) == ("quick", 30_000, 4, 4)
+    assert config.only == ("throughput", "memory")
+    assert benchmark.config_from_args(build_parser().parse_args(["bench"])).only == benchmark.MEASUREMENTS
+    with pytest.raises(UsageError, match="unknown measurement"):
+        benchmark.config_from_args(build_parser().parse_args(["bench", "--only", "speed"]))
