@@ -17,7 +17,7 @@ import random
 import shutil
 import time
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from spark_jobs import sample_data
@@ -125,11 +125,11 @@ def write_landing(out: Path, records: int, records_per_file: int = 1000, seed: i
     if meta_path.is_file():
         meta = json.loads(meta_path.read_text())
         if meta["params"] == wanted:
-            return BenchData(**{**meta["data"], "landing": Path(meta["data"]["landing"]),
+            return BenchData(**{**meta["data"], "landing": out.resolve() / "landing",
                                 "dates": tuple(meta["data"]["dates"]), "seconds": 0.0, "reused": True})
     started = time.monotonic()
     shutil.rmtree(out, ignore_errors=True)
-    landing = out / "landing"
+    landing = out.resolve() / "landing"
     rng = random.Random(seed)
     files = -(-records // records_per_file)
     slots = sample_data.SPAN // sample_data.FILE_WINDOW

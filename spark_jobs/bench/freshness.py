@@ -13,7 +13,6 @@ slower), on files landed while this process's SparkSession starts.
 from __future__ import annotations
 
 import logging
-import os
 import random
 import shutil
 import signal
@@ -173,7 +172,8 @@ def measure_freshness(spark: SparkSession, run: FreshnessRun, files: int, gap_s:
     poll_starts: list[float] = []
 
     try:
-        watcher = TableWatcher(spark, run.lake.table_path("cloudtrail_events"), output_schemas(spark, JOB)["cloudtrail_events"])
+        table = run.lake.table_path("cloudtrail_events")
+        watcher = TableWatcher(spark, table, output_schemas(spark, JOB)["cloudtrail_events"])
 
         def poll_until(deadline: float, wanted: set[str]) -> None:
             while not wanted <= latencies.keys() and time.monotonic() < deadline:
@@ -192,10 +192,10 @@ def measure_freshness(spark: SparkSession, run: FreshnessRun, files: int, gap_s:
         warmup_batches = len(run.warmup_names)
         started = time.monotonic()
         order = []
-        for index in range(files):
+        for index in range(files):  # on a fixed clock: file k lands gap_s * k after the first
             log.info("freshness: landing file %d of %d", index + 1, files)
             order.append(run.land())
-            poll_until(run.landed[order[-1]] + gap_s, set(order))
+            poll_until(started + gap_s * (index + 1), set(order))
         poll_until(time.monotonic() + VISIBLE_TIMEOUT_S, set(order))
     finally:
         summary = job.stop()

@@ -279,15 +279,16 @@ def measure_profile(spark: SparkSession, data: BenchData, raw: dict, stand_ins: 
 
 def _findings(job_run: dict, by_label: dict, stand_ins: list[float], bare_write: float) -> list[str]:
     """Plain sentences from the numbers (nothing the numbers do not carry)."""
-    phases = job_run["progress_ms"]
+    phases = {key: ms / 1000 for key, ms in job_run["progress_ms"].items()}
     notes = [
-        f"job run {job_run['seconds']:.1f} s vs bare Spark {bare_write:.1f} s: listing {phases['listing'] / 1000:.1f} s, "
-        f"planning {phases['query_planning'] / 1000:.1f} s, foreachBatch {phases['add_batch'] / 1000:.1f} s, "
-        f"offset/commit logs {phases['commit'] / 1000:.1f} s, query start/stop {phases['outside_batches'] / 1000:.1f} s",
+        f"job run {job_run['seconds']:.1f} s vs bare Spark {bare_write:.1f} s: listing {phases['listing']:.1f} s, "
+        f"planning {phases['query_planning']:.1f} s, foreachBatch {phases['add_batch']:.1f} s, "
+        f"offset/commit logs {phases['commit']:.1f} s, query start/stop {phases['outside_batches']:.1f} s",
     ]
     if "list_input_files" in by_label:
-        notes.append(f"listing: a Spark job with one task per input file spends {by_label['list_input_files'] / 1000:.1f} s "
-                     "on the batch's files (getBatch); bare Spark lists one folder in the driver")
+        listing = by_label["list_input_files"] / 1000
+        notes.append(f"listing: a Spark job with one task per input file spends {listing:.1f} s on the batch's "
+                     "files (getBatch); bare Spark lists one folder in the driver")
     if "decode_parse_cache_and_count" in by_label:
         writes = ", ".join(f"{label.removeprefix('write_')} {ms / 1000:.1f} s"
                            for label, ms in by_label.items() if label.startswith("write_"))

@@ -97,8 +97,8 @@ def test_bare_spark_writes_the_events_columns_but_rescued_data(spark):
     from spark_jobs.runner import output_schemas
 
     events = output_schemas(spark, JOB)["cloudtrail_events"].fieldNames()
-    flattened = bare.flatten(spark.createDataFrame([], "_source_file string, _record_index int, rec " +
-                                                   bare.records_schema()["Records"].dataType.elementType.simpleString()))
+    record = bare.records_schema()["Records"].dataType.elementType.simpleString()
+    flattened = bare.flatten(spark.createDataFrame([], f"_source_file string, _record_index int, rec {record}"))
     assert flattened.columns == [c for c in events if c != "_rescued_data"]
 
 
@@ -123,7 +123,7 @@ def test_same_arguments_reuse_the_input(config):
 def test_bench_command_options():
     args = build_parser().parse_args(["bench", "--quick", "--only", "throughput,memory", "--repeat", "4"])
     config = benchmark.config_from_args(args)
-    assert (config.mode, config.records, config.repeat, config.launch_repeat) == ("quick", 30_000, 4, 4)
+    assert (config.mode, config.records, config.repeat, config.launch_repeat) == ("quick", 50_000, 4, 4)
     assert config.only == ("throughput", "memory")
     assert benchmark.config_from_args(build_parser().parse_args(["bench"])).only == benchmark.MEASUREMENTS
     with pytest.raises(UsageError, match="unknown measurement"):
