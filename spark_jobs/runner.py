@@ -36,6 +36,9 @@ BINARY_FILE_SCHEMA = StructType([
 ])
 
 
+LOCAL_LISTING_THRESHOLD = 1_000_000
+
+
 class JobFailed(Exception):
     """The streaming query stopped with an error (the message is Spark's first line)."""
 
@@ -143,17 +146,84 @@ class _GracefulStop:
         log.warning("%s received: stopping after the current micro-batch", self.signal_name)
 
 
-def _log_progress(progress) -> None:
-    """One log line for a finished micro-batch, from Spark's typed progress object."""
-    log.info("batch %d: %d input files in %d ms (%s)", progress.batchId, progress.numInputRows,
+def _log_progress(progress, input_files: int) -> None:
+    """One log line for a finished micro-batch, from Spark's typed progress object.
+
+    :param input_files: the batch's files (the source's ``numInputRows`` counts every read of them,
+        and a batch with bad files reads those twice).
+    """
+    log.info("batch %d: %d input files in %d ms (%s)", progress.batchId, input_files,
              progress.batchDuration, ", ".join(f"{k} {v} ms" for k, v in sorted(progress.durationMs.items())))
 
 
-def _latest_committed_batch(table_path: Path) -> int:
-    """The newest batch id in a table's ``_spark_metadata`` log (-1 when there is none)."""
-    ids = [int(p.name.split(".")[0]) for p in (table_path / "_spark_metadata").glob("*")
-           if p.name.split(".")[0].isdigit()]
-    return max(ids, default=-1)
+def _observed(frame: DataFrame, name: str) -> dict | None:
+    """The metrics ``name`` observed while ``frame`` was written; ``None`` if it was not executed.
+
+    Read from the frame's own query execution, the one Spark's file sink runs.
+    """
+    metrics = frame._jdf.queryExecution().observedMetrics()
+    if not metrics.contains(name):
+        return None
+    return json.loads(metrics.apply(name).json())
+
+
+def write_single_pass(module: ModuleType, writer: ExactlyOnceWriter, targets: list[TableTarget], files: DataFrame,
+                      batch_id: int, schemas: dict[str, StructType]) -> tuple[int, dict[str, int]]:
+    """Write one micro-batch to every table, parsing each file once (and the rare bad file twice).
+
+    The main table (the first) is written straight from the transform, while Spark counts each
+    table's rows and notes the files that hold rows for the other tables (observed metrics: no extra
+    pass). The other tables are then computed from those files alone; with none, an empty frame of
+    ``schemas[table]`` commits the batch to the table's log (which must hold every batch). Caching the
+    parsed batch instead costs more than the whole write (measured: see the README's performance
+    section). If the main table already holds this batch (a re-run after a crash), nothing was
+    observed, and the other tables are computed from every file of the batch.
+
+    :returns: the batch's input files, and rows written per table (0 for a table that already held
+        this batch).
+    """
+    from pyspark.sql import functions as F
+
+    main, *others = targets
+    parsed = module.transform(files.observe("input", F.count(F.lit(1)).alias("files")))
+    route = module.ROUTE(parsed)
+    watched = parsed.observe("rows", *[F.count_if(route == t.name).alias(t.name) for t in targets],
+                             F.collect_set(F.when(route != main.name, F.col(module.SOURCE_FILE))).alias("files"))
+    main_frame = module.OUTPUTS[main.name](watched)
+    writer.write(batch_id, main.name, main_frame)
+    seen = _observed(main_frame, "rows")
+    rows = {main.name: seen[main.name] if seen else 0}
+    input_files = _observed(main_frame, "input")["files"] if seen else files.count()
+    if seen is not None and not seen["files"]:
+        for target in others:
+            writer.write(batch_id, target.name, files.sparkSession.createDataFrame([], schemas[target.name]))
+            rows[target.name] = 0
+        return input_files, rows
+    side = module.transform(files if seen is None else files.where(F.col("path").isin(seen["files"])))
+    for target in others:
+        frame = module.OUTPUTS[target.name](side).observe("written", F.count(F.lit(1)).alias("n"))
+        writer.write(batch_id, target.name, frame)
+        written = _observed(frame, "written")
+        rows[target.name] = written["n"] if written else 0
+    return input_files, rows
+
+
+def write_cached(module: ModuleType, writer: ExactlyOnceWriter, targets: list[TableTarget], files: DataFrame,
+                 batch_id: int, schemas: dict[str, StructType]) -> tuple[int, dict[str, int]]:
+    """Write one micro-batch to every table from a cached parse (for writers whose metrics are not observed).
+
+    :param schemas: unused (the signature of :func:`write_single_pass`).
+    :returns: the batch's input files, and rows per table in the batch (counted whether or not a
+        table already held it).
+    """
+    parsed = module.transform(files).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        counts = dict(parsed.groupBy(module.ROUTE(parsed).alias("table")).count().collect())
+        for target in targets:
+            writer.write(batch_id, target.name, module.OUTPUTS[target.name](parsed))
+    finally:
+        parsed.unpersist()
+    return files.count(), {target.name: counts.get(target.name, 0) for target in targets}
 
 
 def run_streaming(job: JobSpec, options: RunOptions, spark: SparkSession | None = None) -> RunSummary:
@@ -167,27 +237,27 @@ def run_streaming(job: JobSpec, options: RunOptions, spark: SparkSession | None 
     started = time.monotonic()
     spark = spark or build_session(job.name, ui=not options.trigger.available_now)
     check_table_format(spark, options.table_format)
+    # The input is a local folder: Spark gets each micro-batch's file statuses fastest in the driver.
+    # (Past this many files it would run a Spark job of one task per file, which pays off on object
+    # stores, not on a local disk.)
+    spark.conf.set("spark.sql.sources.parallelPartitionDiscovery.threshold", str(LOCAL_LISTING_THRESHOLD))
     module = job_module(job)
     targets = [TableTarget(t.name, options.lake.table_path(t.name), t.partition_by) for t in job.tables]
     checkpoint = options.lake.checkpoint_path(job.name)
     summary = RunSummary(job=job.name, trigger=options.trigger.spec, rows={t.name: 0 for t in job.tables})
-    writer_holder: dict[str, ExactlyOnceWriter] = {}
+    per_run: dict = {}  # made on the first batch: the writer, and the tables' schemas
+    batch_files: dict[int, int] = {}
 
-    def write_batch(batch: DataFrame, batch_id: int) -> None:
-        if "writer" not in writer_holder:
+    def write_batch(files: DataFrame, batch_id: int) -> None:
+        if not per_run:
             query_id = spark.sparkContext.getLocalProperty("sql.streaming.queryId") or job.name
-            writer_holder["writer"] = ExactlyOnceWriter(spark, targets, options.table_format, query_id)
-        writer = writer_holder["writer"]
-        # One pass computes the batch (cached); each table's write then reads the cache.
-        batch.persist(StorageLevel.MEMORY_AND_DISK)
-        try:
-            counts = dict(batch.groupBy(module.ROUTE(batch).alias("table")).count().collect())
-            for target in targets:
-                fresh = options.table_format != "parquet" or batch_id > _latest_committed_batch(target.path)
-                writer.write(batch_id, target.name, module.OUTPUTS[target.name](batch))
-                summary.rows[target.name] += counts.get(target.name, 0) if fresh else 0
-        finally:
-            batch.unpersist()
+            per_run.update(writer=ExactlyOnceWriter(spark, targets, options.table_format, query_id),
+                           schemas=output_schemas(spark, job))
+        write = write_single_pass if options.table_format == "parquet" else write_cached
+        batch_files[batch_id], rows = write(module, per_run["writer"], targets, files, batch_id, per_run["schemas"])
+        for table, count in rows.items():
+            summary.rows[table] += count
+        summary.input_files += batch_files[batch_id]
         summary.batches += 1
 
     # Progress is read from the query in this thread (not through a StreamingQueryListener, whose
@@ -196,7 +266,7 @@ def run_streaming(job: JobSpec, options: RunOptions, spark: SparkSession | None 
     logged = -1
     try:
         files = read_files(spark, job, options.input_path, options.file_source_options, streaming=True)
-        query = (module.transform(files).writeStream.queryName(job.name)
+        query = (files.writeStream.queryName(job.name)
                  .foreachBatch(write_batch)
                  .option("checkpointLocation", str(checkpoint))
                  .trigger(**options.trigger.writer_kwargs())
@@ -207,8 +277,7 @@ def run_streaming(job: JobSpec, options: RunOptions, spark: SparkSession | None 
             active = query.isActive
             for progress in query.recentProgress:
                 if progress.batchId > logged and progress.numInputRows > 0:
-                    _log_progress(progress)
-                    summary.input_files += progress.numInputRows
+                    _log_progress(progress, batch_files.get(progress.batchId, progress.numInputRows))
                     logged = progress.batchId
             if not active:
                 break

@@ -18,10 +18,9 @@ from spark_jobs.lake import PROJECT_ROOT
 REQUIRED_CONF = {
     # Event dates are UTC dates, whatever the machine's time zone.
     "spark.sql.session.timeZone": "UTC",
-    # A JSON object with a repeated key must not fail a batch when it is read into a map.
-    "spark.sql.mapKeyDedupPolicy": "LAST_WIN",
-    # ... and must parse into a VARIANT (the last value wins, as in most JSON readers).
-    "spark.sql.variant.allowDuplicateKeys": "true",
+    # A record field of the wrong shape (a string where an object belongs) is NULL alone; without
+    # this, Spark's JSON reader would drop the whole record, or the whole file's Records.
+    "spark.sql.json.enablePartialResults": "true",
 }
 
 # Defaults for a local run; spark-submit --conf wins over these.

@@ -15,7 +15,8 @@ from __future__ import annotations
 import json
 import re
 import zlib
-from dataclasses import dataclass
+from datetime import datetime
+from dataclasses import dataclass, field
 from typing import Iterator
 
 from spark_jobs.cloudtrail import reasons
@@ -99,21 +100,21 @@ def shape_of(text: str) -> str:
 
 def decode_file(content: bytes) -> DecodedFile:
     """Bytes of a log file (gzipped or plain, detected by content, not name) to text."""
-    reason = detail = None
-    if content[:2] == GZIP_MAGIC:
-        content, damage = gunzip(content)
-        if damage:
-            reason, detail = reasons.UNREADABLE_FILE, damage
-    if content.startswith(b"\xef\xbb\xbf"):
-        content = content[3:]
+    data, damage = (gunzip(content) if content[:2] == GZIP_MAGIC else (content, None))
+    return _decoded(data[3:] if data.startswith(b"\xef\xbb\xbf") else data, damage)
+
+
+def _decoded(data: bytes, damage: str | None) -> DecodedFile:
+    """Decompressed bytes (and the gzip damage, if any) to text, noting invalid UTF-8 and emptiness."""
+    reason, detail = (reasons.UNREADABLE_FILE, damage) if damage else (None, None)
     bad_utf8 = False
     try:
-        text = content.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
         bad_utf8 = True
-        text = content.decode("utf-8", errors="replace")
+        text = data.decode("utf-8", errors="replace")
     if reason is None and not text.strip():
-        reason, detail = reasons.EMPTY_FILE, f"the file has no content ({len(content)} bytes)"
+        reason, detail = reasons.EMPTY_FILE, f"the file has no content ({len(data)} bytes)"
     return DecodedFile(text, shape_of(text), reason, detail, bad_utf8)
 
 
@@ -238,52 +239,174 @@ def salvage_lines(text: str, damage: tuple[str, str] | None = None) -> list[Piec
     return pieces
 
 
-# ---- Arrow adapters, run inside Spark -----------------------------------------------------------
+# ---- One file, split for the JVM ----------------------------------------------------------------
+#
+# A healthy file (gzip intact, valid UTF-8 and JSON, every element of Records an object) goes back to
+# the JVM as its text, which Spark's JSON reader parses straight into the record struct, the fastest
+# parse Spark has. Python checks it with simdjson (validation and a walk over each record's keys, at
+# several hundred MB/s) and notes the little the JVM cannot see cheaply: each record's top-level keys
+# the schema does not know (the rescued data), and the JSON of records whose eventTime or eventID
+# may send them to quarantine (which keeps the raw text). Every other file is salvaged here and goes
+# back as pieces, one per record or damaged stretch, each with its reason.
 
+# eventTime as CloudTrail writes it; a day past the 28th is checked against the calendar too.
+_ISO_UTC = re.compile(r"\A\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d{1,6})?Z\Z")
+_BOM = b"\xef\xbb\xbf"
+
+
+@dataclass(frozen=True)
+class SplitFile:
+    """One file as the JVM gets it: the text of a healthy file, or the pieces of a salvaged one.
+
+    :param text: the UTF-8 text of a healthy file (``None`` when salvaged).
+    :param shape: :data:`RECORDS` or :data:`ARRAY` for a healthy file, else ``None``.
+    :param rescued: record index -> JSON object of its top-level fields the schema does not know.
+    :param raw: record index -> the record's JSON, for records whose eventTime or eventID is not
+        plainly valid (the JVM decides; quarantine keeps this text).
+    :param pieces: the pieces of a salvaged file (``None`` when healthy).
+    """
+
+    text: bytes | None
+    shape: str | None = None
+    rescued: dict[int, str] = field(default_factory=dict)
+    raw: dict[int, str] = field(default_factory=dict)
+    pieces: list[dict] | None = None
+
+
+def plain_event_time(text: object) -> bool:
+    """Whether ``text`` is an eventTime as CloudTrail writes it (``2024-03-01T12:34:56Z``), a real date.
+
+    Everything Spark cannot read as a timestamp fails this; some odd but readable times fail it too.
+    """
+    if not isinstance(text, str) or _ISO_UTC.match(text) is None:
+        return False
+    if text[8:10] <= "28":
+        return True
+    try:
+        datetime.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _plainly_valid(record, known: frozenset) -> tuple[bool, bool]:
+    """(has unknown top-level keys, eventTime and eventID are plainly valid) of a simdjson object."""
+    event_id = record.get("eventID")
+    return (not known.issuperset(record),
+            isinstance(event_id, str) and bool(event_id.strip()) and plain_event_time(record.get("eventTime")))
+
+
+def rescued_json(record: dict, known: frozenset) -> str | None:
+    """The JSON object of ``record``'s top-level fields that are not in ``known`` (``None`` if none)."""
+    extra = {key: value for key, value in record.items() if key not in known}
+    return json.dumps(extra, ensure_ascii=False, separators=(",", ":")) if extra else None
+
+
+def _healthy(data: bytes, parser, known: frozenset) -> SplitFile | None:
+    """The :class:`SplitFile` of a healthy S3 delivery or JSON array; ``None`` if it needs salvage."""
+    import simdjson
+
+    try:
+        document = parser.parse(data)
+    except ValueError:  # invalid JSON or UTF-8 (UnicodeDecodeError is a ValueError), or JSON lines
+        return None
+    try:
+        if isinstance(document, simdjson.Object):
+            records, shape = document.get("Records"), RECORDS
+        else:
+            records, shape = document, ARRAY
+        if not isinstance(records, simdjson.Array):
+            return None
+        rescued, raw = {}, {}
+        for index, record in enumerate(records):
+            if not isinstance(record, simdjson.Object):
+                return None
+            unknown, plain = _plainly_valid(record, known)
+            if unknown or not plain:
+                text = record.mini.decode()
+                if unknown:
+                    rescued[index] = rescued_json(json.loads(text), known)
+                if not plain:
+                    raw[index] = text
+        return SplitFile(data, shape, rescued, raw)
+    finally:
+        del document  # simdjson reuses the parser only once no object of the last parse is alive
+        records = record = None
+
+
+def _piece_row(piece: Piece, bad_utf8: bool, known: frozenset) -> dict:
+    """A salvaged piece as a row for the JVM, with the record-level checks only Python can make."""
+    reason, detail, rescued = piece.reason, piece.detail, None
+    if reason is None:
+        value = json.loads(piece.raw)
+        if bad_utf8 and "\ufffd" in piece.raw:
+            reason, detail = reasons.INVALID_UTF8, "the record holds bytes that are not UTF-8 (shown here as U+FFFD)"
+        elif not isinstance(value, dict):
+            reason, detail = reasons.NOT_AN_OBJECT, f"a record must be a JSON object, got: {piece.raw[:80]}"
+        else:
+            rescued = rescued_json(value, known)
+    return {"record_index": piece.record_index, "raw": piece.raw, "reason": reason,
+            "detail": None if detail is None else detail[:_MAX_DETAIL], "rescued": rescued}
+
+
+def split_file(content: bytes, known: frozenset, parser=None) -> SplitFile:
+    """Bytes of a log file (gzipped or plain, detected by content) to what the JVM parses.
+
+    :param known: the top-level keys the schema knows (others are rescued).
+    :param parser: a ``simdjson.Parser`` to reuse (one is made if not given).
+    """
+    import simdjson
+
+    data, damage = (gunzip(content) if content[:2] == GZIP_MAGIC else (content, None))
+    if data.startswith(_BOM):
+        data = data[3:]
+    if damage is None:
+        healthy = _healthy(data, parser or simdjson.Parser(), known)
+        if healthy is not None:
+            return healthy
+    decoded = _decoded(data, damage)
+    if decoded.reason == reasons.EMPTY_FILE:
+        pieces = [Piece(None, decoded.text, decoded.reason, decoded.detail)]
+    else:
+        pieces = salvage(decoded.text, decoded.reason, decoded.detail)
+    return SplitFile(None, pieces=[_piece_row(p, decoded.bad_utf8, known) for p in pieces])
+
+
+# ---- Arrow adapter, run inside Spark ------------------------------------------------------------
+
+SPLIT_DDL = ("source_file string, text string, shape string, rescued map<int, string>, raw map<int, string>, "
+             "pieces array<struct<record_index: int, raw: string, reason: string, detail: string, rescued: string>>")
 _MAX_TEXT_PER_ARROW_BATCH = 64 * 1024 * 1024
 
 
-def decode_batches(batches: Iterator) -> Iterator:
-    """``mapInArrow`` function: binaryFile rows (path, content) to decoded rows (see DECODED_DDL)."""
+def _split_arrow_schema():
     import pyarrow as pa
 
-    columns: dict[str, list] = {k: [] for k in ("source_file", "text", "shape", "reason", "detail", "bad_utf8")}
+    piece = pa.struct([("record_index", pa.int32()), ("raw", pa.string()), ("reason", pa.string()),
+                       ("detail", pa.string()), ("rescued", pa.string())])
+    return pa.schema([("source_file", pa.string()), ("text", pa.string()), ("shape", pa.string()),
+                      ("rescued", pa.map_(pa.int32(), pa.string())), ("raw", pa.map_(pa.int32(), pa.string())),
+                      ("pieces", pa.list_(piece))])
+
+
+def split_batches(batches: Iterator, known: tuple[str, ...]) -> Iterator:
+    """``mapInArrow`` body: binaryFile rows (path, content) to one :class:`SplitFile` row per file."""
+    import pyarrow as pa
+    import simdjson
+
+    known_keys, parser, schema = frozenset(known), simdjson.Parser(), _split_arrow_schema()
+    columns: dict[str, list] = {name: [] for name in schema.names}
     size = 0
     for batch in batches:
         for path, content in zip(batch.column("path").to_pylist(), batch.column("content").to_pylist()):
-            decoded = decode_file(content or b"")
-            for key, value in (("source_file", path), ("text", decoded.text), ("shape", decoded.shape),
-                               ("reason", decoded.reason), ("detail", decoded.detail),
-                               ("bad_utf8", decoded.bad_utf8)):
-                columns[key].append(value)
-            size += len(decoded.text)
+            split = split_file(content or b"", known_keys, parser)
+            for name, value in (("source_file", path), ("text", split.text), ("shape", split.shape),
+                                ("rescued", list(split.rescued.items())), ("raw", list(split.raw.items())),
+                                ("pieces", split.pieces)):
+                columns[name].append(value)
+            size += len(split.text or b"") + sum(len(p["raw"]) for p in split.pieces or ())
             if size >= _MAX_TEXT_PER_ARROW_BATCH:
-                yield pa.RecordBatch.from_pydict(columns, schema=_decoded_arrow_schema())
-                columns = {k: [] for k in columns}
-                size = 0
+                yield pa.RecordBatch.from_pydict(columns, schema=schema)
+                columns, size = {name: [] for name in schema.names}, 0
     if columns["source_file"]:
-        yield pa.RecordBatch.from_pydict(columns, schema=_decoded_arrow_schema())
-
-
-DECODED_DDL = "source_file string, text string, shape string, reason string, detail string, bad_utf8 boolean"
-
-
-def _decoded_arrow_schema():
-    import pyarrow as pa
-
-    return pa.schema([("source_file", pa.string()), ("text", pa.string()), ("shape", pa.string()),
-                      ("reason", pa.string()), ("detail", pa.string()), ("bad_utf8", pa.bool_())])
-
-
-PIECES_DDL = "array<struct<record_index: int, raw: string, reason: string, detail: string>>"
-
-
-def salvage_row(text: str | None, reason: str | None, detail: str | None) -> list[dict] | None:
-    """UDF body: :func:`salvage` for the files that need it (``text`` is NULL for the others)."""
-    if text is None:
-        return None
-    return [
-        {"record_index": p.record_index, "raw": p.raw, "reason": p.reason,
-         "detail": None if p.detail is None else p.detail[:_MAX_DETAIL]}
-        for p in salvage(text, reason, detail)
-    ]
+        yield pa.RecordBatch.from_pydict(columns, schema=schema)

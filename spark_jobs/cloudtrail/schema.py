@@ -1,10 +1,11 @@
 """The explicit schema of a CloudTrail record.
 
-Each record is parsed once into a VARIANT and cast to this struct. Every leaf is a string, typed
+Spark's JSON reader parses each record straight into this struct. Every leaf is a string, typed
 afterwards with ``try_cast``, so a value of an unexpected type (``"readOnly": "true"``) never makes a
-record unreadable, and a field of the wrong shape (a string where an object belongs) is NULL alone.
-Fields whose shape varies from event to event (``requestParameters``, ``responseElements``, ...) are
-strings too: casting a VARIANT object or array to a string gives its JSON text, which the table stores.
+record unreadable, and a field of the wrong shape (a string where an object belongs) is NULL alone
+(Spark's partial results for JSON). Fields whose shape varies from event to event
+(``requestParameters``, ``responseElements``, ...) are strings too: a string field that holds a JSON
+object or array gets its JSON text, which the table stores.
 """
 
 from __future__ import annotations

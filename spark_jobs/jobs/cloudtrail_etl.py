@@ -28,70 +28,83 @@ from spark_jobs.cloudtrail.schema import (
     RECORD_SCHEMA,
 )
 
+_RECORD = RECORD_SCHEMA.simpleString()
 
 
-@functools.cache
-def _salvage():
-    """The salvage UDF (made on first use: making a UDF needs a running SparkContext)."""
-    return F.udf(decode.salvage_row, decode.PIECES_DDL, useArrow=True)
+def per_spark_context(build):
+    """Cache what ``build()`` returns for as long as the same SparkContext is active.
 
-
-def _split_records(decoded: DataFrame) -> DataFrame:
-    """One row per record (or damaged stretch) of each file.
-
-    Healthy files are parsed once, in the JVM, into one VARIANT per record; the typed columns, the
-    raw JSON of the varying fields and the list of top-level keys are then read from that binary
-    form without parsing text again. Columns: source_file, bad_utf8, record_index, v (the record as
-    VARIANT, NULL if it is not valid JSON), raw (the text, when it came as text), piece_reason,
-    piece_detail.
+    Making a Column costs a round trip to the JVM; this job's ~2,500 cost ~0.5 s, once per
+    micro-batch if they were made anew. Unresolved Columns can serve any number of plans.
     """
-    shape, text = F.col("shape"), F.col("text")
-    no_text = F.lit(None).cast("string")
-    records = F.when(
-        F.col("reason").isNull(),
-        F.when(shape == decode.RECORDS, F.transform(
-            F.from_json(text, "Records array<variant>").getField("Records"), lambda v: F.struct(v.alias("v"), no_text.alias("raw"))))
-        .when(shape == decode.ARRAY, F.transform(
-            F.from_json(text, "array<variant>"), lambda v: F.struct(v.alias("v"), no_text.alias("raw"))))
-        .when(shape == decode.LINES, F.transform(
-            F.filter(F.split(text, r"\r?\n"), lambda line: F.trim(line) != ""),
-            lambda line: F.struct(F.try_parse_json(line).alias("v"), line.alias("raw")))),
-    )
-    split = decoded.select("source_file", "bad_utf8", "text", "reason", "detail", records.alias("records"))
-    # Files Spark could not split (damaged, invalid JSON, no Records, odd shapes) go to salvage();
-    # every other file passes it a NULL and costs nothing there.
-    salvaged = F.transform(
-        _salvage()(F.when(F.col("records").isNull(), text), F.col("reason"), F.col("detail")),
-        lambda p: F.struct(p["record_index"].alias("record_index"), F.try_parse_json(p["raw"]).alias("v"),
-                           p["raw"].alias("raw"), p["reason"].alias("reason"), p["detail"].alias("detail")))
-    parsed = F.transform("records", lambda r, i: F.struct(
-        i.alias("record_index"), r["v"].alias("v"), r["raw"].alias("raw"),
-        no_text.alias("reason"), no_text.alias("detail")))
-    return split.select("source_file", "bad_utf8", F.explode(F.coalesce(salvaged, parsed)).alias("piece")).select(
-        "source_file", "bad_utf8", "piece.record_index", "piece.v", "piece.raw",
-        F.col("piece.reason").alias("piece_reason"), F.col("piece.detail").alias("piece_detail"),
-    )
+    cache: dict = {}
+
+    @functools.wraps(build)
+    def cached():
+        from pyspark import SparkContext
+
+        context = SparkContext._active_spark_context
+        if cache.get("context") is not context:
+            cache.update(context=context, value=build())
+        return cache["value"]
+
+    return cached
+
+
+def _piece_stages() -> list[list]:
+    """The selects that turn split files into one row per record (or damaged stretch).
+
+    A healthy file's text is parsed once, by Spark's JSON reader, straight into an array of record
+    structs; a salvaged file's pieces are parsed one by one into the same struct. That array is
+    exploded as it is, by a plain ``posexplode`` of a column (which Spark compiles, as it does bare
+    Spark's), and what Python noted per record (``raw``, ``rescued``, a piece's reason) is looked up
+    by position. Wrapping each record in a struct with its notes would copy every record once more,
+    and a file-sized column beside the explode would be copied into every row. Columns at the end:
+    source_file, record_index, rec, raw (the record's JSON when quarantine may need it), rescued
+    (JSON of unknown top-level fields), piece_reason, piece_detail.
+    """
+    shape, text, pieces, pos = F.col("shape"), F.col("text"), F.col("pieces"), F.col("pos")
+    records, unread = F.col("records"), F.col("unread")
+    parsed = (F.when(shape == decode.RECORDS, F.from_json(text, f"Records array<{_RECORD}>").getField("Records"))
+              .when(shape == decode.ARRAY, F.from_json(text, f"array<{_RECORD}>")))
+    salvaged = F.transform(pieces, lambda p: F.when(p["reason"].isNull(), F.from_json(p["raw"], _RECORD)))
+    # Python found the file healthy but Spark's reader did not: never drop it silently.
+    is_unread = shape.isNotNull() & records.isNull()
+    piece = pieces[pos]
+    return [
+        ["source_file", "shape", "text", "raw", "rescued", "pieces", parsed.alias("records")],
+        ["source_file", "raw", "rescued", "pieces", is_unread.alias("unread"), F.when(is_unread, text).alias("unread_text"),
+         F.coalesce(salvaged, records, F.when(is_unread, F.array(F.lit(None).cast(_RECORD)))).alias("recs")],
+        # _outer, then a filter: a plain posexplode makes Spark infer a filter on the array's size and
+        # push it below the parse, which would then run twice.
+        ["source_file", "raw", "rescued", "pieces", "unread", "unread_text",
+         F.posexplode_outer("recs").alias("pos", "rec")],
+        ["source_file",
+         F.when(pieces.isNotNull(), piece["record_index"]).when(~unread, pos).alias("record_index"),
+         "rec",
+         F.when(pieces.isNotNull(), piece["raw"]).when(unread, F.col("unread_text")).otherwise(F.col("raw")[pos])
+         .alias("raw"),
+         F.when(pieces.isNotNull(), piece["rescued"]).otherwise(F.col("rescued")[pos]).alias("rescued"),
+         F.when(unread, F.lit(reasons.INVALID_JSON)).otherwise(piece["reason"]).alias("piece_reason"),
+         F.when(unread, F.lit("Spark's JSON reader could not read this file as CloudTrail records"))
+         .otherwise(piece["detail"]).alias("piece_detail")],
+    ]
 
 
 def _record_text() -> Column:
-    """The record's JSON text: as it came (JSON lines, salvage) or written back from the VARIANT."""
-    return F.coalesce(F.col("raw"), F.to_json(F.col("v")))
+    """The record's JSON text: as it came (salvage, or noted by Python), else written back from the struct."""
+    return F.coalesce(F.col("raw"), F.to_json(F.col("rec")))
 
 
-def _quarantine_reason(rec: Column, fields: Column, event_time: Column) -> tuple[Column, Column]:
+def _quarantine_reason(rec: Column, event_time: Column) -> tuple[Column, Column]:
     """The reason code and detail of a record that cannot be an event; NULL for a good record.
 
-    :param rec: the record cast to the schema's struct.
-    :param fields: the record as a map of its top-level fields (NULL if it is not a JSON object).
+    File-level problems, invalid UTF-8 and records that are not objects come from the Python split
+    (``piece_reason``); the rules on the parsed record are here.
     """
     rules = [
         (F.col("piece_reason").isNotNull(), F.col("piece_reason"), F.col("piece_detail")),
-        (F.col("v").isNull(), F.lit(reasons.INVALID_JSON), F.lit("the record is not valid JSON")),
-        # Evaluated only for files that held invalid UTF-8 (AND stops at a false left side).
-        (F.col("bad_utf8") & _record_text().contains("\ufffd"), F.lit(reasons.INVALID_UTF8),
-         F.lit("the record holds bytes that are not UTF-8 (shown here as U+FFFD)")),
-        (fields.isNull(), F.lit(reasons.NOT_AN_OBJECT),
-         F.concat(F.lit("a record must be a JSON object, got: "), F.left(_record_text(), F.lit(80)))),
+        (rec.isNull(), F.lit(reasons.INVALID_JSON), F.lit("Spark's JSON reader could not read the record")),
         (rec["eventTime"].isNull(), F.lit(reasons.MISSING_EVENT_TIME), F.lit("the record has no eventTime")),
         (event_time.isNull(), F.lit(reasons.BAD_EVENT_TIME),
          F.concat(F.lit("eventTime is not an ISO-8601 timestamp: "), F.left(rec["eventTime"], F.lit(80)))),
@@ -104,15 +117,6 @@ def _quarantine_reason(rec: Column, fields: Column, event_time: Column) -> tuple
     return reason, detail
 
 
-def _rescued_data(fields: Column) -> Column:
-    """JSON object of the top-level fields the schema does not know; NULL when there are none."""
-    known = F.array(*[F.lit(k) for k in KNOWN_TOP_LEVEL_KEYS])
-    return F.when(
-        F.size(F.array_except(F.map_keys(fields), known)) > 0,
-        F.to_json(F.map_filter(fields, lambda key, _: ~F.array_contains(known, key))),
-    )
-
-
 def transform(files: DataFrame) -> DataFrame:
     """Parse CloudTrail files into events, and mark what must be quarantined.
 
@@ -120,19 +124,27 @@ def transform(files: DataFrame) -> DataFrame:
     :returns: one row per record, or per damaged stretch of a file, with every column of both output
         tables; ``reason`` is NULL for a good event.
     """
-    decoded = files.select("path", "content").mapInArrow(decode.decode_batches, decode.DECODED_DDL)
-    parsed = _split_records(decoded).select(
-        "*",
-        F.try_variant_get("v", "$", RECORD_SCHEMA.simpleString()).alias("rec"),
-        F.try_variant_get("v", "$", "map<string, variant>").alias("fields"),
-    )
-    rec, fields = F.col("rec"), F.col("fields")
+    stages, output = _columns()
+    frame = files.select("path", "content").mapInArrow(
+        functools.partial(decode.split_batches, known=KNOWN_TOP_LEVEL_KEYS), decode.SPLIT_DDL)
+    for columns in stages:
+        frame = frame.select(*columns)
+        if "pos" in frame.columns:
+            frame = frame.where(F.col("pos").isNotNull())  # the row posexplode_outer makes of an empty file
+    return frame.select(*output)
+
+
+@per_spark_context
+def _columns() -> tuple[list[list], list[Column]]:
+    """The Columns of :func:`transform`: the selects of :func:`_piece_stages`, then the output columns."""
+    stages = _piece_stages()
+    rec = F.col("rec")
     event_time = F.try_to_timestamp(rec["eventTime"])
-    reason, detail = _quarantine_reason(rec, fields, event_time)
+    reason, detail = _quarantine_reason(rec, event_time)
     ui, tls = rec["userIdentity"], rec["tlsDetails"]
     ctx = ui["sessionContext"]
     issuer = ctx["sessionIssuer"]
-    return parsed.select(
+    return stages, [
         event_time.alias("eventTime"),
         F.to_date(event_time).alias("date"),
         *[rec[name].alias(name) for name in (
@@ -154,13 +166,13 @@ def transform(files: DataFrame) -> DataFrame:
         ui["onBehalfOf"].alias("userIdentity_onBehalfOf"),
         *[tls[name].alias(f"tlsDetails_{name}") for name in ("tlsVersion", "cipherSuite", "clientProvidedHostHeader")],
         *[rec[name].alias(name) for name in RAW_JSON_FIELDS],
-        _rescued_data(fields).alias("_rescued_data"),
+        F.col("rescued").alias("_rescued_data"),
         F.col("source_file").alias("_source_file"),
         F.col("record_index").alias("_record_index"),
         reason.alias("reason"),
         detail.alias("detail"),
         F.when(reason.isNotNull(), _record_text()).alias("raw"),  # only quarantine keeps the raw text
-    )
+    ]
 
 
 def is_event(parsed: DataFrame) -> Column:
@@ -192,5 +204,7 @@ def quarantine(parsed: DataFrame) -> DataFrame:
 
 
 OUTPUTS = {"cloudtrail_events": events, "cloudtrail_quarantine": quarantine}
+# The column of transform()'s result that names the input file a row came from (binaryFile's path).
+SOURCE_FILE = "_source_file"
 # Which table each row goes to, for counting rows per table in one pass.
 ROUTE = lambda parsed: F.when(is_event(parsed), "cloudtrail_events").otherwise("cloudtrail_quarantine")  # noqa: E731

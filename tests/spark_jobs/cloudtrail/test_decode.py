@@ -9,7 +9,10 @@ import pytest
 
 from spark_jobs.cloudtrail import reasons
 from spark_jobs.cloudtrail.decode import (
-    ARRAY, DOCUMENT, LINES, RECORDS, Piece, decode_file, gunzip, salvage, shape_of)
+    ARRAY, DOCUMENT, LINES, RECORDS, Piece, decode_file, gunzip, plain_event_time, salvage, shape_of, split_file)
+from spark_jobs.cloudtrail.schema import KNOWN_TOP_LEVEL_KEYS
+
+KNOWN = frozenset(KNOWN_TOP_LEVEL_KEYS)
 
 A = {"eventID": "a", "eventTime": "2024-03-01T00:00:00Z"}
 B = {"eventID": "b", "eventTime": "2024-03-01T00:00:01Z"}
@@ -100,3 +103,45 @@ def test_salvage_json_lines_quarantines_only_the_bad_line():
 
 def test_salvage_a_single_pretty_printed_event():
     assert salvage(json.dumps(A, indent=2)) == [Piece(0, json.dumps(A, indent=2))]
+
+
+def test_split_passes_a_healthy_delivery_to_the_jvm_as_its_text():
+    content = gzip.compress(b"\xef\xbb\xbf" + records_doc(A, B).encode())
+    split = split_file(content, KNOWN)
+    assert (split.text, split.shape, split.rescued, split.raw, split.pieces) == (
+        records_doc(A, B).encode(), RECORDS, {}, {}, None)
+    assert split_file(json.dumps([A]).encode(), KNOWN).shape == ARRAY
+
+
+def test_split_notes_unknown_top_level_fields_and_suspicious_records_by_position():
+    extra = {**B, "vendor": {"n": 1.5, "tags": ["x"]}, "eventTime": "2024-02-30T00:00:00Z"}
+    no_id = {**A, "eventID": " "}
+    split = split_file(records_doc(A, extra, no_id).encode(), KNOWN)
+    assert split.shape == RECORDS and split.pieces is None
+    assert {i: json.loads(v) for i, v in split.rescued.items()} == {1: {"vendor": {"n": 1.5, "tags": ["x"]}}}
+    assert {i: json.loads(v) for i, v in split.raw.items()} == {1: extra, 2: no_id}
+
+
+@pytest.mark.parametrize("text, plain", [
+    ("2024-03-01T12:34:56Z", True), ("2024-03-01T12:34:56.123456Z", True), ("2024-02-29T00:00:00Z", True),
+    ("2023-02-29T00:00:00Z", False), ("2024-03-01 12:34:56", False), ("2024-13-01T00:00:00Z", False),
+    ("not-a-time", False), (1700000000, False), (None, False),
+])
+def test_plain_event_time(text, plain):
+    assert plain_event_time(text) is plain
+
+
+def test_split_salvages_what_spark_cannot_take_whole():
+    not_object = split_file(('{"Records":[' + json.dumps(A) + ', 42]}').encode(), KNOWN)
+    assert not_object.text is None
+    assert [(p["record_index"], p["reason"], p["raw"]) for p in not_object.pieces] == [
+        (0, None, json.dumps(A)), (1, reasons.NOT_AN_OBJECT, "42")]
+    assert not_object.pieces[1]["detail"] == "a record must be a JSON object, got: 42"
+    bad_utf8 = split_file(('{"Records":[' + json.dumps(A) + ',').encode() + b'{"eventID":"\xff"}]}', KNOWN)
+    assert [(p["record_index"], p["reason"]) for p in bad_utf8.pieces] == [(0, None), (1, reasons.INVALID_UTF8)]
+    lines = split_file((json.dumps({**A, "x": 1}) + "\n" + json.dumps(B) + "\n").encode(), KNOWN)
+    assert [(p["record_index"], p["reason"], p["rescued"]) for p in lines.pieces] == [(0, None, '{"x":1}'),
+                                                                                      (1, None, None)]
+    truncated = split_file(gzip.compress(records_doc(A, B).encode())[:-30], KNOWN)
+    assert truncated.pieces[-1]["reason"] == reasons.UNREADABLE_FILE
+    assert [p["reason"] for p in split_file(b" \n", KNOWN).pieces] == [reasons.EMPTY_FILE]
