@@ -51,13 +51,14 @@ def per_spark_context(build):
     return cached
 
 
-def _piece_stages() -> list[list]:
-    """The selects that turn split files into one row per record (or damaged stretch).
+def _piece_stages() -> list[tuple[list, Column | None]]:
+    """The selects (each with a filter after it, or ``None``) that turn split files into one row per
+    record (or damaged stretch).
 
     A healthy file's text is parsed once, by Spark's JSON reader, straight into an array of record
     structs; a salvaged file's pieces are parsed one by one into the same struct. That array is
-    exploded as it is, by a plain ``posexplode`` of a column (which Spark compiles, as it does bare
-    Spark's), and what Python noted per record (``raw``, ``rescued``, a piece's reason) is looked up
+    exploded as it is, by a ``posexplode_outer`` of a column (which Spark compiles, as it does bare
+    Spark's ``posexplode``), and what Python noted per record (``raw``, ``rescued``, a piece's reason) is looked up
     by position. Wrapping each record in a struct with its notes would copy every record once more,
     and a file-sized column beside the explode would be copied into every row. Columns at the end:
     source_file, record_index, rec, raw (the record's JSON when quarantine may need it), rescued
@@ -72,14 +73,14 @@ def _piece_stages() -> list[list]:
     is_unread = shape.isNotNull() & records.isNull()
     piece = pieces[pos]
     return [
-        ["source_file", "shape", "text", "raw", "rescued", "pieces", parsed.alias("records")],
-        ["source_file", "raw", "rescued", "pieces", is_unread.alias("unread"), F.when(is_unread, text).alias("unread_text"),
-         F.coalesce(salvaged, records, F.when(is_unread, F.array(F.lit(None).cast(_RECORD)))).alias("recs")],
-        # _outer, then a filter: a plain posexplode makes Spark infer a filter on the array's size and
-        # push it below the parse, which would then run twice.
-        ["source_file", "raw", "rescued", "pieces", "unread", "unread_text",
-         F.posexplode_outer("recs").alias("pos", "rec")],
-        ["source_file",
+        (["source_file", "shape", "text", "raw", "rescued", "pieces", parsed.alias("records")], None),
+        (["source_file", "raw", "rescued", "pieces", is_unread.alias("unread"), F.when(is_unread, text).alias("unread_text"),
+          F.coalesce(salvaged, records, F.when(is_unread, F.array(F.lit(None).cast(_RECORD)))).alias("recs")], None),
+        # _outer, then a filter for the row it makes of an empty file: a plain posexplode makes Spark
+        # infer a filter on the array's size and push it below the parse, which would then run twice.
+        (["source_file", "raw", "rescued", "pieces", "unread", "unread_text",
+          F.posexplode_outer("recs").alias("pos", "rec")], pos.isNotNull()),
+        (["source_file",
          F.when(pieces.isNotNull(), piece["record_index"]).when(~unread, pos).alias("record_index"),
          "rec",
          F.when(pieces.isNotNull(), piece["raw"]).when(unread, F.col("unread_text")).otherwise(F.col("raw")[pos])
@@ -87,7 +88,7 @@ def _piece_stages() -> list[list]:
          F.when(pieces.isNotNull(), piece["rescued"]).otherwise(F.col("rescued")[pos]).alias("rescued"),
          F.when(unread, F.lit(reasons.INVALID_JSON)).otherwise(piece["reason"]).alias("piece_reason"),
          F.when(unread, F.lit("Spark's JSON reader could not read this file as CloudTrail records"))
-         .otherwise(piece["detail"]).alias("piece_detail")],
+         .otherwise(piece["detail"]).alias("piece_detail")], None),
     ]
 
 
@@ -127,15 +128,15 @@ def transform(files: DataFrame) -> DataFrame:
     stages, output = _columns()
     frame = files.select("path", "content").mapInArrow(
         functools.partial(decode.split_batches, known=KNOWN_TOP_LEVEL_KEYS), decode.SPLIT_DDL)
-    for columns in stages:
+    for columns, condition in stages:
         frame = frame.select(*columns)
-        if "pos" in frame.columns:
-            frame = frame.where(F.col("pos").isNotNull())  # the row posexplode_outer makes of an empty file
+        if condition is not None:
+            frame = frame.where(condition)
     return frame.select(*output)
 
 
 @per_spark_context
-def _columns() -> tuple[list[list], list[Column]]:
+def _columns() -> tuple[list[tuple[list, Column | None]], list[Column]]:
     """The Columns of :func:`transform`: the selects of :func:`_piece_stages`, then the output columns."""
     stages = _piece_stages()
     rec = F.col("rec")
