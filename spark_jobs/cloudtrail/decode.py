@@ -98,10 +98,18 @@ def shape_of(text: str) -> str:
     return DOCUMENT
 
 
+def _decompress(content: bytes) -> tuple[bytes, str | None]:
+    """A log file's bytes, gunzipped if they are gzip (by content, not name), without a UTF-8 BOM.
+
+    :returns: the bytes, and a description of any gzip damage (see :func:`gunzip`).
+    """
+    data, damage = gunzip(content) if content[:2] == GZIP_MAGIC else (content, None)
+    return (data[3:] if data.startswith(b"\xef\xbb\xbf") else data), damage
+
+
 def decode_file(content: bytes) -> DecodedFile:
     """Bytes of a log file (gzipped or plain, detected by content, not name) to text."""
-    data, damage = (gunzip(content) if content[:2] == GZIP_MAGIC else (content, None))
-    return _decoded(data[3:] if data.startswith(b"\xef\xbb\xbf") else data, damage)
+    return _decoded(*_decompress(content))
 
 
 def _decoded(data: bytes, damage: str | None) -> DecodedFile:
@@ -251,7 +259,6 @@ def salvage_lines(text: str, damage: tuple[str, str] | None = None) -> list[Piec
 
 # eventTime as CloudTrail writes it; a day past the 28th is checked against the calendar too.
 _ISO_UTC = re.compile(r"\A\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d{1,6})?Z\Z")
-_BOM = b"\xef\xbb\xbf"
 
 
 @dataclass(frozen=True)
@@ -357,9 +364,7 @@ def split_file(content: bytes, known: frozenset, parser=None) -> SplitFile:
     """
     import simdjson
 
-    data, damage = (gunzip(content) if content[:2] == GZIP_MAGIC else (content, None))
-    if data.startswith(_BOM):
-        data = data[3:]
+    data, damage = _decompress(content)
     if damage is None:
         healthy = _healthy(data, parser or simdjson.Parser(), known)
         if healthy is not None:
