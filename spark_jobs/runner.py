@@ -194,14 +194,12 @@ def write_single_pass(module: ModuleType, writer: ExactlyOnceWriter, targets: li
     seen = _observed(main_frame, "rows")
     rows = {main.name: seen[main.name] if seen else 0}
     input_files = _observed(main_frame, "input")["files"] if seen else files.count()
-    if seen is not None and not seen["files"]:
-        for target in others:
-            writer.write(batch_id, target.name, files.sparkSession.createDataFrame([], schemas[target.name]))
-            rows[target.name] = 0
-        return input_files, rows
-    side = module.transform(files if seen is None else files.where(F.col("path").isin(seen["files"])))
+    nothing_else = seen is not None and not seen["files"]
+    side = None if nothing_else else module.transform(
+        files if seen is None else files.where(F.col("path").isin(seen["files"])))
     for target in others:
-        frame = module.OUTPUTS[target.name](side).observe("written", F.count(F.lit(1)).alias("n"))
+        frame = (files.sparkSession.createDataFrame([], schemas[target.name]) if side is None
+                 else module.OUTPUTS[target.name](side).observe("written", F.count(F.lit(1)).alias("n")))
         writer.write(batch_id, target.name, frame)
         written = _observed(frame, "written")
         rows[target.name] = written["n"] if written else 0

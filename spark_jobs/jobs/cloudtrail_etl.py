@@ -58,9 +58,10 @@ def _piece_stages() -> list[tuple[list, Column | None]]:
     A healthy file's text is parsed once, by Spark's JSON reader, straight into an array of record
     structs; a salvaged file's pieces are parsed one by one into the same struct. That array is
     exploded as it is, by a ``posexplode_outer`` of a column (which Spark compiles, as it does bare
-    Spark's ``posexplode``), and what Python noted per record (``raw``, ``rescued``, a piece's reason) is looked up
-    by position. Wrapping each record in a struct with its notes would copy every record once more,
-    and a file-sized column beside the explode would be copied into every row. Columns at the end:
+    Spark's ``posexplode``), and what Python noted per record (``raw``, ``rescued``, a piece's
+    reason) is looked up by position. Wrapping each record in a struct with its notes would copy
+    every record once more, and a file-sized column beside the explode would be copied into every
+    row. Columns at the end:
     source_file, record_index, rec, raw (the record's JSON when quarantine may need it), rescued
     (JSON of unknown top-level fields), piece_reason, piece_detail.
     """
