@@ -44,12 +44,18 @@ $(STAMP): requirements.txt
 		|| { echo "error: the install did not complete; see pip's output above"; exit 1; }
 	@rm -f $(VENV)/.installed-* && touch $@
 
+# The pinned JVM jars (Delta Lake) from Maven Central into .jars/, sha256-checked (spark_jobs/jars.py).
+JARS_STAMP := $(PROJECT)/.jars/.ok-$(shell cat spark_jobs/jars.py | cksum | cut -d' ' -f1)
+$(JARS_STAMP): $(STAMP) spark_jobs/jars.py
+	@python -m spark_jobs.jars fetch
+	@rm -f $(PROJECT)/.jars/.ok-* && touch $@
+
 $(AIRFLOW_HOME)/airflow.db: $(STAMP)
 	@mkdir -p $(AIRFLOW_HOME) $(SPARK_LOCAL_DIRS)
 	@airflow db migrate > $(AIRFLOW_HOME)/db-migrate.log 2>&1 \
 		|| { tail -20 $(AIRFLOW_HOME)/db-migrate.log; exit 1; }
 
-setup: $(STAMP) $(AIRFLOW_HOME)/airflow.db
+setup: $(STAMP) $(JARS_STAMP) $(AIRFLOW_HOME)/airflow.db
 
 sample-data: setup
 	@test -d $(CLOUDTRAIL_ETL_INPUT) || python -m spark_jobs sample-data --out $(CLOUDTRAIL_ETL_INPUT)

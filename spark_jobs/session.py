@@ -1,8 +1,10 @@
 """The one place a SparkSession is configured.
 
-Run by ``python -m spark_jobs`` the session is local (``$SPARK_MASTER``, else ``local[2]``); run by
-``spark-submit`` the master and any ``--conf`` come from spark-submit and are not overridden. All
-scratch space stays inside the project (``.spark/``) so killed JVMs leave nothing in ``/tmp``.
+Run by ``python -m spark_jobs`` the session is local (``$SPARK_MASTER``, else ``local[2]``) and gets
+the pinned jars of :mod:`spark_jobs.jars` (Delta Lake) from ``.jars/``; run by ``spark-submit`` the
+master, the jars (``--jars``) and any ``--conf`` come from spark-submit and are not overridden. Every
+session has Delta's SQL extension and catalog. All scratch space stays inside the project
+(``.spark/``) so killed JVMs leave nothing in ``/tmp``.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import os
 
 from pyspark.sql import SparkSession
 
+from spark_jobs.jars import DELTA_CONF, spark_jars
 from spark_jobs.lake import PROJECT_ROOT
 
 # Settings every job needs to be correct, whoever launched it.
@@ -21,6 +24,7 @@ REQUIRED_CONF = {
     # A record field of the wrong shape (a string where an object belongs) is NULL alone; without
     # this, Spark's JSON reader would drop the whole record, or the whole file's Records.
     "spark.sql.json.enablePartialResults": "true",
+    **DELTA_CONF,
 }
 
 # Defaults for a local run; spark-submit --conf wins over these.
@@ -44,6 +48,7 @@ def build_session(app_name: str, *, ui: bool = False, extra_conf: dict[str, str]
     :param app_name: the Spark application name (a job's registry name).
     :param ui: start the Spark UI (for long-running jobs).
     :param extra_conf: settings on top of the defaults.
+    :raises UsageError: (started locally) when a pinned jar is missing, naming it.
     """
     scratch = PROJECT_ROOT / ".spark"
     builder = SparkSession.builder.appName(app_name)
@@ -51,7 +56,7 @@ def build_session(app_name: str, *, ui: bool = False, extra_conf: dict[str, str]
         os.environ.setdefault("SPARK_LOCAL_DIRS", str(scratch / "local"))
         os.makedirs(os.environ["SPARK_LOCAL_DIRS"].split(",")[0], exist_ok=True)
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        builder = builder.master(os.environ.get("SPARK_MASTER", "local[2]"))
+        builder = builder.master(os.environ.get("SPARK_MASTER", "local[2]")).config("spark.jars", spark_jars())
         for key, value in {**LOCAL_DEFAULTS,
                            "spark.ui.enabled": str(ui).lower(),
                            "spark.sql.warehouse.dir": str(scratch / "warehouse"),
