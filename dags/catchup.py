@@ -8,7 +8,8 @@ run with no new files writes nothing, and a run that was killed is resumed by th
 
 The task runs:
 
-    spark-submit --master <spark_default's host> --conf spark.executorEnv.PYTHONPATH=<project> \\
+    spark-submit --master <spark_default's host> --jars <project>/.jars/delta-spark...jar,... \\
+        --conf spark.executorEnv.PYTHONPATH=<project> --conf <Delta's extension and catalog> \\
         --name <job> <project>/spark_jobs/__main__.py \\
         run <job> --trigger available-now [--input DIR] [--max-files-per-trigger N]
 
@@ -28,6 +29,7 @@ from pathlib import Path
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import DAG, Asset, Param
 
+from spark_jobs.jars import DELTA_CONF, jar_paths
 from spark_jobs.registry import JOBS, JobSpec
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -113,7 +115,9 @@ def build_catchup_dag(job: JobSpec) -> DAG:
             name=job.name,
             # spark_jobs/__main__.py puts the project on the driver's sys.path; the Python workers
             # that run the job's UDFs need it too (Spark adds this to their PYTHONPATH).
-            conf={"spark.executorEnv.PYTHONPATH": str(PROJECT_ROOT)},
+            conf={"spark.executorEnv.PYTHONPATH": str(PROJECT_ROOT), **DELTA_CONF},
+            # The pinned Delta jars fetched at set-up (paths only: nothing is read while parsing).
+            jars=",".join(str(path) for path in jar_paths()),
             outlets=[table_asset(table.name) for table in job.tables],
             doc_md=f"spark-submit `{job.name}` once with the available-now trigger.",
         )

@@ -2,8 +2,10 @@
 
 Layout under the lake root (``--lake``, else ``$LAKE_ROOT``, else ``./lake``)::
 
-    tables/<table>/                 the table's files (Spark's file-sink layout, with _spark_metadata/)
+    tables/<table>/                 the table (a Delta table)
     checkpoints/<job>/              the streaming checkpoint of the job
+    control/<job>/                  beside the checkpoint, never in it: the single-writer lease,
+                                    the supervisor's state and its event log
 """
 
 from __future__ import annotations
@@ -39,3 +41,6 @@ class Lake:
 
     def checkpoint_path(self, job: str) -> Path:
         return self.root / "checkpoints" / job
+
+    def control_path(self, job: str) -> Path:
+        return self.root / "control" / job
