@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from spark_jobs.cli import build_parser
+from spark_jobs.jars import DELTA_CONF, jar_paths
 from spark_jobs.registry import JOBS
 from tests.dags.conftest import DAGS_FOLDER, PROJECT_ROOT, run_parse_probe
 
@@ -99,9 +100,11 @@ def test_params_reach_the_command_line_only_when_set(dag, job, params, extra_arg
     command = spark_submit_command(dag, params, monkeypatch)
 
     master = json.loads(os.environ["AIRFLOW_CONN_SPARK_DEFAULT"])["host"]
+    delta_conf = [arg for key, value in DELTA_CONF.items() for arg in ("--conf", f"{key}={value}")]
     assert command[:5] == ["spark-submit", "--master", master, "--conf", f"spark.executorEnv.PYTHONPATH={PROJECT_ROOT}"]
-    assert command[5:] == ["--name", job.name, APPLICATION, "run", job.name, "--trigger", "available-now",
-                           *extra_args]
+    assert command[5:9] == delta_conf
+    assert command[9:] == ["--jars", ",".join(str(path) for path in jar_paths()), "--name", job.name, APPLICATION,
+                           "run", job.name, "--trigger", "available-now", *extra_args]
     parsed = build_parser().parse_args(command[command.index(APPLICATION) + 1:])
     assert (parsed.command, parsed.job, parsed.trigger) == ("run", job.name, "available-now")
     assert parsed.input == params.get("input")
@@ -131,7 +134,7 @@ def test_parsing_looks_nothing_up_opens_nothing_and_imports_no_pyspark(airflow_e
     assert report["lookups"] == []
     assert report["opened"] == []
     assert report["pyspark"] == []
-    assert set(report["spark_jobs"]) <= {"spark_jobs", "spark_jobs.errors", "spark_jobs.registry"}
+    assert set(report["spark_jobs"]) <= {"spark_jobs", "spark_jobs.errors", "spark_jobs.registry", "spark_jobs.jars"}
 
 
 BAD_DAG = '''
