@@ -28,11 +28,13 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt | cksum | cut -d' ' -f1)
 
-.PHONY: setup demo test sample-data clean help env
+.PHONY: setup demo test sample-data clean help env airflow stop
 
 help:
 	@echo "make demo   set up, ingest generated CloudTrail samples through Airflow, show the table"
 	@echo "make test   set up and run the tests"
+	@echo "make airflow  start Airflow on 127.0.0.1:\$$AIRFLOW_PORT (default 8080) and print the UI's URL and login"
+	@echo "make stop   stop that Airflow and every Spark driver it started"
 	@echo "make env    print the environment as shell exports: eval \"\$$(make -s env)\""
 	@echo "make clean  remove the lake, landing data, Airflow home and Spark scratch (keeps the venv)"
 
@@ -74,6 +76,16 @@ demo: sample-data
 
 test: setup
 	@python -m pytest $(PYTEST_ARGS)
+
+# Airflow for real on loopback (api-server, scheduler, dag-processor, triggerer), with this project's
+# DAGs, plugins, environment and spark_default; every port-dependent setting is derived from
+# AIRFLOW_PORT. `make stop` stops all of it and every driver it started (plugins/streaming/local_airflow.py).
+AIRFLOW_PORT ?= 8080
+airflow: setup
+	@python plugins/streaming/local_airflow.py start --port $(AIRFLOW_PORT)
+
+stop:
+	@python plugins/streaming/local_airflow.py stop
 
 # The environment above as shell exports, for running airflow or the CLI by hand: eval "$$(make -s env)"
 env:
