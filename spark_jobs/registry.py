@@ -34,10 +34,47 @@ class HealthThresholds:
 
     :param max_batch_age_seconds: a running job whose last commit is older than this is stalled.
     :param max_pending_files: more unprocessed input files than this is lag worth alerting on.
+    :param lease_ttl_seconds: a driver's lease on the checkpoint whose heartbeat is older than this
+        has expired (another driver may take over; the holder itself stops writing).
     """
 
     max_batch_age_seconds: int = 15 * 60
     max_pending_files: int = 10_000
+    lease_ttl_seconds: float = 30
+
+
+@dataclass(frozen=True)
+class RestartPolicy:
+    """How the supervisor of a continuous job restarts its driver (``python -m spark_jobs supervise``).
+
+    The backoff before restart *n* (n consecutive failures) is ``initial_backoff_seconds *
+    multiplier ** (n - 1)``, capped at ``max_backoff_seconds``. After ``max_restarts`` restarts within
+    ``window_seconds`` the next failure is not restarted: the supervisor gives up and tells a person
+    once. A run that stayed healthy for ``healthy_reset_seconds`` clears both counts.
+
+    :param initial_backoff_seconds: the wait before the first restart.
+    :param multiplier: each further consecutive failure multiplies the wait by this.
+    :param max_backoff_seconds: the longest wait.
+    :param max_restarts: restarts allowed within ``window_seconds`` before giving up.
+    :param window_seconds: the sliding window of the restart budget.
+    :param healthy_reset_seconds: a run healthy for this long resets the consecutive failures and the
+        budget.
+    :param poll_seconds: how often the supervisor looks at its driver, its lease and the checkpoint.
+    :param stop_grace_seconds: after SIGTERM, how long the driver gets to finish its micro-batch
+        before its process group is killed (below Airflow's 60 s ``killed_task_cleanup_time``).
+    :param stall_after_seconds: a driver whose lease heartbeat is older than this is stalled (a
+        paused or hung process); ``None``: the lease's own ttl (after which it may not write anyway).
+    """
+
+    initial_backoff_seconds: float = 5.0
+    multiplier: float = 2.0
+    max_backoff_seconds: float = 300.0
+    max_restarts: int = 5
+    window_seconds: float = 1800.0
+    healthy_reset_seconds: float = 600.0
+    poll_seconds: float = 2.0
+    stop_grace_seconds: float = 45.0
+    stall_after_seconds: float | None = None
 
 
 @dataclass(frozen=True)
@@ -56,6 +93,9 @@ class JobSpec:
     :param table_format: ``parquet`` (default) or ``delta``.
     :param health: limits for the health sensors.
     :param tags: DAG tags.
+    :param continuous_trigger: the trigger of the job's supervised, always-on run (its
+        ``<job>_continuous`` DAG and ``python -m spark_jobs supervise``); ``None``: no continuous run.
+    :param restart: how the supervisor restarts a continuous run's driver.
     """
 
     name: str
@@ -68,6 +108,8 @@ class JobSpec:
     table_format: str = "parquet"
     health: HealthThresholds = HealthThresholds()
     tags: tuple[str, ...] = ()
+    continuous_trigger: str | None = None
+    restart: RestartPolicy = RestartPolicy()
 
     @property
     def module(self) -> str:
@@ -114,6 +156,7 @@ CLOUDTRAIL_ETL = JobSpec(
     },
     schedule="@hourly",
     tags=("cloudtrail", "streaming"),
+    continuous_trigger="processing-time:10s",
 )
 
 JOBS: Mapping[str, JobSpec] = MappingProxyType({job.name: job for job in (CLOUDTRAIL_ETL,)})
