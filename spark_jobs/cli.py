@@ -8,8 +8,16 @@ Examples::
     python -m spark_jobs sql --format json "SELECT eventName, count(*) n FROM cloudtrail_events GROUP BY 1"
     python -m spark_jobs bench --quick                                        # JSON report on stdout
 
-Exit status: 0 done, 1 the job or query failed, 2 a bad value on the command line (one line on
-stderr names it and what to do).
+Supervised, always-on runs (the driver is restarted with backoff; see spark_jobs.supervision)::
+
+    python -m spark_jobs supervise cloudtrail_etl --input landing/cloudtrail  # until SIGTERM / Ctrl-C
+    python -m spark_jobs trial recovery --kills 5        # kill -9 the supervised driver, time recovery
+    python -m spark_jobs trial soak --minutes 30         # a healthy supervised job must not restart
+
+Exit status: 0 done, 1 the job or query failed (or its driver lost the checkpoint's lease), 2 a bad
+value on the command line (one line on stderr names it and what to do), 3 another live driver holds
+the job's checkpoint (one line on stderr names its pid, host and heartbeat age; nothing was started).
+``supervise`` exits 0 when stopped, 1 when it gave up restarting.
 """
 
 from __future__ import annotations
@@ -46,6 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--max-files-per-trigger", help="files per micro-batch (default: the registry's)")
     run.add_argument("--latest-first", action="store_true", help="newest files first (for catching up on a backlog)")
     run.add_argument("--table-format", help="parquet | delta (default: the registry's)")
+    run.add_argument("--lease-ttl", type=float, metavar="SECONDS",
+                     help="ttl of the driver's lease on the checkpoint (default: the registry's lease_ttl_seconds)")
 
     sql = commands.add_parser("sql", help="run one SQL query over the lake's tables")
     sql.add_argument("query", help="SQL; every registry table is a view of its name")
@@ -65,6 +75,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = commands.add_parser("bench", help="benchmark the pipeline against bare Spark (JSON report)")
     add_arguments(bench)
+
+    supervise = commands.add_parser("supervise", help="run a job continuously, restarting its driver when it fails")
+    supervise.add_argument("job", help=f"a registered job: {', '.join(JOBS)}")
+    supervise.add_argument("--lake", help="lake root (default: $LAKE_ROOT or ./lake)")
+    supervise.add_argument("--input", help="landing folder (default: the registry's, or $<JOB>_INPUT)")
+    supervise.add_argument("--trigger", help="processing-time:<duration> (default: the registry's continuous_trigger)")
+    supervise.add_argument("--spark-submit", action="store_true",
+                           help="start the driver with spark-submit (client mode) instead of python -m spark_jobs run")
+    supervise.add_argument("--lease-ttl", type=float, metavar="SECONDS", help="the driver's lease ttl (default: the registry's)")
+
+    from spark_jobs.bench.recovery import add_trial_arguments
+
+    trial = commands.add_parser("trial", help="supervision trials: recovery after kill -9, a soak without restarts")
+    add_trial_arguments(trial)
     return parser
 
 
@@ -97,7 +121,10 @@ def _cmd_run(args) -> int:
 
     from spark_jobs.runner import RunOptions, configure_logging, resolve_input, run_streaming
 
-    run_options = RunOptions(resolve_input(job, args.input), Lake.at(args.lake), trigger, options, table_format)
+    if args.lease_ttl is not None and args.lease_ttl <= 0:
+        raise UsageError(f"--lease-ttl must be a number of seconds > 0, got {args.lease_ttl:g}")
+    run_options = RunOptions(resolve_input(job, args.input), Lake.at(args.lake), trigger, options, table_format,
+                             lease_ttl_seconds=args.lease_ttl)
     configure_logging()
     summary = run_streaming(job, run_options)
     print(summary.to_json())
@@ -137,7 +164,43 @@ def _cmd_bench(args) -> int:
     return run_from_args(args)
 
 
-COMMANDS = {"list": _cmd_list, "run": _cmd_run, "sql": _cmd_sql, "sample-data": _cmd_sample_data,
+def _cmd_supervise(args) -> int:
+    """Supervise in the foreground: events as JSON lines on stdout; SIGTERM/Ctrl-C stop gracefully."""
+    import json
+    import logging
+    import signal
+    import threading
+
+    from spark_jobs.lake import Lake
+    from spark_jobs.runner import resolve_input
+    from spark_jobs.supervision.command import driver_command
+    from spark_jobs.supervision.supervisor import Supervisor
+
+    job = get_job(args.job)
+    lake = Lake.at(args.lake)
+    input_path = resolve_input(job, args.input)
+    command = driver_command(job, lake=str(lake.root), input_path=str(input_path), trigger=args.trigger,
+                             spark_submit=args.spark_submit, lease_ttl_seconds=args.lease_ttl)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    supervisor = Supervisor(job, lake, command, should_stop=stop.is_set, input_path=str(input_path),
+                            notify=lambda event: print(json.dumps(event, sort_keys=True), flush=True))
+    outcome = supervisor.run()
+    print(json.dumps({"job": job.name, "outcome": outcome, "log": str(supervisor.driver.log_path)}), flush=True)
+    return 0 if outcome == "stopped" else 1
+
+
+def _cmd_trial(args) -> int:
+    from spark_jobs.bench.recovery import run_trial
+
+    return run_trial(args)
+
+
+COMMANDS = {"supervise": _cmd_supervise, "trial": _cmd_trial,  # noqa: E501 - supervision's commands
+            "list": _cmd_list, "run": _cmd_run, "sql": _cmd_sql, "sample-data": _cmd_sample_data,
             "bench": _cmd_bench}
 
 
@@ -149,8 +212,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except Exception as exc:  # noqa: BLE001 - the one place failures become an exit status
+        from spark_jobs.checkpoint.lease import LeaseHeld
         from spark_jobs.runner import JobFailed
 
+        if isinstance(exc, LeaseHeld):  # another live driver writes through this checkpoint
+            print(f"error: {exc}", file=sys.stderr)
+            return 3
         if isinstance(exc, JobFailed):
             print(f"error: {exc}", file=sys.stderr)
             return 1

@@ -13,6 +13,7 @@ import json
 import logging
 import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +53,8 @@ class RunOptions:
     :param trigger: when micro-batches run.
     :param file_source_options: the registry's file-source options with command-line overrides.
     :param table_format: ``parquet`` or ``delta``.
+    :param lease_ttl_seconds: the ttl of the driver's lease on the checkpoint; ``None``: the
+        registry's ``HealthThresholds.lease_ttl_seconds``.
     """
 
     input_path: Path
@@ -59,6 +62,7 @@ class RunOptions:
     trigger: Trigger
     file_source_options: dict[str, str]
     table_format: str
+    lease_ttl_seconds: float | None = None
 
 
 @dataclass
@@ -124,6 +128,86 @@ def output_schemas(spark: SparkSession, job: JobSpec) -> dict[str, StructType]:
     module = job_module(job)
     parsed = module.transform(spark.createDataFrame([], BINARY_FILE_SCHEMA))
     return {name: select(parsed).schema for name, select in module.OUTPUTS.items()}
+
+
+class _LeaseKeeper:
+    """Renews the driver's lease from a daemon thread every ttl/3, with what the driver is doing.
+
+    :param lease: the lease this driver took.
+    :param details: shared with the run: the query id, the last committed batch, the UI's URL.
+    """
+
+    def __init__(self, lease, details: dict) -> None:
+        self.lease = lease
+        self.details = details
+        self.lost: Exception | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name=f"lease-{lease.info.job}", daemon=True)
+
+    def start(self) -> "_LeaseKeeper":
+        self._thread.start()
+        return self
+
+    def _beat(self) -> None:
+        from spark_jobs.checkpoint.lease import LeaseLost
+
+        while not self._stop.wait(self.lease.info.ttl_seconds / 3):
+            try:
+                self.lease.renew(dict(self.details))
+            except LeaseLost as exc:
+                self.lost = exc
+                log.error("%s", exc)
+                return
+            except Exception as exc:  # noqa: BLE001 - a storage hiccup: the next beat retries, the ttl decides
+                log.warning("could not renew the lease: %s", exc)
+
+    def check(self) -> None:
+        """Raise :class:`LeaseLost` unless this driver may still write (call before each batch)."""
+        from spark_jobs.checkpoint.lease import LeaseLost
+
+        try:
+            self.lease.check()
+        except LeaseLost as exc:
+            self.lost = exc
+            raise
+
+    def finish(self) -> None:
+        """Stop renewing; release the lease unless it was lost (then it is no longer ours)."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=10)
+        if self.lost is None:
+            try:
+                self.lease.release()
+            except Exception as exc:  # noqa: BLE001 - the lease then expires by its ttl
+                log.warning("could not release the lease: %s", exc)
+
+
+# Spark's errors for a checkpoint that no longer fits the query (used when spark_jobs.checkpoint
+# has no explain_start_failure): (pattern in the error, what changed).
+_INCOMPATIBLE = (
+    ("STREAMING_STATEFUL_OPERATOR_NOT_MATCH", "a stateful operator of the query changed since the checkpoint was written"),
+    ("STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE", "the key of a stateful operator changed"),
+    ("STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE", "the state kept by a stateful operator changed"),
+    ("Provided schema doesn't match", "the state kept by a stateful operator changed"),
+    ("sources in the checkpoint offsets and now there are", "the query's sources changed (their number)"),
+    ("DELTA_FAILED_TO_MERGE_FIELDS", "the output schema changed incompatibly with the table"),
+    ("schema mismatch detected when writing to the Delta table", "the output schema no longer matches the table"),
+)
+_WAYS_OUT = ("two ways out: revert the code change and restart from this checkpoint, or keep the change and "
+             "reprocess: move the checkpoint and the job's tables aside and run again from the input")
+
+
+def explain_failure(message: str) -> str | None:
+    """Spark's error for a checkpoint that no longer fits the query, in plain words, or ``None``."""
+    try:
+        from spark_jobs.checkpoint import explain_start_failure
+    except ImportError:
+        for pattern, what in _INCOMPATIBLE:
+            if pattern.lower() in message.lower():
+                return f"{what}, and Spark cannot resume from a checkpoint written by the old query; {_WAYS_OUT}"
+        return None
+    return explain_start_failure(message)
 
 
 class _GracefulStop:
@@ -227,12 +311,38 @@ def write_cached(module: ModuleType, writer: ExactlyOnceWriter, targets: list[Ta
 def run_streaming(job: JobSpec, options: RunOptions, spark: SparkSession | None = None) -> RunSummary:
     """Run ``job`` until its trigger ends (available-now) or a signal stops it (processing-time).
 
+    The driver first takes the single-writer lease on the checkpoint, renews it while it runs
+    (with the query id, the last committed batch and the Spark UI's URL), checks it before each
+    micro-batch writes anything, and releases it when it ends (unless it was lost).
+
     :raises UsageError: for a table format that cannot be used here.
-    :raises JobFailed: if the streaming query fails.
+    :raises LeaseHeld: another live driver holds the checkpoint (the CLI exits with status 3).
+    :raises JobFailed: if the streaming query fails, cannot resume from its checkpoint, or this
+        driver lost its lease.
     """
-    from spark_jobs.session import build_session
+    from spark_jobs.checkpoint.lease import Lease
 
     started = time.monotonic()
+    # The single-writer lease, before anything else (LeaseHeld: another driver is live; exit 3).
+    # Its pid is this Python driver's: the one a supervisor sends SIGTERM to for a graceful stop.
+    details = {"checkpoint": str(options.lake.checkpoint_path(job.name)), "trigger": options.trigger.spec}
+    lease = Lease.acquire(str(options.lake.control_path(job.name)), job.name,
+                          options.lease_ttl_seconds or job.health.lease_ttl_seconds, details=dict(details))
+    keeper = _LeaseKeeper(lease, details).start()
+    stopper = _GracefulStop()
+    stopper.install()
+    try:
+        return _run_query(job, options, spark, keeper, stopper, started)
+    finally:
+        stopper.restore()
+        keeper.finish()
+
+
+def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, keeper: _LeaseKeeper,
+               stopper: "_GracefulStop", started: float) -> RunSummary:
+    """The body of :func:`run_streaming`, run while this driver holds the lease."""
+    from spark_jobs.session import build_session
+
     spark = spark or build_session(job.name, ui=not options.trigger.available_now)
     check_table_format(spark, options.table_format)
     # The input is a local folder: Spark gets each micro-batch's file statuses fastest in the driver.
@@ -247,6 +357,7 @@ def run_streaming(job: JobSpec, options: RunOptions, spark: SparkSession | None 
     batch_files: dict[int, int] = {}
 
     def write_batch(files: DataFrame, batch_id: int) -> None:
+        keeper.check()  # nothing is written by a driver that may have been replaced
         if not per_run:
             query_id = spark.sparkContext.getLocalProperty("sql.streaming.queryId") or job.name
             per_run.update(writer=ExactlyOnceWriter(spark, targets, options.table_format, query_id),
@@ -260,35 +371,50 @@ def run_streaming(job: JobSpec, options: RunOptions, spark: SparkSession | None 
 
     # Progress is read from the query in this thread (not through a StreamingQueryListener, whose
     # callbacks into Python can arrive after the query, and this process, have ended).
-    stopper = _GracefulStop()
     logged = -1
+    if stopper.signal_name:  # stopped while Spark was starting: nothing to do
+        summary.stopped_by = stopper.signal_name
+        summary.seconds = round(time.monotonic() - started, 2)
+        return summary
+    files = read_files(spark, job, options.input_path, options.file_source_options, streaming=True)
     try:
-        files = read_files(spark, job, options.input_path, options.file_source_options, streaming=True)
         query = (files.writeStream.queryName(job.name)
                  .foreachBatch(write_batch)
                  .option("checkpointLocation", str(checkpoint))
                  .trigger(**options.trigger.writer_kwargs())
                  .start())
-        log.info("query %s started (id %s, run %s), checkpoint %s", job.name, query.id, query.runId, checkpoint)
-        stopper.install()
-        while True:
-            active = query.isActive
-            for progress in query.recentProgress:
-                if progress.batchId > logged and progress.numInputRows > 0:
-                    _log_progress(progress, batch_files.get(progress.batchId, progress.numInputRows))
-                    logged = progress.batchId
-            if not active:
-                break
-            if stopper.signal_name and not query.status["isTriggerActive"]:
-                query.stop()
-                summary.stopped_by = stopper.signal_name
-            query.awaitTermination(0.2)
-        error = query.exception()
-        if error is not None:
-            first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-            raise JobFailed(f"job {job.name} failed: {first}")
-    finally:
-        stopper.restore()
+    except Exception as exc:  # noqa: BLE001 - a checkpoint Spark cannot resume from, in plain words
+        explained = explain_failure(str(exc))
+        if explained:
+            raise JobFailed(f"job {job.name} cannot start from checkpoint {checkpoint}: {explained}") from None
+        raise
+    log.info("query %s started (id %s, run %s), checkpoint %s", job.name, query.id, query.runId, checkpoint)
+    keeper.details.update(query_id=str(query.id), run_id=str(query.runId),
+                          spark_ui=spark.sparkContext.uiWebUrl)
+    while True:
+        active = query.isActive
+        for progress in query.recentProgress:
+            if progress.batchId > logged and progress.numInputRows > 0:
+                _log_progress(progress, batch_files.get(progress.batchId, progress.numInputRows))
+                logged = progress.batchId
+                keeper.details["last_committed_batch"] = progress.batchId
+        if not active:
+            break
+        if keeper.lost is not None and not query.status["isTriggerActive"]:
+            query.stop()
+        if stopper.signal_name and not query.status["isTriggerActive"]:
+            query.stop()
+            summary.stopped_by = stopper.signal_name
+        query.awaitTermination(0.2)
+    if keeper.lost is not None:
+        raise JobFailed(f"job {job.name} stopped: {keeper.lost}")
+    error = query.exception()
+    if error is not None:
+        explained = explain_failure(str(error))
+        if explained:
+            raise JobFailed(f"job {job.name} cannot resume from checkpoint {checkpoint}: {explained}")
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise JobFailed(f"job {job.name} failed: {first}")
     summary.seconds = round(time.monotonic() - started, 2)
     return summary
 
