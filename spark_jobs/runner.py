@@ -211,10 +211,16 @@ def explain_failure(message: str) -> str | None:
 
 
 class _GracefulStop:
-    """Turns SIGTERM/SIGINT into "stop after the current micro-batch"."""
+    """Turns SIGTERM/SIGINT into "stop after the current micro-batch".
+
+    Before the query has started (Spark still starting: nothing written yet) a signal ends the
+    driver at once (``SystemExit`` 128 + the signal's number), so a supervisor's stop never waits
+    for a JVM start.
+    """
 
     def __init__(self) -> None:
         self.signal_name: str | None = None
+        self.query_started = False
         self._previous: dict = {}
 
     def install(self) -> None:
@@ -227,6 +233,9 @@ class _GracefulStop:
 
     def _handle(self, signum, _frame) -> None:
         self.signal_name = signal.Signals(signum).name
+        if not self.query_started:
+            log.warning("%s received before the query started: exiting (nothing was written)", self.signal_name)
+            raise SystemExit(128 + signum)
         log.warning("%s received: stopping after the current micro-batch", self.signal_name)
 
 
@@ -377,6 +386,7 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
         summary.seconds = round(time.monotonic() - started, 2)
         return summary
     files = read_files(spark, job, options.input_path, options.file_source_options, streaming=True)
+    stopper.query_started = True  # from here on a signal stops the query after its micro-batch
     try:
         query = (files.writeStream.queryName(job.name)
                  .foreachBatch(write_batch)
