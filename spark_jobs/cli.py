@@ -89,6 +89,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     trial = commands.add_parser("trial", help="supervision trials: recovery after kill -9, a soak without restarts")
     add_trial_arguments(trial)
+
+    from spark_jobs.checkpoint.cli import add_arguments as add_checkpoint_arguments  # checkpoint's section
+
+    checkpoint = commands.add_parser("checkpoint", help="a job's checkpoint: inspect its health, repair damage")
+    add_checkpoint_arguments(checkpoint)
     return parser
 
 
@@ -202,6 +207,15 @@ def _cmd_trial(args) -> int:
 COMMANDS = {"supervise": _cmd_supervise, "trial": _cmd_trial,  # noqa: E501 - supervision's commands
             "list": _cmd_list, "run": _cmd_run, "sql": _cmd_sql, "sample-data": _cmd_sample_data,
             "bench": _cmd_bench}
+
+
+def _cmd_checkpoint(args) -> int:  # checkpoint's section
+    from spark_jobs.checkpoint.cli import run
+
+    return run(args)
+
+
+COMMANDS["checkpoint"] = _cmd_checkpoint
 
 
 def main(argv: list[str] | None = None) -> int:

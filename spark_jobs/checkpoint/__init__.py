@@ -4,6 +4,7 @@ Shared by the CLI (``python -m spark_jobs checkpoint inspect|repair``), the runn
 sensors and the supervisor; nothing here imports pyspark.
 """
 
+from spark_jobs.checkpoint.explain import explain_start_failure
 from spark_jobs.checkpoint.lease import Lease, LeaseHeld, LeaseInfo, LeaseLost, read_lease
 
-__all__ = ["Lease", "LeaseHeld", "LeaseInfo", "LeaseLost", "read_lease"]
+__all__ = ["Lease", "LeaseHeld", "LeaseInfo", "LeaseLost", "explain_start_failure", "read_lease"]
