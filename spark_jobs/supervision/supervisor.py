@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import logging
 import os
-import re
+import signal
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -54,7 +54,7 @@ INSPECT_EVERY_SECONDS = 5.0
 # supervisor.json's updated_at is refreshed this often while nothing changes (a sign of life).
 REFRESH_EVERY_SECONDS = 30.0
 LOG_TAIL_LINES = 20
-_ERROR_LINE = re.compile(r"^(error:|Traceback|\S+(Error|Exception)\b)")
+_SIGNALS = {int(s) for s in signal.Signals}
 
 
 @dataclass
@@ -79,13 +79,12 @@ def _parse_time(value) -> float | None:
 
 def _error_line(tail: str) -> str | None:
     """The driver's own one-line error (``error: ...``), else the last exception line of its log."""
-    lines = [line.strip() for line in tail.splitlines() if line.strip()]
+    lines = [line.rstrip() for line in tail.splitlines() if line.strip()]
     for line in reversed(lines):
         if line.startswith("error:"):
-            return line
-    for line in reversed(lines):
-        if _ERROR_LINE.match(line):
-            return line[:500]
+            return line[:1000]
+    if any(line.startswith("Traceback") for line in lines):  # the exception line ends a traceback
+        return next((line[:1000] for line in reversed(lines) if not line[0].isspace()), None)
     return None
 
 
@@ -203,7 +202,9 @@ class Supervisor:
                 self.driver.cleanup_after_exit()
                 tail = self.driver.log_tail(LOG_TAIL_LINES)
                 said = _error_line(tail)
-                return _Failure(f"the driver exited with status {code}" + (f": {said}" if said else ""), code, tail)
+                ended = (f"the driver was killed by {signal.Signals(-code).name}" if code < 0 and -code in _SIGNALS
+                         else f"the driver exited with status {code}")
+                return _Failure(ended + (f": {said}" if said else ""), code, tail)
             if self.should_stop():
                 return None
             problem = self._health()

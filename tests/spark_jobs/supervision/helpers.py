@@ -1,0 +1,56 @@
+"""Shared pieces of the supervision tests: waiting, the process table, a small driver that holds a real lease."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import psutil
+
+from spark_jobs.supervision.driver import group_members
+
+HERE = Path(__file__).resolve().parent
+LEASE_HOLDER = HERE / "lease_holder.py"
+
+
+def wait_for(condition, timeout: float, what: str):
+    """Poll ``condition`` until it returns something truthy (returned), or fail naming ``what``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out after {timeout:g} s waiting for {what}"
+        time.sleep(0.2)
+
+
+def live_children() -> list[psutil.Process]:
+    """Every live (non-zombie) descendant of this test process."""
+    alive = []
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if child.status() != psutil.STATUS_ZOMBIE:
+                alive.append(child)
+        except psutil.NoSuchProcess:
+            continue
+    return alive
+
+
+def assert_no_process_left(*pgids: int | None) -> None:
+    """No descendant of this process, and no member of the given process groups, is alive."""
+    children = live_children()
+    assert children == [], [(c.pid, c.cmdline()) for c in children]
+    for pgid in pgids:
+        if pgid is not None:
+            assert group_members(pgid) == [], f"process group {pgid} still has {group_members(pgid)}"
+
+
+def lease_holder(control: Path, hold_seconds: float, exit_code: int, ttl: float = 2.0) -> list[str]:
+    """A pyspark-free stand-in driver: takes the real lease, heartbeats, exits ``exit_code`` after ``hold_seconds``."""
+    return [sys.executable, str(LEASE_HOLDER), str(control), str(hold_seconds), str(exit_code), str(ttl)]
+
+
+def project_env() -> dict:
+    return dict(os.environ)

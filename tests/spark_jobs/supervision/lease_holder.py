@@ -1,0 +1,34 @@
+"""A stand-in driver for the supervisor's own tests (no Spark): ``lease_holder.py CONTROL HOLD EXIT TTL``.
+
+It takes the job's real single-writer lease, renews it every ttl/3 like the runner, prints one
+line, holds it for HOLD seconds (forever if negative), then exits with EXIT (releasing the lease
+when EXIT is 0). SIGTERM: release and exit 0, as a driver that stops after its micro-batch.
+"""
+
+import signal
+import sys
+import time
+
+from spark_jobs.checkpoint.lease import Lease
+
+control, hold, code, ttl = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+lease = Lease.acquire(control, "cloudtrail_etl", ttl)
+lease.start_heartbeat()
+print(f"holding lease generation {lease.info.generation} as pid {lease.info.pid}", flush=True)
+
+
+def stop(*_):
+    lease.release()
+    print("stopped by SIGTERM", flush=True)
+    sys.exit(0)
+
+
+signal.signal(signal.SIGTERM, stop)
+deadline = time.monotonic() + hold if hold >= 0 else float("inf")
+while time.monotonic() < deadline:
+    time.sleep(0.05)
+if code == 0:
+    lease.release()
+else:
+    print(f"error: stand-in driver failing with status {code}", file=sys.stderr, flush=True)
+sys.exit(code)

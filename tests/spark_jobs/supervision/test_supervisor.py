@@ -1,0 +1,169 @@
+"""The Supervisor's loop on small real processes (no Spark): give-up, stop, stall, healthy reset, no orphans.
+
+The drivers here are ``python -c`` commands and ``lease_holder.py``, a stand-in that holds the real
+single-writer lease like the runner does; the same behaviours with real Spark drivers are in
+test_supervised_spark.py.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import replace
+
+from spark_jobs.lake import Lake
+from spark_jobs.registry import RestartPolicy, get_job
+from spark_jobs.supervision.state import read_events, read_supervisor_state
+from spark_jobs.supervision.supervisor import Supervisor
+from tests.spark_jobs.supervision.helpers import assert_no_process_left, lease_holder, wait_for
+
+JOB = get_job("cloudtrail_etl")
+FAST = RestartPolicy(initial_backoff_seconds=0.1, multiplier=2, max_backoff_seconds=1, max_restarts=3,
+                     window_seconds=600, healthy_reset_seconds=600, poll_seconds=0.1, stop_grace_seconds=10)
+FAILS_AT_START = [sys.executable, "-c",
+                  "import sys; print('error: input folder /no/such does not exist', file=sys.stderr); sys.exit(1)"]
+
+
+class Recorder:
+    """The notify and on_state callbacks, remembered."""
+
+    def __init__(self) -> None:
+        self.events: list[dict] = []
+        self.states: list[dict] = []
+
+    def kinds(self) -> list[str]:
+        return [e["kind"] for e in self.events]
+
+
+def _supervisor(tmp_path, command, policy=FAST, stop: threading.Event | None = None) -> tuple[Supervisor, Recorder]:
+    seen = Recorder()
+    supervisor = Supervisor(JOB, Lake(tmp_path / "lake"), command, policy, notify=seen.events.append,
+                            should_stop=(stop or threading.Event()).is_set, on_state=seen.states.append,
+                            input_path=str(tmp_path))
+    return supervisor, seen
+
+
+def _in_thread(supervisor: Supervisor) -> tuple[threading.Thread, dict]:
+    result: dict = {}
+    thread = threading.Thread(target=lambda: result.update(outcome=supervisor.run()), daemon=True)
+    thread.start()
+    return thread, result
+
+
+def test_restart_storm_is_capped_by_the_budget_and_ends_in_one_give_up(tmp_path):
+    supervisor, seen = _supervisor(tmp_path, FAILS_AT_START)
+    assert supervisor.run() == "given_up"
+
+    assert seen.kinds() == ["start", "restart", "restart", "restart", "give_up"]
+    restarts, [give_up] = seen.events[1:4], seen.events[4:]
+    assert [e["backoff_seconds"] for e in restarts] == [0.1, 0.2, 0.4]
+    assert [e["consecutive_failures"] for e in restarts] == [1, 2, 3]
+    assert all(e["reason"] == "the driver exited with status 1: error: input folder /no/such does not exist"
+               for e in seen.events[1:])
+    assert give_up["outcome"] == "not restarted: 3 restarts within 600 s already (budget 3)"
+    assert "fix the cause" in give_up["action"] and "python -m spark_jobs supervise cloudtrail_etl" in give_up["action"]
+    assert "error: input folder /no/such does not exist" in give_up["log_tail"]
+
+    control = str(Lake(tmp_path / "lake").control_path(JOB.name))
+    assert [e["kind"] for e in read_events(control)] == seen.kinds()
+    state = read_supervisor_state(control)
+    assert (state["state"], state["consecutive_failures"], state["restarts_in_window"], state["last_exit_code"],
+            state["is_backing_off"], state["driver_pid"]) == ("given_up", 4, 3, 1, False, None)
+    assert state == seen.states[-1]
+    assert [s["state"] for s in seen.states].count("backing_off") == 3
+    assert_no_process_left()
+
+
+def test_stop_while_backing_off_ends_at_once_without_a_driver(tmp_path):
+    stop = threading.Event()
+    supervisor, seen = _supervisor(tmp_path, FAILS_AT_START, replace(FAST, initial_backoff_seconds=600), stop)
+    thread, result = _in_thread(supervisor)
+    wait_for(lambda: "restart" in seen.kinds(), 60, "the first restart")
+    assert read_supervisor_state(supervisor.control)["is_backing_off"] is True
+    stop.set()
+    thread.join(timeout=30)
+    assert result == {"outcome": "stopped"}
+    assert seen.kinds() == ["start", "restart", "stop"]
+    assert seen.events[-1]["reason"] == "asked to stop while backing off"
+    assert read_supervisor_state(supervisor.control)["state"] == "stopped"
+    assert_no_process_left()
+
+
+def test_a_sigstopped_driver_is_stalled_killed_and_replaced_then_stopped_gracefully(tmp_path):
+    control = Lake(tmp_path / "lake").control_path(JOB.name)
+    stop = threading.Event()
+    supervisor, seen = _supervisor(tmp_path, lease_holder(control, hold_seconds=-1, exit_code=0, ttl=2), stop=stop)
+    thread, result = _in_thread(supervisor)
+    first = wait_for(lambda: seen.states and seen.states[-1]["state"] == "running" and seen.states[-1]["driver_pid"],
+                     60, "the first driver running")
+    os.kill(first, signal.SIGSTOP)
+    second = wait_for(lambda: seen.states[-1]["state"] == "running" and seen.states[-1]["driver_pid"] != first
+                      and seen.states[-1]["driver_pid"], 60, "a second driver running")
+    assert not os.path.exists(f"/proc/{first}")  # the stopped driver was killed and reaped
+
+    [restart] = [e for e in seen.events if e["kind"] == "restart"]
+    assert restart["reason"].startswith(f"stalled: the driver (pid {first}) has not renewed its lease for ")
+    assert restart["reason"].endswith("(limit 2 s): it is paused (SIGSTOP) or hung")
+    assert restart["exit_code"] == -signal.SIGKILL
+
+    stop.set()
+    thread.join(timeout=60)
+    assert result == {"outcome": "stopped"}
+    assert seen.kinds() == ["start", "restart", "stop"]
+    assert seen.events[-1]["outcome"].startswith("the driver stopped after its micro-batch in ")
+    assert seen.events[-1]["exit_code"] == 0
+    assert "stopped by SIGTERM" in supervisor.driver.log_tail()
+    assert second != first
+    assert_no_process_left(first, second)
+
+
+def test_a_long_healthy_run_resets_the_consecutive_failures_and_the_budget(tmp_path):
+    control = Lake(tmp_path / "lake").control_path(JOB.name)
+    policy = replace(FAST, max_restarts=2, healthy_reset_seconds=1.0)
+    stop = threading.Event()
+    # Each driver is healthy for 2 s (longer than the reset period), then fails.
+    supervisor, seen = _supervisor(tmp_path, lease_holder(control, hold_seconds=2.5, exit_code=1), policy, stop)
+    thread, result = _in_thread(supervisor)
+    wait_for(lambda: seen.kinds().count("restart") >= 4, 120, "four restarts")
+    stop.set()
+    thread.join(timeout=60)
+    assert result == {"outcome": "stopped"}
+    assert "give_up" not in seen.kinds()  # 4 failures, a budget of 2: the resets kept it going
+    restarts = [e for e in seen.events if e["kind"] == "restart"]
+    assert {e["consecutive_failures"] for e in restarts} == {1}
+    assert {e["reason"] for e in restarts} == {"the driver exited with status 1: error: stand-in driver failing with status 1"}
+    assert_no_process_left()
+
+    # The same drivers without the reset: the budget of 2 gives up at the third failure.
+    supervisor, seen = _supervisor(tmp_path, lease_holder(control, hold_seconds=2.5, exit_code=1),
+                                   replace(policy, healthy_reset_seconds=600))
+    assert supervisor.run() == "given_up"
+    assert seen.kinds() == ["start", "restart", "restart", "give_up"]
+
+
+CHILD_OF_A_SUPERVISOR = """
+import sys, time
+from pathlib import Path
+from spark_jobs.supervision.driver import Driver
+driver = Driver([sys.executable, "-c", "import time; time.sleep(600)"], Path(sys.argv[1]))
+print(driver.start(), flush=True)
+time.sleep(600)
+"""
+
+
+def test_the_driver_dies_with_its_supervisor_even_after_kill_9(tmp_path):
+    supervising = subprocess.Popen([sys.executable, "-c", CHILD_OF_A_SUPERVISOR, str(tmp_path / "driver.log")],
+                                   stdout=subprocess.PIPE, text=True)
+    driver_pid = int(supervising.stdout.readline())
+    assert os.path.exists(f"/proc/{driver_pid}")
+    supervising.kill()  # SIGKILL: the supervisor cleans nothing up itself
+    supervising.wait()
+    supervising.stdout.close()
+    wait_for(lambda: not os.path.exists(f"/proc/{driver_pid}")
+             or open(f"/proc/{driver_pid}/stat").read().split(") ")[1][0] == "Z", 30,
+             "the orphaned driver to get its parent-death SIGTERM")
+    assert_no_process_left(driver_pid)
