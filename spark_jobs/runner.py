@@ -350,6 +350,8 @@ def run_streaming(job: JobSpec, options: RunOptions, spark: SparkSession | None 
 def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, keeper: _LeaseKeeper,
                stopper: "_GracefulStop", started: float) -> RunSummary:
     """The body of :func:`run_streaming`, run while this driver holds the lease."""
+    from pyspark.errors import StreamingQueryException
+
     from spark_jobs.session import build_session
 
     spark = spark or build_session(job.name, ui=not options.trigger.available_now)
@@ -415,7 +417,10 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
         if stopper.signal_name and not query.status["isTriggerActive"]:
             query.stop()
             summary.stopped_by = stopper.signal_name
-        query.awaitTermination(0.2)
+        try:
+            query.awaitTermination(0.2)
+        except StreamingQueryException:
+            pass  # it failed just now: the next round sees it inactive and reports query.exception()
     if keeper.lost is not None:
         raise JobFailed(f"job {job.name} stopped: {keeper.lost}")
     error = query.exception()
