@@ -1,0 +1,58 @@
+"""StreamingSupervisorOperator: the driver command from spark_default, the policy's test overrides."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+
+import pytest
+
+from spark_jobs.cli import build_parser
+from spark_jobs.jars import jar_paths
+from spark_jobs.lake import PROJECT_ROOT
+from spark_jobs.registry import get_job
+from streaming.operators import POLICY_ENV, StreamingSupervisorOperator, restart_policy
+
+APPLICATION = str(PROJECT_ROOT / "spark_jobs" / "__main__.py")
+
+
+def test_driver_command_is_spark_submit_on_spark_default_with_the_jobs_continuous_trigger():
+    operator = StreamingSupervisorOperator(task_id="supervise", job="cloudtrail_etl")
+
+    command = operator.driver_command("processing-time:10s", "/data/in")
+
+    master = json.loads(os.environ["AIRFLOW_CONN_SPARK_DEFAULT"])["host"]
+    assert command[:3] == ["spark-submit", "--master", master]
+    assert f"spark.executorEnv.PYTHONPATH={PROJECT_ROOT}" in command
+    assert command[command.index("--jars") + 1] == ",".join(str(p) for p in jar_paths())
+    assert command[command.index(APPLICATION) - 2:command.index(APPLICATION)] == ["--name", "cloudtrail_etl"]
+    args = command[command.index(APPLICATION) + 1:]
+    assert args == ["run", "cloudtrail_etl", "--trigger", "processing-time:10s", "--input", "/data/in"]
+    parsed = build_parser().parse_args(args)
+    assert (parsed.command, parsed.job, parsed.trigger, parsed.input) == ("run", "cloudtrail_etl",
+                                                                         "processing-time:10s", "/data/in")
+
+
+def test_without_override_the_registrys_policy_applies(monkeypatch):
+    monkeypatch.delenv(POLICY_ENV, raising=False)
+    job = get_job("cloudtrail_etl")
+    assert restart_policy(job) == job.restart
+
+
+def test_policy_override_replaces_only_the_fields_it_names(monkeypatch):
+    monkeypatch.setenv(POLICY_ENV, '{"max_restarts": 2, "initial_backoff_seconds": 1}')
+    job = get_job("cloudtrail_etl")
+
+    assert restart_policy(job) == dataclasses.replace(job.restart, max_restarts=2, initial_backoff_seconds=1)
+
+
+@pytest.mark.parametrize("raw", ['{"max_restart": 2}', "[1, 2]", "max_restarts=2"])
+def test_a_bad_policy_override_names_the_value_and_the_fields(monkeypatch, raw):
+    monkeypatch.setenv(POLICY_ENV, raw)
+
+    with pytest.raises(ValueError) as error:
+        restart_policy(get_job("cloudtrail_etl"))
+
+    assert f"${POLICY_ENV}={raw!r} is not a JSON object of RestartPolicy fields" in str(error.value)
+    assert "max_restarts" in str(error.value) and "initial_backoff_seconds" in str(error.value)

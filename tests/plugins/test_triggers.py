@@ -1,0 +1,54 @@
+"""CheckpointHealthTrigger: serializable for the triggerer, reads the checkpoint without blocking."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+
+import pytest
+
+from streaming.triggers import CheckpointHealthTrigger, health_level
+
+KWARGS = {"job": "cloudtrail_etl", "lake_root": "/lake", "dag_id": "cloudtrail_etl_continuous",
+          "run_id": "manual__1", "watch_task_id": "supervise", "input_path": "/landing",
+          "last_status": "healthy", "poll_interval": 2.0, "confirm_polls": 3}
+
+
+def test_serialize_returns_an_importable_classpath_and_exactly_the_constructor_args():
+    classpath, kwargs = CheckpointHealthTrigger(**KWARGS).serialize()
+
+    module, _, name = classpath.rpartition(".")
+    assert classpath == "streaming.triggers.CheckpointHealthTrigger"  # importable from plugins/
+    assert getattr(importlib.import_module(module), name) is CheckpointHealthTrigger
+    assert kwargs == KWARGS
+    assert CheckpointHealthTrigger(**kwargs).serialize() == (classpath, kwargs)
+
+
+@pytest.mark.parametrize("status, level", [("in_flight", "healthy"), ("healthy", "healthy"), ("stalled", "stalled"),
+                                           ("dead", "dead"), ("idle", "idle"), (None, None)])
+def test_a_batch_in_flight_is_the_same_health_as_healthy(status, level):
+    assert health_level(status) == level
+
+
+def test_inspect_runs_in_a_thread_and_reports_a_lake_with_no_checkpoint(tmp_path):
+    (tmp_path / "landing").mkdir()
+    trigger = CheckpointHealthTrigger(**{**KWARGS, "lake_root": str(tmp_path / "lake"),
+                                         "input_path": str(tmp_path / "landing")})
+
+    report = asyncio.run(asyncio.to_thread(trigger.inspect))
+
+    assert report["status"] == "not_started"
+    assert report["latest_commit_batch"] is None
+    assert report["backlog_files"] == 0
+
+
+def test_inspect_reports_a_failure_as_a_status_with_the_way_out(tmp_path):
+    trigger = CheckpointHealthTrigger(**{**KWARGS, "job": "no_such_job", "lake_root": str(tmp_path)})
+
+    report = trigger.inspect()
+
+    assert report["status"] == "unknown"
+    [problem] = report["problems"]
+    assert problem["code"] == "inspect_failed"
+    assert "unknown job 'no_such_job'" in problem["explanation"]
+    assert problem["action"] == f"run `python -m spark_jobs checkpoint inspect no_such_job --lake {tmp_path}`"
