@@ -33,6 +33,9 @@ from spark_jobs.errors import UsageError
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 JARS_DIR_ENV = "SPARK_JOBS_JARS_DIR"
+# Maven's local repository for fetch (default: Maven's own, ~/.m2/repository); a fresh folder
+# proves a set-up from an empty cache.
+MAVEN_REPO_ENV = "SPARK_JOBS_MAVEN_REPO"
 
 
 @dataclass(frozen=True)
@@ -143,7 +146,8 @@ def fetch(folder: Path | None = None) -> list[str]:
         Path(scratch, "pom.xml").write_text(_pom(JARS))
         done = subprocess.run(
             ["mvn", "-q", "-B", "-f", str(Path(scratch, "pom.xml")), "dependency:copy-dependencies",
-             "-DexcludeTransitive=true", f"-DoutputDirectory={folder}"],
+             "-DexcludeTransitive=true", f"-DoutputDirectory={folder}",
+             *([f"-Dmaven.repo.local={os.environ[MAVEN_REPO_ENV]}"] if os.environ.get(MAVEN_REPO_ENV) else [])],
             capture_output=True, text=True)
         if done.returncode != 0:
             tail = " / ".join(line for line in (done.stdout + done.stderr).splitlines()
