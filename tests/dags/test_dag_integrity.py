@@ -135,6 +135,53 @@ def test_parsing_looks_nothing_up_opens_nothing_and_imports_no_pyspark(airflow_e
     assert report["opened"] == []
     assert report["pyspark"] == []
     assert set(report["spark_jobs"]) <= {"spark_jobs", "spark_jobs.errors", "spark_jobs.registry", "spark_jobs.jars"}
+    assert {f"{name}_continuous" for name, job in JOBS.items() if job.continuous_trigger} <= set(report["dag_ids"])
+
+
+# -- the continuous DAGs (dags/continuous.py) ----------------------------------------------------
+
+CONTINUOUS_JOBS = sorted(name for name, job in JOBS.items() if job.continuous_trigger)
+
+
+@pytest.fixture(params=CONTINUOUS_JOBS)
+def continuous(request, dagbag):
+    job = JOBS[request.param]
+    return job, dagbag.dags[f"{job.name}_continuous"]
+
+
+def test_every_continuous_job_has_its_continuous_dag(dagbag):
+    assert CONTINUOUS_JOBS  # cloudtrail_etl is continuous
+    assert {f"{name}_continuous" for name in CONTINUOUS_JOBS} <= set(dagbag.dag_ids)
+    assert not {f"{name}_continuous" for name in set(JOBS) - set(CONTINUOUS_JOBS)} & set(dagbag.dag_ids)
+
+
+def test_continuous_dag_policies(continuous):
+    from airflow.sdk.definitions.timetables.simple import ContinuousTimetable
+
+    job, dag = continuous
+    assert isinstance(dag.timetable, ContinuousTimetable)
+    assert dag.catchup is False
+    assert dag.max_active_runs == 1  # one driver per checkpoint
+    assert dag.max_consecutive_failed_dag_runs == 1  # a give-up pauses the DAG until a person unpauses it
+    assert set(dag.tags) == {*job.tags, "continuous"}
+    assert job.description in dag.doc_md and job.continuous_trigger in dag.doc_md
+
+
+def test_continuous_dag_supervises_and_watches_side_by_side(continuous):
+    from streaming.operators import StreamingSupervisorOperator
+    from streaming.sensors import CheckpointHealthSensor
+
+    job, dag = continuous
+    supervise, health = dag.get_task("supervise"), dag.get_task("checkpoint_health")
+    assert sorted(dag.task_ids) == ["checkpoint_health", "supervise"]
+    assert isinstance(supervise, StreamingSupervisorOperator) and isinstance(health, CheckpointHealthSensor)
+    assert supervise.job == health.job == job.name
+    assert supervise.conn_id == "spark_default"
+    assert health.watch_task_id == "supervise"
+    # Restarts belong to the supervisor's budget: a task retry would restart past it.
+    assert supervise.retries == 0 and health.retries == 0
+    assert not supervise.downstream_task_ids and not health.downstream_task_ids
+    assert supervise.input_path == health.input_path == "{{ params.input }}"
 
 
 BAD_DAG = '''
