@@ -54,3 +54,25 @@ def lease_holder(control: Path, hold_seconds: float, exit_code: int, ttl: float 
 
 def project_env() -> dict:
     return dict(os.environ)
+
+
+def batch_ids(folder: Path) -> set[int]:
+    """The batch ids in a checkpoint's ``offsets`` or ``commits`` folder."""
+    return {int(p.name) for p in folder.iterdir() if p.name.isdigit()} if folder.is_dir() else set()
+
+
+def table_event_ids(lake: Path) -> list[str]:
+    """Every eventID in the lake's ``cloudtrail_events`` Delta table (read by delta-rs, not Spark)."""
+    from deltalake import DeltaTable
+
+    table = DeltaTable(str(lake / "tables" / "cloudtrail_events"))
+    return table.to_pyarrow_dataset().to_table(columns=["eventID"]).column("eventID").to_pylist()
+
+
+def caught_up(checkpoint: Path, landing: Path) -> bool:
+    """Every landed file is in the checkpoint's source log, and every planned batch is committed."""
+    from spark_jobs.bench.recovery import ingested_files
+
+    landed = {p.name for p in landing.rglob("*.json.gz")}
+    return (bool(landed) and landed <= ingested_files(checkpoint)
+            and batch_ids(checkpoint / "offsets") == batch_ids(checkpoint / "commits"))
