@@ -63,6 +63,15 @@ def build_parser() -> argparse.ArgumentParser:
     sql.add_argument("--format", choices=("table", "json"), default="table",
                      help="table (default) or json: one JSON object per row")
     sql.add_argument("--limit", type=int, default=1000, help="at most this many rows (default 1000)")
+    sql.add_argument("--engine", choices=("spark", "duckdb"), default="spark",
+                     help="spark (default; starts a JVM) or duckdb (delta-rs + DuckDB, no JVM, ~1 s)")
+    sql.add_argument("--as-of", action="append", metavar="[TABLE=]VERSION|TIMESTAMP",
+                     help="read every table (or TABLE) as of a version or a time (ISO-8601, UTC); repeatable")
+
+    from spark_jobs.lake_tools import add_arguments as add_lake_arguments
+
+    lake = commands.add_parser("lake", help="Delta maintenance: optimize, vacuum, history, restore, convert")
+    add_lake_arguments(lake)
 
     sample = commands.add_parser("sample-data", help="write generated CloudTrail sample files")
     sample.add_argument("--out", required=True, help="landing folder to write into")
@@ -137,22 +146,16 @@ def _cmd_run(args) -> int:
 
 
 def _cmd_sql(args) -> int:
-    from spark_jobs.lake import Lake
-    from spark_jobs.session import build_session
-    from spark_jobs.sql import print_result, register_tables
+    from spark_jobs.sql import run_query
 
-    lake = Lake.at(args.lake)
-    spark = build_session("spark_jobs_sql")
-    for note in register_tables(spark, lake):
-        print(note, file=sys.stderr)
-    from pyspark.errors import PySparkException
+    return run_query(args.query, lake=args.lake, engine=args.engine, output_format=args.format, limit=args.limit,
+                     as_of=args.as_of)
 
-    try:
-        frame = spark.sql(args.query)
-    except PySparkException as exc:
-        raise UsageError(f"bad query: {str(exc).strip().splitlines()[0]}") from None
-    print_result(frame, args.format, args.limit)
-    return 0
+
+def _cmd_lake(args) -> int:
+    from spark_jobs.lake_tools import run_command
+
+    return run_command(args)
 
 
 def _cmd_sample_data(args) -> int:
@@ -206,7 +209,8 @@ def _cmd_trial(args) -> int:
 
 COMMANDS = {"supervise": _cmd_supervise, "trial": _cmd_trial,  # noqa: E501 - supervision's commands
             "list": _cmd_list, "run": _cmd_run, "sql": _cmd_sql, "sample-data": _cmd_sample_data,
-            "bench": _cmd_bench}
+            "bench": _cmd_bench,
+            "lake": _cmd_lake}  # delta-tools
 
 
 def _cmd_checkpoint(args) -> int:  # checkpoint's section

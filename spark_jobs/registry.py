@@ -21,11 +21,18 @@ class TableSpec:
     :param name: the table's name; queryable by this name with ``python -m spark_jobs sql``.
     :param partition_by: partition columns, in folder order.
     :param description: one line for people, shown by ``python -m spark_jobs list``.
+    :param vacuum_retention_hours: ``lake vacuum`` (and the ``lake_maintenance`` DAG) deletes files
+        no version younger than this needs; time travel reaches back this far. Delta refuses less
+        than the table's ``delta.deletedFileRetentionDuration`` (168 hours unless set) without
+        ``--force``.
+    :param zorder_by: columns ``lake optimize`` Z-orders the files by (empty: compaction only).
     """
 
     name: str
     partition_by: tuple[str, ...] = ()
     description: str = ""
+    vacuum_retention_hours: int = 168
+    zorder_by: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

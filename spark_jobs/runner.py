@@ -183,30 +183,11 @@ class _LeaseKeeper:
                 log.warning("could not release the lease: %s", exc)
 
 
-# Spark's errors for a checkpoint that no longer fits the query (used when spark_jobs.checkpoint
-# has no explain_start_failure): (pattern in the error, what changed).
-_INCOMPATIBLE = (
-    ("STREAMING_STATEFUL_OPERATOR_NOT_MATCH", "a stateful operator of the query changed since the checkpoint was written"),
-    ("STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE", "the key of a stateful operator changed"),
-    ("STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE", "the state kept by a stateful operator changed"),
-    ("Provided schema doesn't match", "the state kept by a stateful operator changed"),
-    ("sources in the checkpoint offsets and now there are", "the query's sources changed (their number)"),
-    ("DELTA_FAILED_TO_MERGE_FIELDS", "the output schema changed incompatibly with the table"),
-    ("schema mismatch detected when writing to the Delta table", "the output schema no longer matches the table"),
-)
-_WAYS_OUT = ("two ways out: revert the code change and restart from this checkpoint, or keep the change and "
-             "reprocess: move the checkpoint and the job's tables aside and run again from the input")
-
-
 def explain_failure(message: str) -> str | None:
-    """Spark's error for a checkpoint that no longer fits the query, in plain words, or ``None``."""
-    try:
-        from spark_jobs.checkpoint import explain_start_failure
-    except ImportError:
-        for pattern, what in _INCOMPATIBLE:
-            if pattern.lower() in message.lower():
-                return f"{what}, and Spark cannot resume from a checkpoint written by the old query; {_WAYS_OUT}"
-        return None
+    """Spark's error for a checkpoint that no longer fits the query, in plain words with the two ways
+    out (:func:`spark_jobs.checkpoint.explain_start_failure`), or ``None`` for any other error."""
+    from spark_jobs.checkpoint import explain_start_failure
+
     return explain_start_failure(message)
 
 

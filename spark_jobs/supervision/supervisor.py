@@ -64,19 +64,6 @@ class _Failure:
     log_tail: str
 
 
-def _parse_time(value) -> float | None:
-    """Epoch seconds from an ISO-8601 string or epoch milliseconds; None if absent or unreadable."""
-    if value is None:
-        return None
-    if isinstance(value, (int, float)):
-        return value / 1000.0 if value > 1e11 else float(value)
-    try:
-        moment = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).timestamp()
-
-
 def _error_line(tail: str) -> str | None:
     """The driver's own one-line error (``error: ...``), else the last exception line of its log."""
     lines = [line.rstrip() for line in tail.splitlines() if line.strip()]
@@ -127,7 +114,6 @@ class Supervisor:
                                      max_restarts=self.policy.max_restarts, supervisor_pid=os.getpid(),
                                      log_path=str(self.driver.log_path))
         self._running_since: float | None = None  # monotonic, while the driver is healthy
-        self._running_since_wall: float | None = None
         self._last_inspect = 0.0
         self._last_save = 0.0
 
@@ -191,7 +177,7 @@ class Supervisor:
         self.state.state = "starting"
         self.state.is_backing_off = False
         self.state.next_attempt_at = None
-        self._running_since = self._running_since_wall = None
+        self._running_since = None
         self._save()
 
     def _watch(self) -> _Failure | None:
@@ -236,13 +222,15 @@ class Supervisor:
         if self.state.state != "running" or self.state.driver_pid != lease.pid:
             self.state.state = "running"
             self.state.driver_pid = lease.pid
-            self._running_since, self._running_since_wall = time.monotonic(), time.time()
+            self._running_since = time.monotonic()
             self.state.running_since = utc_iso()
             self._save()
         return self._backlog_stall()
 
     def _backlog_stall(self) -> str | None:
-        """Input waiting and no commit for longer than the registry's max_batch_age_seconds."""
+        """The checkpoint's verdict (``spark_jobs.checkpoint.inspect``): input waiting and no commit for
+        longer than the registry's ``max_batch_age_seconds`` (counted from this driver's start at the
+        earliest) is stalled."""
         if time.monotonic() - self._last_inspect < INSPECT_EVERY_SECONDS:
             return None
         self._last_inspect = time.monotonic()
@@ -250,19 +238,12 @@ class Supervisor:
             from spark_jobs.checkpoint.inspect import inspect_checkpoint
 
             report = inspect_checkpoint(self.job, str(self.lake.root), self.input_path).to_dict()
-        except ImportError:
-            return None
         except Exception as exc:  # noqa: BLE001 - an unreadable listing is not the driver's fault
             log.warning("could not inspect the checkpoint of %s: %s", self.job.name, exc)
             return None
-        backlog = report.get("backlog_files") or 0
-        since = max(_parse_time(report.get("last_commit_time")) or 0.0, self._running_since_wall or time.time())
-        waited = time.time() - since
-        limit = self.job.health.max_batch_age_seconds
-        if backlog > 0 and waited > limit:
-            return (f"stalled: no batch committed for {waited:.0f} s while {backlog} input files wait "
-                    f"(limit {limit:g} s, HealthThresholds.max_batch_age_seconds)")
-        return None
+        # Only its no-progress verdict: a stale heartbeat is judged above, by stall_after_seconds.
+        said = next((p.get("explanation") for p in report.get("problems") or [] if p.get("code") == "no_progress"), None)
+        return f"stalled: {said}" if report.get("status") == "stalled" and said else None
 
     def _maybe_reset(self) -> None:
         if self._running_since is None or (self.state.consecutive_failures == 0 and not self.budget.count()):
@@ -280,7 +261,7 @@ class Supervisor:
         self.state.last_exit_code = failure.exit_code
         self.state.driver_pid = None
         self.state.running_since = None
-        self._running_since = self._running_since_wall = None
+        self._running_since = None
         details = {"exit_code": failure.exit_code, "log_tail": failure.log_tail, "log_path": str(self.driver.log_path)}
         if self.budget.exhausted():
             self.state.state = "given_up"
