@@ -1,0 +1,329 @@
+"""cloudtrail_etl_continuous under a real Airflow scheduler on loopback: start, kill -9, stop, give up.
+
+One Airflow (api-server, scheduler, dag-processor, triggerer; :mod:`streaming.local_airflow`, the
+code behind ``make airflow``) runs for the whole module with its own home, port, lake and landing
+folder in pytest's tmp dir, and a webhook server on 127.0.0.1 that records every alert. The tests
+run in order and share it: a driver is started by unpausing the DAG, killed with kill -9 and
+restarted, stopped by marking ``supervise`` failed, started again and stopped by pausing the DAG,
+then a driver that always fails at start is given up on once.
+
+Short policy values come from the operator's test overrides (``$STREAMING_SUPERVISOR_POLICY``,
+``$STREAMING_CONTINUOUS_TRIGGER``), set only in this Airflow's environment.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from tests.dags.conftest import PROJECT_ROOT, require_airflow_env
+
+sys.path.insert(0, str(PROJECT_ROOT / "plugins"))
+from streaming.local_airflow import LocalAirflow, marked_processes  # noqa: E402
+
+DAG_ID = "cloudtrail_etl_continuous"
+JOB = "cloudtrail_etl"
+POLICY = {"initial_backoff_seconds": 1, "multiplier": 2, "max_backoff_seconds": 2, "max_restarts": 2,
+          "window_seconds": 900, "poll_seconds": 1, "stop_grace_seconds": 40}
+WAIT = 600  # seconds any one step may take on a busy 2-core machine (a Delta batch under load: minutes)
+
+
+class Webhook:
+    """An HTTP server on 127.0.0.1 that records the JSON body of every POST."""
+
+    def __init__(self) -> None:
+        self.posts: list[dict] = []
+        posts = self.posts
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 - the http.server API
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                posts.append(json.loads(body))
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_port}/alerts"
+
+    def kinds(self) -> list[str]:
+        return [post.get("kind") for post in self.posts]
+
+
+def free_port(start: int = 28080) -> int:
+    """The first port from ``start`` with it and the next two free on 127.0.0.1."""
+    for port in range(start, start + 900, 3):
+        if all(_free(p) for p in (port, port + 1, port + 2)):
+            return port
+    raise RuntimeError("no free port for Airflow in 28080-28980")
+
+
+def _free(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) != 0
+
+
+class Setup:
+    """The shared Airflow, lake, landing folder and webhook, and what the tests do with them."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.landing, self.lake, self.home = root / "landing", root / "lake", root / "airflow_home"
+        self.landing.mkdir()
+        self.webhook = Webhook()
+        self.expected: list[str] = []
+        env = {
+            **os.environ,
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{self.home / 'airflow.db'}",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
+            "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
+            "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
+            "LAKE_ROOT": str(self.lake),
+            "CLOUDTRAIL_ETL_INPUT": str(self.landing),
+            "SUPERVISOR_WEBHOOK_URL": self.webhook.url,
+            "STREAMING_CONTINUOUS_TRIGGER": "processing-time:1s",
+            "STREAMING_SUPERVISOR_POLICY": json.dumps(POLICY),
+        }
+        self.airflow = LocalAirflow(self.home, free_port(), env)
+
+    # -- the REST API ----------------------------------------------------------------------------
+
+    def api(self, method: str, path: str, body: dict | None = None) -> dict:
+        request = urllib.request.Request(f"{self.airflow.url}/api/v2{path}", method=method,
+                                         data=json.dumps(body).encode() if body is not None else None,
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.load(response) if response.status != 204 else {}
+
+    def set_paused(self, paused: bool) -> None:
+        self.api("PATCH", f"/dags/{DAG_ID}", {"is_paused": paused})
+
+    def is_paused(self) -> bool:
+        return self.api("GET", f"/dags/{DAG_ID}")["is_paused"]
+
+    def runs(self) -> list[dict]:
+        return self.api("GET", f"/dags/{DAG_ID}/dagRuns?order_by=id")["dag_runs"]
+
+    def task_states(self, run_id: str) -> dict[str, str | None]:
+        tis = self.api("GET", f"/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances")["task_instances"]
+        return {ti["task_id"]: ti["state"] for ti in tis}
+
+    def xcom(self, run_id: str, task_id: str, key: str):
+        try:
+            entry = self.api("GET", f"/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances/{task_id}/xcomEntries/{key}")
+        except urllib.error.HTTPError as error:
+            if error.code == 404:
+                return None
+            raise
+        value = entry["value"]
+        return json.loads(value) if isinstance(value, str) else value
+
+    # -- the lake and the process table ----------------------------------------------------------
+
+    def land(self, name: str, files: int = 2, records: int = 3) -> None:
+        """``files`` gzipped CloudTrail deliveries of ``records`` fresh events each, landed atomically."""
+        folder = self.landing / "AWSLogs" / "123456789012" / "CloudTrail" / "us-east-1" / "2024" / "03" / "02"
+        folder.mkdir(parents=True, exist_ok=True)
+        for f in range(files):
+            ids = [f"{name}-{f}-{r}" for r in range(records)]
+            document = {"Records": [{"eventVersion": "1.08", "eventID": event_id,
+                                     "eventTime": f"2024-03-02T10:{f:02d}:{r:02d}Z",
+                                     "eventSource": "s3.amazonaws.com", "eventName": "GetObject",
+                                     "awsRegion": "us-east-1"} for r, event_id in enumerate(ids)]}
+            final = folder / f"123456789012_CloudTrail_us-east-1_20240302T10{f:02d}Z_{name}.json.gz"
+            temp = final.with_name(final.name + ".tmp")
+            temp.write_bytes(gzip.compress(json.dumps(document).encode()))
+            temp.rename(final)
+            self.expected += ids
+
+    def event_ids(self) -> list[str]:
+        """Every eventID in cloudtrail_events, read through the table's own log (Delta or the sink's)."""
+        table = self.lake / "tables" / "cloudtrail_events"
+        if (table / "_delta_log").is_dir():
+            from deltalake import DeltaTable
+            from deltalake.exceptions import TableNotFoundError
+
+            try:
+                return sorted(DeltaTable(str(table)).to_pyarrow_table(columns=["eventID"])["eventID"].to_pylist())
+            except TableNotFoundError:  # the log has no commit yet
+                return []
+        return sorted(sink_event_ids(table))
+
+    @property
+    def control(self) -> Path:
+        return self.lake / "control" / JOB
+
+    def supervisor_state(self) -> dict:
+        path = self.control / "supervisor.json"
+        return json.loads(path.read_text()) if path.exists() else {}
+
+    def events(self) -> list[dict]:
+        path = self.control / "events.jsonl"
+        return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+    def drivers(self) -> dict[int, str]:
+        """Every spark-submit JVM or Python driver of this test's lake (the process table)."""
+        return {pid: command for pid, command in marked_processes(str(self.home)).items()
+                if "spark_jobs/__main__.py" in command or "SparkSubmit" in command}
+
+
+def sink_event_ids(table: Path) -> list[str]:
+    """eventIDs of the files Spark's file sink committed (``_spark_metadata``), as Spark reads them."""
+    import pyarrow.parquet as pq
+
+    log = table / "_spark_metadata"
+    entries = sorted((p for p in log.iterdir() if p.name[0].isdigit()), key=lambda p: int(p.name.split(".")[0])) \
+        if log.is_dir() else []
+    compacts = [p for p in entries if p.name.endswith(".compact")]
+    start = int(compacts[-1].name.split(".")[0]) if compacts else -1
+    files: set[str] = set()
+    for entry in entries:
+        if int(entry.name.split(".")[0]) < start:
+            continue
+        for line in entry.read_text().splitlines()[1:]:
+            action = json.loads(line)
+            (files.add if action.get("action", "add") == "add" else files.discard)(action["path"])
+    ids: list[str] = []
+    for uri in files:
+        ids += pq.read_table(uri.removeprefix("file:"), columns=["eventID"])["eventID"].to_pylist()
+    return ids
+
+
+def wait_for(what: str, check, timeout: float = WAIT, every: float = 1.0):
+    """Poll ``check()`` until it returns something truthy; fail naming ``what`` otherwise."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            last = check()
+        except (urllib.error.URLError, OSError, ValueError, KeyError) as error:
+            last = error
+        else:
+            if last:
+                return last
+        time.sleep(every)
+    pytest.fail(f"timed out after {timeout:.0f} s waiting for {what} (last: {last!r})", pytrace=False)
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    require_airflow_env()
+    setup = Setup(tmp_path_factory.mktemp("continuous"))
+    try:
+        setup.airflow.start()
+        wait_for(f"the dag-processor to parse {DAG_ID}", lambda: setup.api("GET", f"/dags/{DAG_ID}"))
+        yield setup
+    finally:
+        setup.airflow.stop(grace=20)
+        setup.webhook.server.shutdown()
+    assert marked_processes(str(setup.home)) == {}, "processes of the test Airflow outlived `stop`"
+
+
+@pytest.fixture(scope="module")
+def first_run(setup):
+    """Unpause: the scheduler starts a continuous run, whose supervisor starts the driver."""
+    setup.land("a")
+    setup.set_paused(False)
+    [run] = wait_for("the first continuous run", setup.runs)
+    wait_for("the first batch in cloudtrail_events", lambda: setup.event_ids() == sorted(setup.expected))
+    return run
+
+
+def live_driver(setup: Setup) -> dict:
+    """The supervisor's state once its driver holds the lease and runs."""
+    return wait_for("a running driver", lambda: (s := setup.supervisor_state()).get("state") == "running"
+                    and s.get("driver_pid") and s)
+
+
+def test_unpaused_dag_runs_the_driver_and_it_commits(setup, first_run):
+    run_id = first_run["dag_run_id"]
+    state = live_driver(setup)
+    assert setup.event_ids() == sorted(setup.expected)
+    assert len(setup.drivers()) >= 1
+    states = setup.task_states(run_id)
+    assert states["supervise"] == "running"
+    # The health sensor waits in the triggerer, holding no worker slot.
+    assert states["checkpoint_health"] == "deferred"
+    pushed = wait_for("the supervisor state in XCom", lambda: setup.xcom(run_id, "supervise", "supervisor"))
+    assert pushed["job"] == JOB and pushed["max_restarts"] == POLICY["max_restarts"]
+    assert state["consecutive_failures"] == 0
+
+
+def test_kill_9_of_the_driver_is_restarted_and_tables_stay_exact(setup, first_run):
+    before = live_driver(setup)
+    os.kill(before["driver_pid"], signal.SIGKILL)
+    setup.land("b")
+
+    wait_for("the restart", lambda: setup.supervisor_state().get("restarts_total") == 1)
+    after = live_driver(setup)
+    wait_for("batch b in cloudtrail_events", lambda: len(setup.event_ids()) >= len(setup.expected))
+
+    assert setup.event_ids() == sorted(setup.expected)  # nothing lost, nothing twice
+    assert after["driver_pid"] != before["driver_pid"]
+    assert [e["kind"] for e in setup.events()] == ["start", "restart"]
+    assert setup.webhook.kinds() == ["restart"]
+    assert setup.webhook.posts[0]["dag_id"] == DAG_ID and setup.webhook.posts[0]["job"] == JOB
+
+
+def test_marking_supervise_failed_leaves_no_driver(setup, first_run):
+    run_id = first_run["dag_run_id"]
+    live_driver(setup)
+    setup.api("PATCH", f"/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances/supervise", {"new_state": "failed"})
+
+    wait_for("no driver process", lambda: not setup.drivers(), timeout=180)
+    # A run whose task a person failed is a failed run: the DAG pauses itself until unpaused.
+    wait_for("the run to fail", lambda: setup.api("GET", f"/dags/{DAG_ID}/dagRuns/{run_id}")["state"] == "failed")
+    assert setup.is_paused()
+    assert setup.task_states(run_id) == {"supervise": "failed", "checkpoint_health": "success"}
+    assert setup.event_ids() == sorted(setup.expected)
+
+
+def test_pausing_the_dag_stops_the_driver_after_its_micro_batch(setup, first_run):
+    setup.land("c")
+    setup.set_paused(False)
+    run = wait_for("a second continuous run", lambda: len(runs := setup.runs()) == 2 and runs[-1])
+    started = len(setup.events())
+    live_driver(setup)
+    wait_for("batch c in cloudtrail_events", lambda: setup.event_ids() == sorted(setup.expected))
+
+    setup.set_paused(True)
+    stop = wait_for("the stop event", lambda: [e for e in setup.events()[started:] if e["kind"] == "stop"])[-1]
+    assert stop["exit_code"] == 0, stop
+    assert stop["outcome"].startswith("the driver stopped after its micro-batch"), stop
+    assert not setup.drivers()
+    wait_for("supervise to succeed", lambda: setup.task_states(run["dag_run_id"])["supervise"] == "success")
+    assert setup.supervisor_state()["state"] == "stopped"
+    assert setup.event_ids() == sorted(setup.expected)
+
+
+def test_restart_storm_ends_in_one_alert_and_a_paused_dag(setup, first_run):
+    alerts_before = list(setup.webhook.kinds())
+    # A driver that always fails at start: its input folder does not exist.
+    run = setup.api("POST", f"/dags/{DAG_ID}/dagRuns",
+                    {"logical_date": None, "conf": {"input": str(setup.root / "no-such-folder")}})
+    setup.set_paused(False)
+
+    wait_for("the give-up", lambda: setup.task_states(run["dag_run_id"]).get("supervise") == "failed")
+    wait_for("the DAG to pause itself", setup.is_paused)
+    time.sleep(3)  # an extra alert would arrive now
+
+    assert setup.webhook.kinds()[len(alerts_before):] == ["restart"] * POLICY["max_restarts"] + ["give_up"]
+    assert [e["kind"] for e in setup.events()].count("give_up") == 1
+    assert "does not exist" in setup.supervisor_state()["last_reason"]
+    assert setup.supervisor_state()["state"] == "given_up"
+    assert not setup.drivers()
