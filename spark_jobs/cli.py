@@ -53,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--trigger", help="available-now | processing-time:<duration> (default: the registry's)")
     run.add_argument("--max-files-per-trigger", help="files per micro-batch (default: the registry's)")
     run.add_argument("--latest-first", action="store_true", help="newest files first (for catching up on a backlog)")
-    run.add_argument("--table-format", help="parquet | delta (default: the registry's)")
+    run.add_argument("--table-format", help="delta, the only format (kept for scripts that pass it)")
     run.add_argument("--lease-ttl", type=float, metavar="SECONDS",
                      help="ttl of the driver's lease on the checkpoint (default: the registry's lease_ttl_seconds)")
 
@@ -119,14 +119,13 @@ def _cmd_list(_args) -> int:
 
 def _cmd_run(args) -> int:
     from spark_jobs.lake import Lake
-    from spark_jobs.table_writers import TABLE_FORMATS
+    from spark_jobs.table_writers import check_table_format
     from spark_jobs.triggers import parse_trigger
 
     job = get_job(args.job)
     trigger = parse_trigger(args.trigger or job.default_trigger)
     table_format = args.table_format or job.table_format
-    if table_format not in TABLE_FORMATS:
-        raise UsageError(f"unknown table format {table_format!r}; use one of: {', '.join(TABLE_FORMATS)}")
+    check_table_format(table_format)
     options = dict(job.file_source_options)
     if args.max_files_per_trigger is not None:
         options["maxFilesPerTrigger"] = str(_positive_int(args.max_files_per_trigger))

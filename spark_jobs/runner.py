@@ -2,8 +2,9 @@
 
 The job's pure ``transform`` runs on Spark's ``binaryFile`` file source (streaming here, batch in
 :func:`transform_batch`); ``foreachBatch`` hands each micro-batch to :class:`ExactlyOnceWriter`.
-The checkpoint (``<lake>/checkpoints/<job>``) and each table's ``_spark_metadata`` log make a
-re-run after a crash add nothing twice and lose nothing.
+The checkpoint (``<lake>/checkpoints/<job>``) and Delta's idempotent writes (each table's log
+records the last batch id each writer committed) make a re-run after a crash add nothing twice and
+lose nothing, also beside other writers of the same tables (see :mod:`spark_jobs.table_writers`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from pyspark.sql.types import BinaryType, LongType, StringType, StructField, Str
 from spark_jobs.errors import UsageError
 from spark_jobs.lake import Lake, PROJECT_ROOT
 from spark_jobs.registry import JobSpec
-from spark_jobs.table_writers import ExactlyOnceWriter, TableTarget, check_table_format
+from spark_jobs.table_writers import (ExactlyOnceWriter, TableTarget, check_table_format, create_tables,
+                                      refuse_old_layout)
 from spark_jobs.triggers import Trigger
 
 log = logging.getLogger("spark_jobs")
@@ -38,6 +40,7 @@ BINARY_FILE_SCHEMA = StructType([
 
 
 LOCAL_LISTING_THRESHOLD = 1_000_000
+DELTA_SNAPSHOT_PARTITIONS = "spark.databricks.delta.snapshotPartitions"
 
 
 class JobFailed(Exception):
@@ -52,17 +55,32 @@ class RunOptions:
     :param lake: where tables and the checkpoint live.
     :param trigger: when micro-batches run.
     :param file_source_options: the registry's file-source options with command-line overrides.
-    :param table_format: ``parquet`` or ``delta``.
+    :param table_format: ``delta`` (the only format; the file-sink ``parquet`` was removed).
     :param lease_ttl_seconds: the ttl of the driver's lease on the checkpoint; ``None``: the
         registry's ``HealthThresholds.lease_ttl_seconds``.
+    :param writer: ``None`` for the job's own stream; a name (``backfill-2024``) for another writer of
+        the same tables, with its own checkpoint ``<lake>/checkpoints/<job>@<writer>``, control folder
+        and query name. Writers run at the same time safely (Delta's optimistic concurrency) and each
+        is exactly once (its own ``txnAppId``).
     """
 
     input_path: Path
     lake: Lake
     trigger: Trigger
     file_source_options: dict[str, str]
-    table_format: str
+    table_format: str = "delta"
     lease_ttl_seconds: float | None = None
+    writer: str | None = None
+
+    def stream_name(self, job: str) -> str:
+        """The query's name, and its checkpoint's and control folder's: ``job`` or ``job@writer``."""
+        return job if not self.writer else f"{job}@{self.writer}"
+
+    def checkpoint_path(self, job: str) -> Path:
+        return self.lake.checkpoint_path(self.stream_name(job))
+
+    def control_path(self, job: str) -> Path:
+        return self.lake.control_path(self.stream_name(job))
 
 
 @dataclass
@@ -230,72 +248,47 @@ def _log_progress(progress, input_files: int) -> None:
              progress.batchDuration, ", ".join(f"{k} {v} ms" for k, v in sorted(progress.durationMs.items())))
 
 
-def _observed(frame: DataFrame, name: str) -> dict | None:
-    """The metrics ``name`` observed while ``frame`` was written; ``None`` if it was not executed.
-
-    Read from the frame's own query execution, the one Spark's file sink runs.
-    """
-    metrics = frame._jdf.queryExecution().observedMetrics()
-    if not metrics.contains(name):
-        return None
-    return json.loads(metrics.apply(name).json())
+def table_targets(job: JobSpec, module: ModuleType, lake: Lake) -> list[TableTarget]:
+    """The job's tables as write targets: path, partitions, and the job module's unique keys."""
+    keys, first_by = getattr(module, "UNIQUE_KEYS", {}), getattr(module, "FIRST_BY", {})
+    return [TableTarget(t.name, lake.table_path(t.name), t.partition_by, tuple(keys.get(t.name, ())),
+                        tuple(first_by.get(t.name, ()))) for t in job.tables]
 
 
-def write_single_pass(module: ModuleType, writer: ExactlyOnceWriter, targets: list[TableTarget], files: DataFrame,
-                      batch_id: int, schemas: dict[str, StructType]) -> tuple[int, dict[str, int]]:
-    """Write one micro-batch to every table, parsing each file once (and the rare bad file twice).
+def write_micro_batch(module: ModuleType, writer: ExactlyOnceWriter, targets: list[TableTarget], files: DataFrame,
+                      batch_id: int) -> tuple[int, dict[str, int]]:
+    """Write one micro-batch to every table: each file is parsed once, each table gets one Delta commit.
 
-    The main table (the first) is written straight from the transform, while Spark counts each
-    table's rows and notes the files that hold rows for the other tables (observed metrics: no extra
-    pass). The other tables are then computed from those files alone; with none, an empty frame of
-    ``schemas[table]`` commits the batch to the table's log (which must hold every batch). Caching the
-    parsed batch instead costs more than the whole write (measured: see the README's performance
-    section). If the main table already holds this batch (a re-run after a crash), nothing was
-    observed, and the other tables are computed from every file of the batch.
+    The parse is kept (memory, spilling to disk) for the batch: one pass over it counts each table's
+    rows and collects the partition values a merge is bounded by (the batch's event dates), then each
+    table is written from it. A table with no rows in this batch gets no commit (Delta's idempotent
+    writes do not need one per batch).
 
-    :returns: the batch's input files, and rows written per table (0 for a table that already held
-        this batch).
+    :returns: the batch's input files, and rows inserted per table (0 for a table that already held
+        this batch, and for rows whose key the table already held).
     """
     from pyspark.sql import functions as F
 
-    main, *others = targets
-    parsed = module.transform(files.observe("input", F.count(F.lit(1)).alias("files")))
-    route = module.ROUTE(parsed)
-    watched = parsed.observe("rows", *[F.count_if(route == t.name).alias(t.name) for t in targets],
-                             F.collect_set(F.when(route != main.name, F.col(module.SOURCE_FILE))).alias("files"))
-    main_frame = module.OUTPUTS[main.name](watched)
-    writer.write(batch_id, main.name, main_frame)
-    seen = _observed(main_frame, "rows")
-    rows = {main.name: seen[main.name] if seen else 0}
-    input_files = _observed(main_frame, "input")["files"] if seen else files.count()
-    nothing_else = seen is not None and not seen["files"]
-    side = None if nothing_else else module.transform(
-        files if seen is None else files.where(F.col("path").isin(seen["files"])))
-    for target in others:
-        frame = (files.sparkSession.createDataFrame([], schemas[target.name]) if side is None
-                 else module.OUTPUTS[target.name](side).observe("written", F.count(F.lit(1)).alias("n")))
-        writer.write(batch_id, target.name, frame)
-        written = _observed(frame, "written")
-        rows[target.name] = written["n"] if written else 0
-    return input_files, rows
-
-
-def write_cached(module: ModuleType, writer: ExactlyOnceWriter, targets: list[TableTarget], files: DataFrame,
-                 batch_id: int, schemas: dict[str, StructType]) -> tuple[int, dict[str, int]]:
-    """Write one micro-batch to every table from a cached parse (for writers whose metrics are not observed).
-
-    :param schemas: unused (the signature of :func:`write_single_pass`).
-    :returns: the batch's input files, and rows per table in the batch (counted whether or not a
-        table already held it).
-    """
     parsed = module.transform(files).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        counts = dict(parsed.groupBy(module.ROUTE(parsed).alias("table")).count().collect())
-        for target in targets:
-            writer.write(batch_id, target.name, module.OUTPUTS[target.name](parsed))
+        route = module.ROUTE(parsed)
+        aggregates, prune = [], []
+        for i, target in enumerate(targets):
+            aggregates.append(F.count_if(route == target.name).alias(f"rows{i}"))
+            for column in target.prune_by:
+                if column in parsed.columns:
+                    prune.append((target.name, column, f"values{len(prune)}"))
+                    aggregates.append(F.collect_set(F.when(route == target.name, F.col(column))).alias(prune[-1][2]))
+        stats = parsed.agg(*aggregates).first()
+        rows = {}
+        for i, target in enumerate(targets):
+            batch_rows = stats[f"rows{i}"]
+            values = {column: stats[alias] for table, column, alias in prune if table == target.name}
+            rows[target.name] = 0 if not batch_rows else writer.write(
+                batch_id, target.name, module.OUTPUTS[target.name](parsed), values, rows=batch_rows)
     finally:
         parsed.unpersist()
-    return files.count(), {target.name: counts.get(target.name, 0) for target in targets}
+    return files.count(), rows
 
 
 def run_streaming(job: JobSpec, options: RunOptions, spark: SparkSession | None = None) -> RunSummary:
@@ -315,8 +308,8 @@ def run_streaming(job: JobSpec, options: RunOptions, spark: SparkSession | None 
     started = time.monotonic()
     # The single-writer lease, before anything else (LeaseHeld: another driver is live; exit 3).
     # Its pid is this Python driver's: the one a supervisor sends SIGTERM to for a graceful stop.
-    details = {"checkpoint": str(options.lake.checkpoint_path(job.name)), "trigger": options.trigger.spec}
-    lease = Lease.acquire(str(options.lake.control_path(job.name)), job.name,
+    details = {"checkpoint": str(options.checkpoint_path(job.name)), "trigger": options.trigger.spec}
+    lease = Lease.acquire(str(options.control_path(job.name)), options.stream_name(job.name),
                           options.lease_ttl_seconds or job.health.lease_ttl_seconds, details=dict(details))
     keeper = _LeaseKeeper(lease, details).start()
     stopper = _GracefulStop()
@@ -335,27 +328,33 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
 
     from spark_jobs.session import build_session
 
+    check_table_format(options.table_format)
+    refuse_old_layout(table_targets(job, job_module(job), options.lake))  # before Spark starts: one line
     spark = spark or build_session(job.name, ui=not options.trigger.available_now)
-    check_table_format(spark, options.table_format)
     # The input is a local folder: Spark gets each micro-batch's file statuses fastest in the driver.
     # (Past this many files it would run a Spark job of one task per file, which pays off on object
     # stores, not on a local disk.)
     spark.conf.set("spark.sql.sources.parallelPartitionDiscovery.threshold", str(LOCAL_LISTING_THRESHOLD))
+    # Delta rebuilds a table's snapshot after every commit with a Spark job of this many tasks (default
+    # 50: ~160 tasks per micro-batch and table, measured); one per core suffices for a job's own log.
+    if spark.conf.get(DELTA_SNAPSHOT_PARTITIONS, None) is None:
+        spark.conf.set(DELTA_SNAPSHOT_PARTITIONS, str(max(1, spark.sparkContext.defaultParallelism)))
     module = job_module(job)
-    targets = [TableTarget(t.name, options.lake.table_path(t.name), t.partition_by) for t in job.tables]
-    checkpoint = options.lake.checkpoint_path(job.name)
+    targets = table_targets(job, module, options.lake)
+    checkpoint = options.checkpoint_path(job.name)
+    # Every table exists (empty) before the first batch: readers and other writers find it.
+    create_tables(spark, targets, output_schemas(spark, job))
     summary = RunSummary(job=job.name, trigger=options.trigger.spec, rows={t.name: 0 for t in job.tables})
-    per_run: dict = {}  # made on the first batch: the writer, and the tables' schemas
+    per_run: dict = {}  # made on the first batch: the writer
     batch_files: dict[int, int] = {}
 
     def write_batch(files: DataFrame, batch_id: int) -> None:
         keeper.check()  # nothing is written by a driver that may have been replaced
         if not per_run:
-            query_id = spark.sparkContext.getLocalProperty("sql.streaming.queryId") or job.name
-            per_run.update(writer=ExactlyOnceWriter(spark, targets, options.table_format, query_id),
-                           schemas=output_schemas(spark, job))
-        write = write_single_pass if options.table_format == "parquet" else write_cached
-        batch_files[batch_id], rows = write(module, per_run["writer"], targets, files, batch_id, per_run["schemas"])
+            # The checkpoint's query id: the same after every restart, different for every checkpoint.
+            query_id = files.sparkSession.sparkContext.getLocalProperty("sql.streaming.queryId")
+            per_run.update(writer=ExactlyOnceWriter(files.sparkSession, targets, query_id or options.stream_name(job.name)))
+        batch_files[batch_id], rows = write_micro_batch(module, per_run["writer"], targets, files, batch_id)
         for table, count in rows.items():
             summary.rows[table] += count
         summary.input_files += batch_files[batch_id]
@@ -371,7 +370,7 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
     files = read_files(spark, job, options.input_path, options.file_source_options, streaming=True)
     stopper.query_started = True  # from here on a signal stops the query after its micro-batch
     try:
-        query = (files.writeStream.queryName(job.name)
+        query = (files.writeStream.queryName(options.stream_name(job.name))
                  .foreachBatch(write_batch)
                  .option("checkpointLocation", str(checkpoint))
                  .trigger(**options.trigger.writer_kwargs())

@@ -1,50 +1,69 @@
-"""Write one micro-batch to several tables, each exactly once.
+"""Write one micro-batch to several Delta tables, each exactly once, safely beside other writers.
 
-Spark has no public API that commits one micro-batch to two file sinks: a streaming query has one
-sink, and ``foreachBatch`` writes are at-least-once. Two queries would read and parse every file
-twice. So for ``parquet`` each table gets Spark's own ``FileStreamSink`` (the class behind
-``writeStream.format("parquet")``), driven from ``foreachBatch``: it writes the batch's files and then
-records them atomically in the table's ``_spark_metadata`` log, and it skips a batch id that log
-already holds. A batch re-run after a crash therefore adds nothing twice, and Spark readers see only
-committed files. For ``delta`` the same guarantee comes from Delta's idempotent writes
-(``txnAppId``/``txnVersion``).
+Every table is a Delta table written by delta-spark. A micro-batch reaches each table in one Delta
+commit that carries the writer's idempotent-write marker: ``txnAppId`` = ``"<query id>:<table>"``
+(the query id is stable for the life of a checkpoint) and ``txnVersion`` = the batch id. Delta
+records the marker in the same atomic commit as the data, and skips a write whose version it
+already holds for that app id; so a batch re-run after a crash adds nothing, and several writers
+(the live job, a backfill, a reprocess: each its own checkpoint, hence its own app id) never skip
+each other's batches.
+
+Tables with a unique key (``cloudtrail_events``: ``eventID``) are written with an insert-only
+``MERGE`` whose condition also names the batch's partition values, so Delta reads only those
+partitions of the table (and only their key columns) and a concurrent writer conflicts only when it
+touched the same partitions. For ``MERGE`` the marker is set through the SQL confs
+``spark.databricks.delta.write.txnAppId`` / ``spark.databricks.delta.write.txnVersion`` (Delta's
+DML commands read them; the ``txnAppId`` write option is only for ``DataFrameWriter``). A commit
+that loses a race to another writer (``ConcurrentAppendException`` and friends) is retried with a
+bounded exponential backoff; the retry re-reads the table, so a row the other writer committed
+first is not inserted again.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import logging
+import random
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
 
 from spark_jobs.errors import UsageError
 
-TABLE_FORMATS = ("parquet", "delta")
+log = logging.getLogger("spark_jobs")
 
-DELTA_JARS = ("io.delta:delta-spark_4.2_2.13:4.4.1", "io.delta:delta-storage:4.4.1")
-DELTA_CLASS = "org.apache.spark.sql.delta.DeltaLog"
+TABLE_FORMAT = "delta"
+TABLE_FORMATS = (TABLE_FORMAT,)
+CONVERT_COMMAND = "python -m spark_jobs lake convert"
+
+# Table features every reader here supports: delta-rs (``deltalake`` 1.6) and DuckDB over its Arrow
+# dataset read protocol (1, 2) tables. Deletion vectors would be readable by delta-rs but not by every
+# engine, and insert-only writes never need them; column mapping is not used.
+TABLE_PROPERTIES = {
+    "delta.enableDeletionVectors": "false",
+}
+
+TXN_APP_ID_CONF = "spark.databricks.delta.write.txnAppId"
+TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
+
+# Delta's commit conflicts (io.delta.exceptions.* / org.apache.spark.sql.delta.*): another writer
+# committed first; retrying re-reads the table and is safe.
+CONFLICTS = ("ConcurrentAppendException", "ConcurrentDeleteReadException", "ConcurrentDeleteDeleteException",
+             "ConcurrentTransactionException", "ConcurrentWriteException", "MetadataChangedException",
+             "ProtocolChangedException", "DELTA_CONCURRENT_")
 
 
-def check_table_format(spark: SparkSession, table_format: str) -> None:
-    """Fail before any work if ``table_format`` is unknown or its jars are not on the classpath.
+def check_table_format(table_format: str) -> None:
+    """Accept only ``delta``: the file-sink ``parquet`` format was removed.
 
-    :raises UsageError: naming the format, or the missing jars and how to provide them.
+    :raises UsageError: naming the value and the way out.
     """
-    if table_format not in TABLE_FORMATS:
-        raise UsageError(f"unknown table format {table_format!r}; use one of: {', '.join(TABLE_FORMATS)}")
-    if table_format == "delta":
-        try:
-            spark._jvm.java.lang.Class.forName(DELTA_CLASS)
-        except Exception:
-            raise UsageError(
-                "table format 'delta' needs the Delta Lake jars on Spark's classpath, and they are not "
-                f"there (class {DELTA_CLASS} not found): {' and '.join(DELTA_JARS)}. The pip package "
-                "delta-spark is only the Python half. Fetch the two jars where Maven Central is "
-                "reachable and pass them with spark-submit --jars A.jar,B.jar (or copy them into "
-                "pyspark's jars/ folder), with --conf spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension "
-                "--conf spark.sql.catalog.spark_catalog=org.apache.spark.sql.delta.catalog.DeltaCatalog; "
-                "or use --table-format parquet"
-            ) from None
+    if table_format != TABLE_FORMAT:
+        hint = (f" (the file-sink parquet format was removed; a lake in that layout is converted by "
+                f"{CONVERT_COMMAND})" if table_format == "parquet" else "")
+        raise UsageError(f"unknown table format {table_format!r}; use one of: {', '.join(TABLE_FORMATS)}{hint}")
 
 
 @dataclass(frozen=True)
@@ -54,48 +73,200 @@ class TableTarget:
     :param name: the table's name.
     :param path: its folder.
     :param partition_by: partition columns.
+    :param unique_key: columns that identify a row; a row whose key the table (or an earlier row of
+        the same batch) already holds is not inserted. Empty: every row is appended.
+    :param first_by: among rows of one batch with the same key, the one with the lowest values of
+        these columns is kept (a deterministic choice, so a re-run keeps the same row).
     """
 
     name: str
     path: Path
     partition_by: tuple[str, ...]
+    unique_key: tuple[str, ...] = ()
+    first_by: tuple[str, ...] = ()
+
+    @property
+    def prune_by(self) -> tuple[str, ...]:
+        """Partition columns that are part of the key: the batch's values of these bound the merge."""
+        return tuple(c for c in self.partition_by if c in self.unique_key)
+
+
+def is_conflict(error: BaseException) -> bool:
+    """Whether ``error`` is a Delta commit conflict with another writer (safe to retry)."""
+    text = f"{type(error).__name__}: {error}"
+    return any(name in text for name in CONFLICTS)
+
+
+def old_layout_tables(targets: list[TableTarget]) -> list[TableTarget]:
+    """Targets whose folder is a table of the previous version (Spark's file sink, not Delta)."""
+    return [t for t in targets if (t.path / "_spark_metadata").is_dir() and not (t.path / "_delta_log").is_dir()]
+
+
+def refuse_old_layout(targets: list[TableTarget]) -> None:
+    """:raises UsageError: if a table folder is in the previous version's layout, naming the command that converts it."""
+    old = old_layout_tables(targets)
+    if old:
+        raise UsageError(f"table {old[0].name} at {old[0].path} is in the old file-sink layout (_spark_metadata, "
+                         f"no _delta_log); convert the lake to Delta first: {CONVERT_COMMAND}")
+
+
+def create_tables(spark: SparkSession, targets: list[TableTarget], schemas: dict[str, StructType]) -> None:
+    """Create every target that does not exist yet as an empty Delta table (before the first batch).
+
+    Safe when several writers start at once: Delta's first commit (version 0) is created exclusively,
+    so one writer creates the table and the others find it.
+
+    :raises UsageError: if a table folder is in the previous version's layout (file sink), naming the
+        command that converts it.
+    """
+    refuse_old_layout(targets)
+    from delta.tables import DeltaTable
+
+    for target in targets:
+        if (target.path / "_delta_log").is_dir():
+            continue
+        builder = (DeltaTable.createIfNotExists(spark).location(str(target.path))
+                   .addColumns(_nullable(schemas[target.name])).partitionedBy(*target.partition_by))
+        for key, value in TABLE_PROPERTIES.items():
+            builder = builder.property(key, value)
+        try:
+            builder.execute()
+            log.info("created Delta table %s at %s", target.name, target.path)
+        except Exception:
+            if not (target.path / "_delta_log" / ("0" * 20 + ".json")).exists():
+                raise
+            log.info("Delta table %s was created by another writer", target.name)
+
+
+def _nullable(schema: StructType) -> StructType:
+    """``schema`` with every top-level column nullable (Delta would enforce NOT NULL as an invariant)."""
+    from pyspark.sql.types import StructField
+
+    return StructType([StructField(f.name, f.dataType, True, f.metadata) for f in schema.fields])
+
+
+@dataclass
+class RetryPolicy:
+    """How often and how long to retry a write that lost a commit race to another writer.
+
+    :param attempts: tries in all (the first included).
+    :param first_delay: seconds before the first retry; doubled each time, with jitter.
+    :param max_delay: at most this many seconds between tries.
+    """
+
+    attempts: int = 8
+    first_delay: float = 0.5
+    max_delay: float = 15.0
+    sleep: object = field(default=time.sleep, repr=False)
+
+    def delay(self, retry: int) -> float:
+        base = min(self.max_delay, self.first_delay * (2 ** retry))
+        return base * (0.5 + random.random() / 2)
 
 
 class ExactlyOnceWriter:
-    """Appends each micro-batch to every target table at most once per batch id.
+    """Writes each micro-batch to every target table at most once per batch id, across restarts.
 
-    :param spark: the job's session.
+    :param spark: the session to write with (``foreachBatch``'s own session).
     :param targets: the tables.
-    :param table_format: ``parquet`` or ``delta``.
-    :param app_id: a stable id of the stream (Delta's ``txnAppId``); the checkpoint's query id.
+    :param app_id: a stable id of this writer: the checkpoint's query id. Each table's ``txnAppId``
+        is ``"<app_id>:<table>"``.
+    :param retry: what to do when another writer commits first.
     """
 
-    def __init__(self, spark: SparkSession, targets: list[TableTarget], table_format: str, app_id: str):
+    def __init__(self, spark: SparkSession, targets: list[TableTarget], app_id: str,
+                 retry: RetryPolicy | None = None):
         self._spark = spark
         self._targets = {t.name: t for t in targets}
-        self._format = table_format
         self._app_id = app_id
-        self._sinks = {}
+        self.retry = retry or RetryPolicy()
+        self.retries = 0  # conflicts retried so far, for the run's summary and tests
 
-    def _file_sink(self, target: TableTarget):
-        if target.name not in self._sinks:
-            jvm = self._spark._jvm
-            utils = jvm.org.apache.spark.api.python.PythonUtils
-            self._sinks[target.name] = jvm.org.apache.spark.sql.execution.streaming.sinks.FileStreamSink(
-                self._spark._jsparkSession,
-                str(target.path),
-                jvm.org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat(),
-                utils.toSeq(list(target.partition_by)),
-                utils.toScalaMap({}),
-            )
-        return self._sinks[target.name]
+    def txn_app_id(self, table: str) -> str:
+        return f"{self._app_id}:{table}"
 
-    def write(self, batch_id: int, table: str, frame: DataFrame) -> None:
-        """Append ``frame`` to ``table`` as micro-batch ``batch_id``, unless already committed."""
+    def write(self, batch_id: int, table: str, frame: DataFrame, prune_values: dict[str, list] | None = None,
+              rows: int = 0) -> int:
+        """Commit ``frame`` to ``table`` as micro-batch ``batch_id``, unless this writer already did.
+
+        A table with a unique key gets only the rows whose key it does not hold yet (the first of a
+        batch's duplicates by ``first_by``); ``prune_values`` (partition column -> the batch's values)
+        limits what the merge reads. A table without a key gets every row appended (``rows`` of them).
+        Conflicts with other writers are retried (each retry logged).
+
+        :returns: rows inserted (0 when this writer had already committed this batch to the table).
+        """
         target = self._targets[table]
-        if self._format == "parquet":
-            self._file_sink(target).addBatch(batch_id, frame._jdf)
-        else:
-            (frame.write.format("delta").mode("append").partitionBy(*target.partition_by)
-             .option("txnAppId", f"{self._app_id}:{table}").option("txnVersion", batch_id)
-             .save(str(target.path)))
+        for attempt in range(self.retry.attempts):
+            try:
+                if target.unique_key:
+                    return self._merge(batch_id, target, frame, prune_values or {})
+                return self._append(batch_id, target, frame, rows)
+            except Exception as exc:  # noqa: BLE001 - only conflicts are retried
+                if not is_conflict(exc) or attempt + 1 == self.retry.attempts:
+                    raise
+                wait = self.retry.delay(attempt)
+                self.retries += 1
+                first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+                log.warning("batch %d, table %s: commit conflict with another writer (try %d of %d), retrying in "
+                            "%.1f s: %s", batch_id, table, attempt + 1, self.retry.attempts, wait, first)
+                self.retry.sleep(wait)
+        raise AssertionError("unreachable")
+
+    def _append(self, batch_id: int, target: TableTarget, frame: DataFrame, rows: int) -> int:
+        done = self._txn_version(target)
+        if done is not None and done >= batch_id:
+            return 0
+        (frame.write.format("delta").mode("append")
+         .option("txnAppId", self.txn_app_id(target.name)).option("txnVersion", batch_id)
+         .save(str(target.path)))
+        return rows
+
+    def _merge(self, batch_id: int, target: TableTarget, frame: DataFrame, prune_values: dict[str, list]) -> int:
+        from delta.tables import DeltaTable
+        from pyspark.sql import functions as F
+        from pyspark.sql.window import Window
+
+        source = frame
+        if target.first_by:
+            first = Window.partitionBy(*target.unique_key).orderBy(*target.first_by)
+            source = frame.withColumn("_first", F.row_number().over(first)).where("_first = 1").drop("_first")
+        condition = [f"t.`{c}` <=> s.`{c}`" if c not in target.partition_by else f"t.`{c}` = s.`{c}`"
+                     for c in target.unique_key]
+        for column in target.prune_by:
+            values = prune_values.get(column)
+            if values is not None:
+                literals = ", ".join(_literal(v) for v in sorted(values))
+                condition.insert(0, f"t.`{column}` IN ({literals})" if values else "false")
+        session = frame.sparkSession
+        conf = session.conf
+        conf.set(TXN_APP_ID_CONF, self.txn_app_id(target.name))
+        conf.set(TXN_VERSION_CONF, str(batch_id))
+        try:
+            result = (DeltaTable.forPath(session, str(target.path)).alias("t")
+                      .merge(source.alias("s"), " AND ".join(condition))
+                      .whenNotMatchedInsertAll().execute())
+        finally:
+            conf.unset(TXN_APP_ID_CONF)
+            conf.unset(TXN_VERSION_CONF)
+        rows = result.collect() if result is not None else []
+        # Delta returns no row when it skipped the merge: this writer already committed this batch.
+        return int(rows[0]["num_inserted_rows"]) if rows else 0
+
+    def _txn_version(self, target: TableTarget) -> int | None:
+        """The last batch id this writer committed to ``target`` (from the Delta log), or ``None``."""
+        import deltalake
+
+        version = deltalake.DeltaTable(str(target.path)).transaction_version(self.txn_app_id(target.name))
+        return None if version is None else int(version)
+
+
+def _literal(value) -> str:
+    """A SQL literal of a partition value (dates, strings, numbers)."""
+    import datetime
+
+    if isinstance(value, datetime.date):
+        return f"DATE'{value.isoformat()}'"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"

@@ -17,12 +17,14 @@ JOB = get_job("cloudtrail_etl")
 
 @pytest.fixture(scope="session")
 def run_job(spark):
-    """Run cloudtrail_etl in this process: ``run_job(input, lake, trigger=..., **file_source_options)``."""
+    """Run cloudtrail_etl in this process: ``run_job(input, lake, trigger=..., writer=..., **file_source_options)``."""
     from spark_jobs.runner import RunOptions, run_streaming
 
-    def run(input_path: Path, lake_root: Path, trigger: str = "available-now", **file_options: str):
+    def run(input_path: Path, lake_root: Path, trigger: str = "available-now", writer: str | None = None,
+            **file_options: str):
         options = {**JOB.file_source_options, **file_options}
-        run_options = RunOptions(Path(input_path), Lake(Path(lake_root)), parse_trigger(trigger), options, "parquet")
+        run_options = RunOptions(Path(input_path), Lake(Path(lake_root)), parse_trigger(trigger), options,
+                                 writer=writer)
         return run_streaming(JOB, run_options, spark=spark)
 
     return run
@@ -30,15 +32,11 @@ def run_job(spark):
 
 @pytest.fixture(scope="session")
 def tables(spark):
-    """``tables(lake)`` -> {table name: DataFrame}, read the way the sql command reads them."""
-    from spark_jobs.runner import output_schemas
-    from spark_jobs.sql import read_table
-
-    schemas = output_schemas(spark, JOB)
+    """``tables(lake)`` -> {table name: DataFrame}: each table read by delta-spark (its newest version)."""
 
     def read(lake_root: Path) -> dict:
         lake = Lake(Path(lake_root))
-        return {name: read_table(spark, lake.table_path(name), schema) for name, schema in schemas.items()}
+        return {t.name: spark.read.format("delta").load(str(lake.table_path(t.name))) for t in JOB.tables}
 
     return read
 

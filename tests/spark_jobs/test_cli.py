@@ -24,7 +24,10 @@ from tests.conftest import PROJECT_ROOT, run_cli
     (["run", "cloudtrail_etl", "--input", "tests", "--max-files-per-trigger", "0"],
      "error: --max-files-per-trigger must be a whole number >= 1, got '0'"),
     (["run", "cloudtrail_etl", "--input", "tests", "--table-format", "orc"],
-     "error: unknown table format 'orc'; use one of: parquet, delta"),
+     "error: unknown table format 'orc'; use one of: delta"),
+    (["run", "cloudtrail_etl", "--input", "tests", "--table-format", "parquet"],
+     "error: unknown table format 'parquet'; use one of: delta (the file-sink parquet format was removed; a lake "
+     "in that layout is converted by python -m spark_jobs lake convert)"),
     (["run", "cloudtrail_etl", "--input", "Makefile"], "error: input '"),
 ])
 def test_bad_values_fail_fast_with_one_line_naming_them(args, message):
@@ -34,17 +37,29 @@ def test_bad_values_fail_fast_with_one_line_naming_them(args, message):
     assert len(result.stderr.strip().splitlines()) == 1
 
 
-def test_delta_without_its_jars_fails_before_any_work(tmp_path):
-    landing = tmp_path / "landing"
+def test_without_the_delta_jars_the_run_fails_before_any_work_naming_the_artifact(tmp_path):
+    landing, lake, empty = tmp_path / "landing", tmp_path / "lake", tmp_path / "no-jars"
     write_sample_landing(landing, files=1, records_per_file=1, include_bad_files=False)
-    result = run_cli("run", "cloudtrail_etl", "--input", str(landing), "--lake", str(tmp_path / "lake"),
-                     "--table-format", "delta")
-    assert result.returncode == 2
+    empty.mkdir()
+    result = run_cli("run", "cloudtrail_etl", "--input", str(landing), "--lake", str(lake),
+                     env={"SPARK_JOBS_JARS_DIR": str(empty)}, timeout=120)
+    assert result.returncode == 2, result.stderr[-2000:]
     [line] = [l for l in result.stderr.splitlines() if l.startswith("error:")]
-    assert "table format 'delta' needs the Delta Lake jars" in line
-    assert "io.delta:delta-spark_4.2_2.13:4.4.1 and io.delta:delta-storage:4.4.1" in line
-    assert "--jars" in line and "--table-format parquet" in line
-    assert not (tmp_path / "lake").exists()  # no checkpoint, no table: nothing was started
+    assert line.startswith("error: the jar io.delta:delta-spark_4.2_2.13:4.4.0 is missing"), line
+    assert "make setup" in line and "SPARK_JOBS_JARS_DIR" in line
+    assert not (lake / "checkpoints").exists() and not (lake / "tables").exists()  # nothing was started
+
+
+def test_a_lake_in_the_old_file_sink_layout_refuses_to_start_naming_the_convert_command(tmp_path):
+    landing, lake = tmp_path / "landing", tmp_path / "lake"
+    write_sample_landing(landing, files=1, records_per_file=1, include_bad_files=False)
+    (lake / "tables" / "cloudtrail_events" / "_spark_metadata").mkdir(parents=True)
+    (lake / "tables" / "cloudtrail_events" / "_spark_metadata" / "0").write_text("v1\n")
+    result = run_cli("run", "cloudtrail_etl", "--input", str(landing), "--lake", str(lake), timeout=120)
+    assert result.returncode == 2, result.stderr[-2000:]
+    [line] = [l for l in result.stderr.splitlines() if l.startswith("error:")]
+    assert "old file-sink layout" in line and line.endswith("python -m spark_jobs lake convert"), line
+    assert not (lake / "checkpoints").exists() and not (lake / "tables" / "cloudtrail_events" / "_delta_log").exists()
 
 
 @pytest.fixture(scope="module")
