@@ -112,8 +112,10 @@ def _batch_files(folder: Path) -> dict[int, Path]:
     return {int(p.name): p for p in folder.iterdir() if p.name.isdigit()}
 
 
-def ingested_files(checkpoint: Path) -> set[str]:
-    """Names of the input files in the checkpoint's source log (``.compact`` files included)."""
+def committed_files(checkpoint: Path) -> set[str]:
+    """Names of the input files of committed batches (the source log, ``.compact`` files included,
+    says which batch read each file; ``commits/`` which batches are done)."""
+    committed = set(_batch_files(checkpoint / "commits"))
     names: set[str] = set()
     folder = checkpoint / "sources" / "0"
     if not folder.is_dir():
@@ -123,7 +125,9 @@ def ingested_files(checkpoint: Path) -> set[str]:
             continue
         for line in path.read_text(errors="replace").splitlines()[1:]:
             try:
-                names.add(json.loads(line)["path"].rsplit("/", 1)[-1])
+                entry = json.loads(line)
+                if entry["batchId"] in committed:
+                    names.add(entry["path"].rsplit("/", 1)[-1])
             except (ValueError, KeyError, TypeError):
                 continue
     return names
@@ -272,7 +276,7 @@ def run_supervised(name: str, args: argparse.Namespace) -> dict:
                 time.sleep(min(5.0, max(0.0, deadline - time.monotonic())))
         lander.stop()
         wanted = set(lander.files)
-        job.wait(lambda: wanted <= ingested_files(job.checkpoint)
+        job.wait(lambda: wanted <= committed_files(job.checkpoint)
                  and set(_batch_files(job.checkpoint / "offsets")) == set(job.commits()),
                  CATCH_UP_TIMEOUT_S, "catching up with every landed file")
     finally:

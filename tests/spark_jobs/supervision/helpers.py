@@ -70,9 +70,9 @@ def table_event_ids(lake: Path) -> list[str]:
 
 
 def caught_up(checkpoint: Path, landing: Path) -> bool:
-    """Every landed file is in the checkpoint's source log, and every planned batch is committed."""
-    from spark_jobs.bench.recovery import ingested_files
+    """Every landed file was read by a committed batch, and every planned batch is committed."""
+    from spark_jobs.bench.recovery import committed_files
 
     landed = {p.name for p in landing.rglob("*.json.gz")}
-    return (bool(landed) and landed <= ingested_files(checkpoint)
+    return (bool(landed) and landed <= committed_files(checkpoint)
             and batch_ids(checkpoint / "offsets") == batch_ids(checkpoint / "commits"))
