@@ -80,6 +80,14 @@ def _batches(report: dict) -> str:
     return text
 
 
+def _table_batch(table: dict) -> str:
+    if table["batch"] is not None:
+        return f"holds batches up to {table['batch']}"
+    if table["format"] == "delta" and not table["app_id"]:
+        return "batches unknown (no query id)"
+    return "holds no batch of this stream" if table["format"] in ("delta", "file_sink") else "not there"
+
+
 def _driver(driver: dict | None) -> str:
     if not driver:
         return "none (no lease held)"
@@ -116,7 +124,7 @@ def format_report(report: dict) -> str:
         ("state", ", ".join(f"operator {o['id']} {'/'.join(o['names']) or ''} {o['partitions']} partitions, "
                             f"version {o['latest_version']}" for o in report["state"]["operators"])
          or "no stateful operators"),
-        ("tables", "; ".join(f"{name}: {t['format']}, batch {t['batch']}" for name, t in report["tables"].items()
+        ("tables", "; ".join(f"{name}: {t['format']}, {_table_batch(t)}" for name, t in report["tables"].items()
                              if isinstance(t, dict) and "format" in t) or "none"),
         ("driver", _driver(report["driver"])),
         ("supervisor", _supervisor(report["supervisor"])),

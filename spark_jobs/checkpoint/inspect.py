@@ -162,7 +162,7 @@ def read_supervisor(control: Location) -> dict | None:
         from spark_jobs.supervision.state import read_supervisor_state
     except ImportError:
         read_supervisor_state = None
-    if read_supervisor_state is not None and control.local:
+    if read_supervisor_state is not None:
         return read_supervisor_state(control.url)
     target = control.child("supervisor.json")
     try:

@@ -102,8 +102,10 @@ def _recover_query_id(report: CheckpointReport) -> tuple[str | None, str]:
     if not deltas:
         return None, ("the tables are not Delta tables, so they record no query id (the file sink's log names "
                       "none); nothing else in the lake proves it")
+    # A table is not written for a batch that has no rows for it, so the proof is: the newest batch
+    # any table holds for the id lies between the last commit and the last planned batch.
     fitting = {qid: versions for qid, versions in candidates.items()
-               if len(versions) == len(deltas) and all(latest_commit <= v <= latest_offset for v in versions.values())}
+               if latest_commit <= max(versions.values()) <= latest_offset}
     if len(fitting) == 1:
         query_id, versions = next(iter(fitting.items()))
         lease_id = (report.lease.details.get("query_id") if report.lease else None)
@@ -111,14 +113,14 @@ def _recover_query_id(report: CheckpointReport) -> tuple[str | None, str]:
             return None, (f"the tables name query id {query_id} but the last driver's lease names {lease_id}; "
                           "they disagree")
         proof = ", ".join(f"{t} holds batch {v} as '{query_id}:{t}'" for t, v in sorted(versions.items()))
-        return query_id, (f"every table's Delta app id names it and their batches match the checkpoint's "
-                          f"(commits end at {report.latest_commit_batch}, offsets at {report.latest_offset_batch}): "
-                          f"{proof}")
+        return query_id, (f"the tables' Delta app ids name it and the newest batch they hold matches the "
+                          f"checkpoint's (commits end at {report.latest_commit_batch}, offsets at "
+                          f"{report.latest_offset_batch}): {proof}")
     if not candidates:
         return None, "no table holds a Delta app id of the form '<query id>:<table>'"
     listed = "; ".join(f"{qid}: {versions}" for qid, versions in candidates.items())
     return None, (f"no single query id fits: the tables' app ids name {listed}, and exactly one id whose batches "
-                  f"on every table lie between the last commit ({report.latest_commit_batch}) and the last planned "
+                  f"on the tables reach between the last commit ({report.latest_commit_batch}) and the last planned "
                   f"batch ({report.latest_offset_batch}) is needed")
 
 
