@@ -216,3 +216,36 @@ def test_parse_probe_reports_a_dag_that_does_io_at_parse_time(airflow_env, tmp_p
     assert sorted(set(report["lookups"])) == ["Connection.get('spark_default',)", "Variable.get('lake_root',)"]
     assert report["opened"] == [str(tmp_path / "settings.txt")]
     assert "pyspark.sql" in report["pyspark"]
+
+
+# --- lake_maintenance (dags/lake_maintenance.py): optimize, then vacuum, every registry table ---
+
+TABLES = [table.name for job in JOBS.values() for table in job.tables]
+
+
+def test_lake_maintenance_runs_daily_one_at_a_time_optimize_before_vacuum(dagbag):
+    dag = dagbag.dags["lake_maintenance"]
+    assert (dag.schedule, dag.catchup, dag.max_active_runs) == ("@daily", False, 1)
+    assert set(dag.tags) == {"maintenance", "delta"}
+    assert sorted(dag.task_ids) == sorted(f"{step}_{table}" for table in TABLES for step in ("optimize", "vacuum"))
+    for table in TABLES:
+        assert dag.get_task(f"optimize_{table}").downstream_task_ids == {f"vacuum_{table}"}
+    for task in dag.tasks:
+        assert task.retries >= 1 and task.retry_exponential_backoff > 1, task.task_id
+        assert task.execution_timeout is not None, task.task_id
+
+
+@pytest.mark.parametrize("table", TABLES)
+@pytest.mark.parametrize("step", ["optimize", "vacuum"])
+def test_lake_maintenance_spark_submits_the_lake_command_with_the_delta_jars(dagbag, step, table):
+    task = dagbag.dags["lake_maintenance"].get_task(f"{step}_{table}")
+    command = task._get_hook()._build_spark_submit_command(task.application)
+
+    master = json.loads(os.environ["AIRFLOW_CONN_SPARK_DEFAULT"])["host"]
+    assert command[:3] == ["spark-submit", "--master", master]
+    confs = [command[i + 1] for i, arg in enumerate(command) if arg == "--conf"]
+    assert set(confs) == {f"spark.executorEnv.PYTHONPATH={PROJECT_ROOT}", *(f"{k}={v}" for k, v in DELTA_CONF.items())}
+    assert command[command.index("--jars") + 1] == ",".join(str(p) for p in jar_paths())
+    assert command[command.index(APPLICATION) + 1:] == ["lake", step, "--table", table]
+    parsed = build_parser().parse_args(command[command.index(APPLICATION) + 1:])
+    assert (parsed.command, parsed.lake_command, parsed.table) == ("lake", step, table)

@@ -1,0 +1,77 @@
+"""
+# Lake maintenance: compact, then vacuum, every table of the registry
+
+One DAG, `lake_maintenance`, runs daily. For each table in `spark_jobs.registry.JOBS` it
+spark-submits, one after the other:
+
+    spark-submit --master <spark_default's host> --jars <project>/.jars/delta-spark...jar,... \\
+        --conf spark.executorEnv.PYTHONPATH=<project> --conf <Delta's extension and catalog> \\
+        --name lake_optimize_<table> <project>/spark_jobs/__main__.py lake optimize --table <table>
+
+then the same with `lake vacuum --table <table>`: compaction of the small files the micro-batches
+leave (files whose rows are unchanged, one Delta transaction per batch of files), then deletion of
+the files no version younger than the table's `vacuum_retention_hours` (registry) needs. Both are
+Delta transactions, safe while the streaming jobs write: a reader keeps its version, an append never
+conflicts with a compaction, and a MERGE that read a compacted file retries its commit. The lake
+root comes from the worker's `$LAKE_ROOT`, as for the catch-up DAGs.
+
+`max_active_runs=1`: two maintenance runs would compact the same files and one would fail.
+Parsing this file reads only the registry: no connection, Variable, file or pyspark import.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk import DAG
+
+from spark_jobs.jars import DELTA_CONF, jar_paths
+from spark_jobs.registry import JOBS
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+APPLICATION = str(PROJECT_ROOT / "spark_jobs" / "__main__.py")
+SPARK_CONN_ID = "spark_default"
+DAG_ID = "lake_maintenance"
+STEPS = ("optimize", "vacuum")
+
+DEFAULT_ARGS = {
+    "owner": "data-platform",
+    "retries": 2,
+    "retry_delay": timedelta(minutes=5),
+    "retry_exponential_backoff": 2.0,
+    "max_retry_delay": timedelta(minutes=30),
+    # Interrupting either step loses nothing: an unfinished compaction or vacuum is simply redone.
+    "execution_timeout": timedelta(hours=2),
+}
+
+
+def lake_step(step: str, table: str) -> SparkSubmitOperator:
+    """The task that spark-submits ``python -m spark_jobs lake <step> --table <table>``."""
+    return SparkSubmitOperator(
+        task_id=f"{step}_{table}",
+        conn_id=SPARK_CONN_ID,
+        application=APPLICATION,
+        application_args=["lake", step, "--table", table],
+        name=f"lake_{step}_{table}",
+        conf={"spark.executorEnv.PYTHONPATH": str(PROJECT_ROOT), **DELTA_CONF},
+        jars=",".join(str(path) for path in jar_paths()),
+        doc_md=f"`python -m spark_jobs lake {step} --table {table}` under spark-submit.",
+    )
+
+
+with DAG(
+    dag_id=DAG_ID,
+    description="compact, then vacuum, every Delta table of the registry",
+    doc_md=__doc__,
+    schedule="@daily",
+    start_date=datetime(2025, 1, 1, tzinfo=timezone.utc),
+    catchup=False,
+    max_active_runs=1,
+    default_args=DEFAULT_ARGS,
+    tags=["maintenance", "delta"],
+) as lake_maintenance:
+    for _job in JOBS.values():
+        for _table in _job.tables:
+            lake_step("optimize", _table.name) >> lake_step("vacuum", _table.name)
