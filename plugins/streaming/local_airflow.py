@@ -15,9 +15,10 @@ triggerer log-server ports (``port+1``, ``port+2``), so two instances on one mac
 
 Every process started here carries ``STREAMING_AIRFLOW_INSTANCE=<AIRFLOW_HOME>`` in its environment,
 and so does everything it starts in turn (task processes, spark-submit, the Spark driver). ``stop``
-stops the components' process groups (SIGTERM, then SIGKILL after a grace period), then looks in the
-process table for any process still carrying the marker (a driver whose task was killed) and stops
-its group the same way, so nothing this instance started is left running.
+stops the scheduler, dag-processor and triggerer (SIGTERM to each process group, SIGKILL after a
+grace period; the scheduler's task supervisors forward the SIGTERM to the tasks, whose ``on_kill``
+stops their drivers after the micro-batch), then any process still carrying the marker (a driver
+whose task was killed), then the API server, so nothing this instance started is left running.
 
 This module is not an Airflow plugin (``plugins/.airflowignore`` keeps Airflow from importing it);
 it imports nothing from Airflow, so the tests' fixture can use it too.
@@ -146,31 +147,35 @@ class LocalAirflow:
 
     # -- stop -------------------------------------------------------------------------------------
 
-    def stop(self, grace: float = 30) -> list[tuple[int, str]]:
+    def stop(self, grace: float = 60) -> list[tuple[int, str]]:
         """Stop the components, then every process left that carries this instance's marker.
 
-        :param grace: seconds a process group gets after SIGTERM before SIGKILL.
+        The scheduler goes first: its task supervisors forward the SIGTERM to their tasks, whose
+        ``on_kill`` stops each Spark driver after its micro-batch (``RestartPolicy.stop_grace_seconds``
+        at most) and report the task's end through the API server, which goes last.
+
+        :param grace: seconds the scheduler's group gets after SIGTERM before SIGKILL (the other
+            steps get a third of it).
         :returns: (pid, command) of every process group that was signalled.
         """
-        groups = {}
-        for component in COMPONENTS:
-            pid = self._read_pid(component)
-            if _alive(pid):
-                groups[pid] = f"airflow {component}"
-        stopped = list(groups.items())
-        _stop_groups(groups, grace)
-        # Drivers (or task processes) that outlived the components, e.g. a task process killed with
-        # SIGKILL whose spark-submit lives on in its own session.
-        left = {pid: command for pid, command in marked_processes(str(self.home)).items()}
-        if left:
-            leaders = {}
-            for pid, command in left.items():
-                leaders.setdefault(_pgid(pid) or pid, command)
-            stopped += list(leaders.items())
-            _stop_groups(leaders, grace)
+        first = {pid: f"airflow {c}" for c in COMPONENTS if c != "api-server" and _alive(pid := self._read_pid(c))}
+        last = {pid: "airflow api-server" for pid in [self._read_pid("api-server")] if _alive(pid)}
+        _stop_groups(first, grace)
+        # Task processes and drivers that outlived the scheduler (a task process killed with SIGKILL
+        # whose driver lives on in its own session), but not the API server yet.
+        leaders = {}
+        for pid, command in marked_processes(str(self.home)).items():
+            leader = _pgid(pid) or pid
+            if leader not in last:
+                leaders.setdefault(leader, command)
+        _stop_groups(leaders, grace / 3)
+        _stop_groups(last, grace / 3)
+        for pid, command in marked_processes(str(self.home)).items():  # anything the steps above missed
+            _signal_group(_pgid(pid) or pid, signal.SIGKILL)
+            leaders.setdefault(pid, command)
         for component in COMPONENTS:
             self.pid_file(component).unlink(missing_ok=True)
-        return stopped
+        return [*first.items(), *leaders.items(), *last.items()]
 
     def _read_pid(self, component: str) -> int | None:
         try:
