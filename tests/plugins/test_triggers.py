@@ -52,3 +52,17 @@ def test_inspect_reports_a_failure_as_a_status_with_the_way_out(tmp_path):
     assert problem["code"] == "inspect_failed"
     assert "unknown job 'no_such_job'" in problem["explanation"]
     assert problem["action"] == f"run `python -m spark_jobs checkpoint inspect no_such_job --lake {tmp_path}`"
+
+
+def test_airflows_plugin_loader_does_not_import_the_package_a_second_time():
+    """plugins/.airflowignore: no bare ``operators``/``triggers``/... modules beside ``streaming.*``."""
+    import subprocess
+    import sys
+
+    probe = ("import sys; from airflow import plugins_manager as pm; pm.ensure_plugins_loaded(); "
+             "print(sorted(m for m in sys.modules if m in ('operators', 'sensors', 'triggers', 'notifiers', "
+             "'local_airflow')))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "[]"
