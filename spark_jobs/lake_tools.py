@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import re
 import sys
 from dataclasses import dataclass
@@ -43,10 +44,17 @@ from spark_jobs.lake import Lake
 from spark_jobs.registry import JOBS, JobSpec, TableSpec
 
 COMMANDS = ("history", "optimize", "vacuum", "restore", "convert")
+OPTIMIZE_ATTEMPTS = 3
+log = logging.getLogger("spark_jobs")
 # Delta's own default of delta.deletedFileRetentionDuration ("interval 1 week").
 DELTA_DEFAULT_RETENTION_HOURS = 168.0
 RETENTION_CHECK_CONF = "spark.databricks.delta.retentionDurationCheck.enabled"
 CONVERT_USES_METADATA_LOG_CONF = "spark.databricks.delta.convert.useMetadataLog"
+# VACUUM lists the table's folders with this many tasks; Spark's default (10,000) costs minutes on a
+# small machine for a small table.
+LISTING_PARALLELISM_CONF = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
+# VACUUM START / VACUUM END commits in the history, with the number of files deleted.
+VACUUM_LOGGING_CONF = "spark.databricks.delta.vacuum.logging.enabled"
 
 
 # --- tables ----------------------------------------------------------------------------------------
@@ -183,6 +191,16 @@ def print_history(entries: list[dict], output_format: str, out=sys.stdout) -> No
         print("  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip(), file=out)
 
 
+def lost_commit_race(error: BaseException) -> bool:
+    """Whether ``error`` is a commit that lost to a concurrent writer (safe to redo from a fresh snapshot).
+
+    Besides Delta's ``Concurrent*Exception``s, on a local file system a commit that loses the race for
+    ``_delta_log/<version>.json`` can surface as that file not being found while the winner renames it.
+    """
+    text = str(error)
+    return ("Concurrent" in text and "Exception" in text) or ("_delta_log" in text and "FileNotFound" in text)
+
+
 # --- optimize --------------------------------------------------------------------------------------
 
 def optimize(spark, lake: Lake, table: TableSpec, where: str | None = None,
@@ -201,7 +219,15 @@ def optimize(spark, lake: Lake, table: TableSpec, where: str | None = None,
     if where:
         builder = builder.where(where)
     before = latest_version(path)
-    result = (builder.executeZOrderBy(*columns) if columns else builder.executeCompaction()).collect()
+    for attempt in range(1, OPTIMIZE_ATTEMPTS + 1):
+        try:
+            result = (builder.executeZOrderBy(*columns) if columns else builder.executeCompaction()).collect()
+            break
+        except Exception as exc:  # noqa: BLE001 - only a lost commit race is retried
+            if attempt == OPTIMIZE_ATTEMPTS or not lost_commit_race(exc):
+                raise
+            log.warning("optimize of %s lost a commit race (attempt %d): %s; retrying", table.name, attempt,
+                        str(exc).strip().splitlines()[0][:300])
     metrics = result[0].metrics if result else None
     return {
         "table": table.name,
@@ -258,27 +284,28 @@ def vacuum(spark, lake: Lake, table: TableSpec, retention_hours: float | None = 
     """Delete files that no version within ``retention_hours`` (None: the registry's) needs.
 
     :param force: allow a retention below the safety minimum (disables Delta's check for this call).
-    :param dry_run: only count the files that would be deleted.
-    :returns: the retention used, the files deleted (or that would be) and the version afterwards.
+    :param dry_run: only count the files that would be deleted (a DRY RUN lists the table once).
+    :returns: the retention used, the files deleted (from the ``VACUUM END`` commit's metrics) or
+        that would be, and the version afterwards.
     """
     path = delta_path(lake, table.name)
     hours = float(table.vacuum_retention_hours if retention_hours is None else retention_hours)
     minimum = safety_minimum_hours(path)
     check_retention(table.name, hours, minimum, force)
-    previous = spark.conf.get(RETENTION_CHECK_CONF, None)
+    settings = {LISTING_PARALLELISM_CONF: str(max(8, 4 * spark.sparkContext.defaultParallelism)),
+                VACUUM_LOGGING_CONF: "true"}
     if hours < minimum:
-        spark.conf.set(RETENTION_CHECK_CONF, "false")
-    try:
-        statement = f"VACUUM delta.`{path}` RETAIN {hours:g} HOURS"
-        candidates = len(spark.sql(statement + " DRY RUN").collect())
-        if not dry_run and candidates:
+        settings[RETENTION_CHECK_CONF] = "false"
+    before = latest_version(path)
+    statement = f"VACUUM delta.`{path}` RETAIN {hours:g} HOURS"
+    with _session_conf(spark, settings):
+        candidates = len(spark.sql(statement + " DRY RUN").collect()) if dry_run else None
+        if not dry_run:
             spark.sql(statement).collect()
-    finally:
-        if hours < minimum:
-            if previous is None:
-                spark.conf.unset(RETENTION_CHECK_CONF)
-            else:
-                spark.conf.set(RETENTION_CHECK_CONF, previous)
+    deleted = None
+    if not dry_run:
+        ends = [c for c in _commits(path) if c.get("version", -1) > before and c.get("operation") == "VACUUM END"]
+        deleted = _int((ends[0].get("operationMetrics") or {}).get("numDeletedFiles")) if ends else None
     return {
         "table": table.name,
         "command": "vacuum",
@@ -286,10 +313,29 @@ def vacuum(spark, lake: Lake, table: TableSpec, retention_hours: float | None = 
         "safety_minimum_hours": minimum,
         "forced": hours < minimum,
         "dry_run": dry_run,
-        "files_deleted": 0 if dry_run else candidates,
-        "files_to_delete": candidates if dry_run else 0,
+        "files_deleted": deleted,
+        "files_to_delete": candidates,
         "version": latest_version(path),
     }
+
+
+class _session_conf:
+    """Set SQL settings for one command and put the previous values back afterwards."""
+
+    def __init__(self, spark, settings: dict[str, str]) -> None:
+        self._spark, self._settings, self._previous = spark, settings, {}
+
+    def __enter__(self):
+        for key, value in self._settings.items():
+            self._previous[key] = self._spark.conf.get(key, None)
+            self._spark.conf.set(key, value)
+
+    def __exit__(self, *_exc):
+        for key, value in self._previous.items():
+            if value is None:
+                self._spark.conf.unset(key)
+            else:
+                self._spark.conf.set(key, value)
 
 
 # --- restore ---------------------------------------------------------------------------------------
@@ -404,18 +450,13 @@ def convert(spark, lake: Lake, job: JobSpec, table: TableSpec) -> dict:
     partitions = ", ".join(f"`{c}` {types[c].upper()}" for c in table.partition_by)
     had_log = (path / "_spark_metadata").is_dir()
     listed = _file_sink_files(path) if had_log else None
-    previous = spark.conf.get(CONVERT_USES_METADATA_LOG_CONF, None)
-    spark.conf.set(CONVERT_USES_METADATA_LOG_CONF, "true")
-    try:
+    settings = {CONVERT_USES_METADATA_LOG_CONF: "true",
+                LISTING_PARALLELISM_CONF: str(max(8, 4 * spark.sparkContext.defaultParallelism))}
+    with _session_conf(spark, settings):
         if listed == []:
             _create_empty(spark, path, schema, table.partition_by)
         else:
             spark.sql(f"CONVERT TO DELTA parquet.`{path}`" + (f" PARTITIONED BY ({partitions})" if partitions else ""))
-    finally:
-        if previous is None:
-            spark.conf.unset(CONVERT_USES_METADATA_LOG_CONF)
-        else:
-            spark.conf.set(CONVERT_USES_METADATA_LOG_CONF, previous)
     tracked = {Path(uri.removeprefix("file://")).resolve() for uri in _file_uris(path)}
     on_disk = {p.resolve() for p in path.rglob("*.parquet")
                if not any(part.startswith(("_", ".")) for part in p.relative_to(path).parts)}
