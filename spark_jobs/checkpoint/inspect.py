@@ -126,6 +126,15 @@ class CheckpointReport:
         return problem
 
 
+def _commits_end(report: "CheckpointReport") -> str:
+    batch = report.latest_commit_batch
+    return "no batch is committed" if batch is None else f"commits end at {batch}"
+
+
+def _span(batches: list[int]) -> str:
+    return f"batch {batches[0]}" if len(batches) == 1 else f"batches {batches[0]}..{batches[-1]}"
+
+
 def _iso(moment: datetime | None) -> str | None:
     return moment.astimezone(timezone.utc).isoformat(timespec="seconds") if moment else None
 
@@ -275,7 +284,9 @@ def _read_offsets(report: CheckpointReport, offsets: LogDir, committed: int) -> 
                            "Spark fails at start reading it",
                            "`checkpoint repair --apply` deletes it (after checking no table holds batch "
                            f"{batch}); Spark then plans batch {batch} again from the input", repair="fix",
-                           files=_log_files(offsets, batch, "offsets"), batch=batch)
+                           files=_log_files(offsets, batch, "offsets"), batch=batch,
+                           why_safe=f"batch {batch} was never committed and no table holds it, so nothing written "
+                                    "depends on this plan; Spark plans the batch again at start")
             else:
                 report.add("offsets_corrupt", "error",
                            f"offsets/{batch}, the plan of committed batch {batch}, is damaged: {exc}; Spark needs it "
@@ -317,7 +328,9 @@ def _read_commits(report: CheckpointReport, commits: LogDir, offsets: LogDir) ->
                    "at start reading it",
                    f"`checkpoint repair --apply` deletes it: Spark then re-runs batch {batch} from its offsets, and "
                    "the tables that hold it skip it (idempotent writes)", repair="fix",
-                   files=_log_files(commits, batch, "commits"), batch=batch)
+                   files=_log_files(commits, batch, "commits"), batch=batch,
+                   why_safe=f"without it Spark re-runs batch {batch} from its offsets, and each table that holds "
+                            "it skips it (idempotent writes)")
         return
     moment = commits.file(batch).modified()
     report.last_commit_time = _iso(moment)
@@ -347,8 +360,8 @@ def _compare_tables(report: CheckpointReport, committed: int) -> None:
     if top > committed:
         report.add("table_ahead_of_checkpoint", "info",
                    f"batch {top} reached the tables ({holders}) but the checkpoint did not record its commit "
-                   f"(commits end at {report.latest_commit_batch}): the driver stopped between the table writes and "
-                   "the checkpoint commit",
+                   f"({_commits_end(report)}): the driver stopped between the table writes and the checkpoint "
+                   "commit, or the commit file was lost",
                    "nothing to do: Spark re-runs the batch with the same input files and each table skips a batch it "
                    "already holds (Delta txnAppId/txnVersion; the file sink's batch log)", top=top)
     torn = report.problem("offsets_torn")
@@ -373,14 +386,15 @@ def _offsets_ahead(report: CheckpointReport, committed: int, latest_offset: int,
     keep = max(committed + 1, top)
     beyond = [b for b in range(keep + 1, latest_offset + 1)]
     unknown = _unknown_tables(report)
+    skipped = list(range(committed + 1, latest_offset))
     why = (f"the offsets log is {latest_offset - committed} batches ahead of the commits (offsets end at "
-           f"{latest_offset}, commits at {report.latest_commit_batch}). Spark only re-runs the last planned batch "
-           f"({latest_offset}) and treats batches {committed + 1}..{latest_offset - 1} as done")
+           f"{latest_offset}, {_commits_end(report)}). Spark would only re-run the last planned batch "
+           f"({latest_offset}) and take {_span(skipped)} as done")
     if not beyond:
         report.add("offsets_ahead", "info",
-                   f"{why}; that is safe here: every table holds those batches (up to batch {top}), only their "
-                   "checkpoint commits were lost",
-                   "nothing to do: the next start re-runs the last batch, which the tables skip")
+                   f"{why}; that is safe here: the tables hold every batch up to {top}, only the checkpoint's "
+                   "commits of them are missing",
+                   "nothing to do: the next start re-runs the last batch, and each table skips it if it holds it")
         return
     if unknown:
         report.add("offsets_ahead", "error",
@@ -390,10 +404,15 @@ def _offsets_ahead(report: CheckpointReport, committed: int, latest_offset: int,
                    repair="refuse")
         return
     report.add("offsets_ahead", "error",
-               f"{why}: no table holds batches {beyond[0]}..{beyond[-1]}, so their input files would be skipped",
-               f"`checkpoint repair --apply` deletes offsets {beyond[0]}..{beyond[-1]} (never written to any table); "
-               f"Spark then re-runs batch {keep} and plans the rest again", repair="fix",
-               files=[f"offsets/{b}" for b in beyond], batches=beyond)
+               f"{why}: no table holds {_span(beyond)}, so the input files planned for "
+               f"{'it' if len(beyond) == 1 else 'them'} would be skipped",
+               f"`checkpoint repair --apply` deletes offsets/{beyond[0]}"
+               + (f"..{beyond[-1]}" if len(beyond) > 1 else "") + f"; Spark then re-runs batch {keep} and plans "
+               "the rest again from the source's log", repair="fix",
+               files=[f"offsets/{b}" for b in beyond], batches=beyond,
+               why_safe=f"no table holds {_span(beyond)} (their Delta txn version for '<query id>:<table>', or "
+                        f"the file sink's log, ends at {top if top >= 0 else 'none'}), so nothing written depends "
+                        "on these plans")
 
 
 def _temp_files(report: CheckpointReport, checkpoint: Location, live: bool, now: datetime) -> None:
@@ -414,8 +433,8 @@ def _temp_files(report: CheckpointReport, checkpoint: Location, live: bool, now:
         report.add("temp_files", "warning",
                    f"{len(found)} left-over temp or orphan checksum file(s) of interrupted writes: "
                    f"{', '.join(sorted(found)[:5])}{' ...' if len(found) > 5 else ''}. Spark never reads them",
-                   "`checkpoint repair --apply` deletes them (safe: nothing refers to them)", repair="fix",
-                   files=sorted(found))
+                   "`checkpoint repair --apply` deletes them", repair="fix", files=sorted(found),
+                   why_safe="Spark never reads temp names or checksums without their file; nothing refers to them")
 
 
 def _state(report: CheckpointReport, checkpoint: Location) -> None:

@@ -144,7 +144,7 @@ def plan_repair(report: CheckpointReport) -> RepairResult:
                                                content=json.dumps({"id": query_id}, separators=(",", ":")).encode()))
         elif problem.repair == "fix" and problem.code in FIXABLE:
             result.actions.append(RepairAction(problem.code, "delete", _with_crcs(report, problem.files),
-                                               problem.action))
+                                               problem.data.get("why_safe", problem.action)))
         elif problem.severity == "info" or problem.repair == "none":
             result.nothing_needed.append({"code": problem.code, "why": problem.action})
     return result
