@@ -72,7 +72,7 @@ def _batches(report: dict) -> str:
     planned, committed = report["latest_offset_batch"], report["latest_commit_batch"]
     if planned is None and committed is None:
         return "none yet"
-    text = f"planned {planned}, committed {committed}"
+    text = f"planned {planned if planned is not None else 'none'}, committed {committed if committed is not None else 'none'}"
     if report["last_commit_time"]:
         text += f" (last commit {report['last_commit_time']})"
     if report["batch_in_flight"] is not None:
