@@ -254,14 +254,19 @@ def test_unpaused_dag_runs_the_driver_and_it_commits(setup, first_run):
     run_id = first_run["dag_run_id"]
     state = live_driver(setup)
     assert setup.event_ids() == sorted(setup.expected)
-    assert len(setup.drivers()) >= 1
-    states = setup.task_states(run_id)
-    assert states["supervise"] == "running"
-    # The health sensor waits in the triggerer, holding no worker slot.
-    assert states["checkpoint_health"] == "deferred"
+    assert state["driver_pid"] in setup.drivers()
+    assert setup.task_states(run_id)["supervise"] == "running"
+    # The health sensor waits in the triggerer, holding no worker slot (between two reports it is
+    # on a worker for a moment).
+    wait_for("the sensor to wait deferred", lambda: setup.task_states(run_id)["checkpoint_health"] == "deferred")
     pushed = wait_for("the supervisor state in XCom", lambda: setup.xcom(run_id, "supervise", "supervisor"))
     assert pushed["job"] == JOB and pushed["max_restarts"] == POLICY["max_restarts"]
     assert state["consecutive_failures"] == 0
+    # Each change of the checkpoint's health came back to a worker for a moment, went to XCom, and
+    # the sensor deferred again.
+    health = wait_for("a healthy checkpoint in XCom", lambda: (h := setup.xcom(run_id, "checkpoint_health", "health"))
+                      and h["status"] in ("healthy", "in_flight") and h)
+    assert health["driver"]["pid"] == state["driver_pid"]  # the Python driver holding the lease
 
 
 def test_kill_9_of_the_driver_is_restarted_and_tables_stay_exact(setup, first_run):
@@ -306,7 +311,11 @@ def test_pausing_the_dag_stops_the_driver_after_its_micro_batch(setup, first_run
     assert stop["exit_code"] == 0, stop
     assert stop["outcome"].startswith("the driver stopped after its micro-batch"), stop
     assert not setup.drivers()
-    wait_for("supervise to succeed", lambda: setup.task_states(run["dag_run_id"])["supervise"] == "success")
+    # Both tasks end while the DAG is paused: the sensor ends from the triggerer (the scheduler would
+    # never start it on a worker now).
+    wait_for("both tasks to succeed", lambda: setup.task_states(run["dag_run_id"]) == {
+        "supervise": "success", "checkpoint_health": "success"})
+    assert setup.is_paused()
     assert setup.supervisor_state()["state"] == "stopped"
     assert setup.event_ids() == sorted(setup.expected)
 
