@@ -223,6 +223,8 @@ class _GracefulStop:
         self._previous: dict = {}
 
     def install(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return  # signals reach only the main thread (a second writer run from a thread of a test or tool)
         for sig in (signal.SIGTERM, signal.SIGINT):
             self._previous[sig] = signal.signal(sig, self._handle)
 
@@ -251,8 +253,9 @@ def _log_progress(progress, input_files: int) -> None:
 def table_targets(job: JobSpec, module: ModuleType, lake: Lake) -> list[TableTarget]:
     """The job's tables as write targets: path, partitions, and the job module's unique keys."""
     keys, first_by = getattr(module, "UNIQUE_KEYS", {}), getattr(module, "FIRST_BY", {})
+    null_safe = getattr(module, "NULL_SAFE_KEYS", {})
     return [TableTarget(t.name, lake.table_path(t.name), t.partition_by, tuple(keys.get(t.name, ())),
-                        tuple(first_by.get(t.name, ()))) for t in job.tables]
+                        tuple(first_by.get(t.name, ())), tuple(null_safe.get(t.name, ()))) for t in job.tables]
 
 
 def write_micro_batch(module: ModuleType, writer: ExactlyOnceWriter, targets: list[TableTarget], files: DataFrame,

@@ -77,6 +77,8 @@ class TableTarget:
         the same batch) already holds is not inserted. Empty: every row is appended.
     :param first_by: among rows of one batch with the same key, the one with the lowest values of
         these columns is kept (a deterministic choice, so a re-run keeps the same row).
+    :param null_safe: key columns that may be NULL (compared with ``<=>``, NULL equal to NULL); the
+        others are compared with ``=``, which lets the merge's join reuse the dedup's partitioning.
     """
 
     name: str
@@ -84,6 +86,7 @@ class TableTarget:
     partition_by: tuple[str, ...]
     unique_key: tuple[str, ...] = ()
     first_by: tuple[str, ...] = ()
+    null_safe: tuple[str, ...] = ()
 
     @property
     def prune_by(self) -> tuple[str, ...]:
@@ -229,9 +232,10 @@ class ExactlyOnceWriter:
 
         source = frame
         if target.first_by:
+            # Partitioned by the whole key, as the merge's join is: one shuffle of the batch, not two.
             first = Window.partitionBy(*target.unique_key).orderBy(*target.first_by)
             source = frame.withColumn("_first", F.row_number().over(first)).where("_first = 1").drop("_first")
-        condition = [f"t.`{c}` <=> s.`{c}`" if c not in target.partition_by else f"t.`{c}` = s.`{c}`"
+        condition = [f"t.`{c}` <=> s.`{c}`" if c in target.null_safe else f"t.`{c}` = s.`{c}`"
                      for c in target.unique_key]
         for column in target.prune_by:
             values = prune_values.get(column)

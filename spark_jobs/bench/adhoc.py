@@ -28,8 +28,8 @@ def _timed(fn) -> tuple[float, list]:
 def measure_adhoc(spark: SparkSession, data: BenchData, lake: Path, repeat: int) -> dict:
     """Errors per eventSource on one day: raw files (read.json + explode + filter) vs the table, alternating.
 
-    The table is read as ``python -m spark_jobs sql`` reads it (through ``_spark_metadata``, listed
-    anew for every query); one warm-up of each comes first and is reported.
+    The table is read as ``python -m spark_jobs sql`` reads it (its Delta log, read anew for every
+    query); one warm-up of each comes first and is reported.
     """
     from spark_jobs.runner import output_schemas
     from spark_jobs.sql import read_table

@@ -2,7 +2,7 @@
 
 The job runs as people run it (``python -m spark_jobs run cloudtrail_etl --trigger
 processing-time:1s``, its own process and JVM); the reader is the benchmark's own, already running
-SparkSession, which lists the table through ``_spark_metadata`` as ``python -m spark_jobs sql``
+SparkSession, which reads the table's Delta log as ``python -m spark_jobs sql``
 does. Files land one at a time, ``gap_s`` apart. Each poll lists the table as a reader does (the
 files of every committed batch) and, when that list changed, runs a query for the input files now
 visible; a file's time is that of the listing that first showed it, so a latency is at most one poll
@@ -98,7 +98,7 @@ class TableWatcher:
         """List the table's committed files; if they changed, query the input files they hold."""
         from spark_jobs.sql import read_table
 
-        if not (self.table / "_spark_metadata").is_dir():
+        if not (self.table / "_delta_log").is_dir():
             return self.visible
         frame = read_table(self.spark, self.table, self.schema)
         files = frozenset(frame.inputFiles())

@@ -33,7 +33,7 @@ def run_job(spark: SparkSession, landing: Path, lake: Path, progress: ProgressRe
     from spark_jobs.runner import RunOptions, run_streaming
 
     shutil.rmtree(lake, ignore_errors=True)
-    options = RunOptions(landing, Lake(lake), parse_trigger("available-now"), dict(JOB.file_source_options), "parquet")
+    options = RunOptions(landing, Lake(lake), parse_trigger("available-now"), dict(JOB.file_source_options))
     since = int(time.time() * 1000)
     started = time.monotonic()
     summary = run_streaming(JOB, options, spark=spark)

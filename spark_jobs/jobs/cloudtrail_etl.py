@@ -212,9 +212,12 @@ SOURCE_FILE = "_source_file"
 ROUTE = lambda parsed: F.when(is_event(parsed), "cloudtrail_events").otherwise("cloudtrail_quarantine")  # noqa: E731
 # Rows each table holds once. An event is one row per eventID (CloudTrail delivers some events more
 # than once, a backfill may overlap the live stream, a file may land again under a new name); its
-# date is part of the key because the table is partitioned by it (a merge then reads only the
-# batch's dates). A quarantined item is one row per place in a file and reason.
+# date (from eventTime, the same in every delivery) is part of the key because the table is
+# partitioned by it: a merge then reads only the batch's dates. A quarantined item is one row per
+# place in a file and reason.
 UNIQUE_KEYS = {"cloudtrail_events": ("eventID", "date"),
                "cloudtrail_quarantine": ("source_file", "record_index", "reason")}
 # Among one batch's deliveries of an event, the first in file order is kept.
 FIRST_BY = {"cloudtrail_events": ("_source_file", "_record_index")}
+# Key columns that may be NULL (a file-level problem has no record_index).
+NULL_SAFE_KEYS = {"cloudtrail_quarantine": ("source_file", "record_index", "reason")}
