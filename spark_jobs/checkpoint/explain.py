@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import re
 
-REPROCESS = ("keep the change and reprocess: move the checkpoint (<lake>/checkpoints/<job>) and the job's tables "
-             "aside, then run the job again so it reads the input from the start into a new checkpoint")
+REPROCESS = ("start a new checkpoint and reprocess: move the checkpoint (<lake>/checkpoints/<job>) and the job's "
+             "tables aside, then run the job again so it reads the input from the start into a new checkpoint")
 REVERT = "revert the code change and restart: the job resumes from this checkpoint where it stopped"
-INCOMPATIBLE_WAYS = f"Two ways out: {REVERT}; or {REPROCESS}."
+INCOMPATIBLE_WAYS = f"Two ways out: {REVERT}; or keep the change and {REPROCESS}."
 DOCTOR = ("Run `python -m spark_jobs checkpoint inspect <job>` to see what is damaged and "
           "`python -m spark_jobs checkpoint repair <job>` (dry run; --apply to fix what is provably safe).")
 
@@ -34,7 +34,7 @@ _KNOWN: tuple[tuple[str, str, str], ...] = (
      INCOMPATIBLE_WAYS),
     (r"STATE_STORE_INVALID_CONFIG_AFTER_RESTART",
      "A state store setting changed between restarts; Spark keeps the one stored in the checkpoint.",
-     "Set it back to the stored value, or " + REPROCESS + "."),
+     "Set it back to the stored value, or keep the new one and " + REPROCESS + "."),
     (r"sources in the checkpoint offsets and now there are|number of sources",
      "The query reads a different number of sources than when the checkpoint was written (a source was added "
      "or removed): the checkpoint's offsets belong to the old sources.",
@@ -61,8 +61,8 @@ _KNOWN: tuple[tuple[str, str, str], ...] = (
     (r"DELTA_FAILED_TO_MERGE_FIELDS|schema mismatch detected when writing to the Delta table|"
      r"DELTA_SCHEMA_CHANGED|A schema mismatch detected",
      "The job's output columns changed incompatibly with the table it writes (a changed output schema).",
-     "Two ways out: revert the code change; or write to a new table (or migrate the table's schema) and "
-     "reprocess: " + REPROCESS + "."),
+     "Two ways out: revert the code change; or keep it, write to new tables (or migrate the tables' schema), "
+     "and " + REPROCESS + "."),
 )
 _COMPILED = tuple((re.compile(p, re.IGNORECASE), what, way) for p, what, way in _KNOWN)
 
