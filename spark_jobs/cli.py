@@ -93,6 +93,8 @@ def build_parser() -> argparse.ArgumentParser:
     supervise.add_argument("--spark-submit", action="store_true",
                            help="start the driver with spark-submit (client mode) instead of python -m spark_jobs run")
     supervise.add_argument("--lease-ttl", type=float, metavar="SECONDS", help="the driver's lease ttl (default: the registry's)")
+    supervise.add_argument("--policy", metavar="JSON",
+                           help="RestartPolicy fields to override, e.g. '{\"max_restarts\": 2}' (default: the registry's)")
 
     from spark_jobs.bench.recovery import add_trial_arguments
 
@@ -181,9 +183,11 @@ def _cmd_supervise(args) -> int:
     from spark_jobs.lake import Lake
     from spark_jobs.runner import resolve_input
     from spark_jobs.supervision.command import driver_command
+    from spark_jobs.supervision.policy import policy_with_overrides
     from spark_jobs.supervision.supervisor import Supervisor
 
     job = get_job(args.job)
+    policy = policy_with_overrides(job.restart, args.policy)
     lake = Lake.at(args.lake)
     input_path = resolve_input(job, args.input)
     command = driver_command(job, lake=str(lake.root), input_path=str(input_path), trigger=args.trigger,
@@ -193,7 +197,7 @@ def _cmd_supervise(args) -> int:
         signal.signal(sig, lambda *_: stop.set())
     logging.basicConfig(stream=sys.stderr, level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    supervisor = Supervisor(job, lake, command, should_stop=stop.is_set, input_path=str(input_path),
+    supervisor = Supervisor(job, lake, command, policy, should_stop=stop.is_set, input_path=str(input_path),
                             notify=lambda event: print(json.dumps(event, sort_keys=True), flush=True))
     outcome = supervisor.run()
     print(json.dumps({"job": job.name, "outcome": outcome, "log": str(supervisor.driver.log_path)}), flush=True)

@@ -9,9 +9,13 @@ Both run the job as a person does: ``python -m spark_jobs supervise cloudtrail_e
 process; the registry's restart policy and continuous trigger unless ``--trigger`` is given) on a
 fresh lake, while a steady stream of CloudTrail files lands in its input folder (atomically: temp
 name, then rename). ``recovery`` waits until the job commits, then ``kill -9``s the Python driver
-(the pid in its lease) ``--kills`` times, a random 5-15 s after each recovery, and times each kill
-to the first batch committed by the driver that replaced it (the commit file of a batch planned
-after the new lease was taken, by its modification time). ``soak`` kills nothing for ``--minutes``.
+(the pid in its lease) ``--kills`` times and times each kill to the first batch committed by the
+driver that replaced it (the first commit file written after the new lease was taken, by its
+modification time). Each kill is a *first* failure: the trial gives the supervisor
+``healthy_reset_seconds`` of ``--healthy-reset`` (60 s) and kills a random 5-15 s after the
+supervisor reset its consecutive failures, so every restart backs off the initial 5 s (back-to-back
+kills back off 5, 10, 20, 40, 80 s by design; ``--healthy-reset 0`` measures that).
+``soak`` kills nothing for ``--minutes``.
 At the end the landing stops, the job catches up, the supervisor is stopped with SIGTERM (a
 graceful stop) and the trial checks that every landed event is in ``cloudtrail_events`` exactly
 once, that the restarts in ``events.jsonl`` are exactly the kills, and that no process of the
@@ -34,6 +38,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -55,11 +60,16 @@ def add_trial_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("trial", choices=TRIALS, help="recovery: kill -9 the driver N times; soak: no kills")
     parser.add_argument("--kills", type=int, default=5, help="recovery: kills of the driver (default 5, at least 1)")
     parser.add_argument("--minutes", type=float, default=30.0, help="soak: how long the job runs (default 30)")
-    parser.add_argument("--gap", type=float, default=2.0, help="seconds between two landed files (default 2)")
-    parser.add_argument("--records-per-file", type=int, default=50, help="events per landed file (default 50)")
+    parser.add_argument("--gap", type=float, default=5.0, help="seconds between two landed files (default 5)")
+    parser.add_argument("--records-per-file", type=int, default=20, help="events per landed file (default 20)")
     parser.add_argument("--trigger", help="the job's trigger (default: the registry's continuous_trigger)")
     parser.add_argument("--seed", type=int, default=1, help="seed of the events and of the kill times (default 1)")
     parser.add_argument("--root", help=f"work folder (default {TRIAL_ROOT}/trial-<name>; emptied first)")
+    parser.add_argument("--healthy-reset", type=float, default=60.0,
+                        help="recovery: the supervisor's healthy_reset_seconds, and each kill waits until the driver "
+                             "was healthy that long (its consecutive failures reset), so every kill is a first "
+                             "failure with the initial backoff (default 60; 0: the registry's policy, kills back to "
+                             "back, each backing off longer)")
 
 
 class Lander:
@@ -142,12 +152,13 @@ class SupervisedJob:
     :param workdir: where its output files go.
     """
 
-    def __init__(self, landing: Path, lake: Path, trigger: str | None, workdir: Path) -> None:
+    def __init__(self, landing: Path, lake: Path, trigger: str | None, workdir: Path, policy: dict | None = None) -> None:
         self.lake = Lake(lake)
         self.control = self.lake.control_path(JOB.name)
         self.checkpoint = self.lake.checkpoint_path(JOB.name)
         command = [sys.executable, "-m", "spark_jobs", "supervise", JOB.name, "--lake", str(lake),
-                   "--input", str(landing)] + (["--trigger", trigger] if trigger else [])
+                   "--input", str(landing)] + (["--trigger", trigger] if trigger else []) \
+            + (["--policy", json.dumps(policy)] if policy else [])
         self.stdout, self.stderr = workdir / "supervise.out", workdir / "supervise.err"
         self.proc = subprocess.Popen(command, cwd=PROJECT_ROOT, stdout=self.stdout.open("w"),
                                      stderr=self.stderr.open("w"), start_new_session=True)
@@ -182,6 +193,11 @@ class SupervisedJob:
             return None
         return lease
 
+    def state(self) -> dict:
+        from spark_jobs.supervision.state import read_supervisor_state
+
+        return read_supervisor_state(str(self.control)) or {}
+
     def events(self) -> list[dict]:
         from spark_jobs.supervision.state import read_events
 
@@ -207,11 +223,15 @@ class SupervisedJob:
         return self.proc.returncode, took, sorted(set(left))
 
 
-def _kill_and_time(job: SupervisedJob, rng: random.Random) -> dict:
-    """Kill -9 the running driver once it has committed; seconds from the kill to the next driver's commit."""
+def _kill_and_time(job: SupervisedJob, rng: random.Random, wait_for_reset: bool) -> dict:
+    """Kill -9 the running driver once it has committed (and, with ``wait_for_reset``, once the supervisor
+    reset its consecutive failures); seconds from the kill to the next driver's commit."""
     lease = job.wait(job.live_driver, RECOVERY_TIMEOUT_S, "a running driver")
     job.wait(lambda: any(p.stat().st_mtime > datetime.fromisoformat(lease.started_at).timestamp()
                          for p in job.commits().values()), RECOVERY_TIMEOUT_S, "a commit by the running driver")
+    if wait_for_reset:
+        job.wait(lambda: job.state().get("consecutive_failures") == 0, RECOVERY_TIMEOUT_S + 600,
+                 "the supervisor's healthy reset")
     time.sleep(rng.uniform(5, 15))
     lease = job.wait(job.live_driver, RECOVERY_TIMEOUT_S, "a running driver")
     in_flight = bool(set(_batch_files(job.checkpoint / "offsets")) - set(job.commits()))
@@ -225,6 +245,7 @@ def _kill_and_time(job: SupervisedJob, rng: random.Random) -> dict:
         return new if new is not None and new.generation > lease.generation else None
 
     new = job.wait(next_driver, RECOVERY_TIMEOUT_S, "a new driver taking the lease")
+    backoff = next((e.get("backoff_seconds") for e in reversed(job.events()) if e["kind"] == "restart"), None)
     taken_at = datetime.fromisoformat(new.started_at).timestamp()
 
     def committed_after():
@@ -232,7 +253,7 @@ def _kill_and_time(job: SupervisedJob, rng: random.Random) -> dict:
         return min(times) if times else None
 
     committed_at = job.wait(committed_after, RECOVERY_TIMEOUT_S, "a commit after the restart")
-    result = {"killed_pid": lease.pid, "batch_in_flight": in_flight,
+    result = {"killed_pid": lease.pid, "batch_in_flight": in_flight, "backoff_s": backoff,
               "lease_taken_after_s": round(taken_at - killed_at, 2),
               "recovery_s": round(committed_at - killed_at, 2)}
     log.info("trial: recovered in %.1f s (new driver took the lease after %.1f s)", result["recovery_s"],
@@ -258,8 +279,9 @@ def run_supervised(name: str, args: argparse.Namespace) -> dict:
     root.mkdir(parents=True)
     landing, lake = root / "landing", root / "lake"
     rng = random.Random(args.seed)
+    overrides = {"healthy_reset_seconds": args.healthy_reset} if name == "recovery" and args.healthy_reset else None
     lander = Lander(landing, args.gap, args.records_per_file, args.seed).start()
-    job = SupervisedJob(landing, lake, args.trigger, root)
+    job = SupervisedJob(landing, lake, args.trigger, root, overrides)
     started = time.monotonic()
     kills: list[dict] = []
     try:
@@ -268,7 +290,7 @@ def run_supervised(name: str, args: argparse.Namespace) -> dict:
         if name == "recovery":
             for index in range(args.kills):
                 log.info("trial: kill %d of %d", index + 1, args.kills)
-                kills.append(_kill_and_time(job, rng))
+                kills.append(_kill_and_time(job, rng, wait_for_reset=bool(overrides)))
         else:
             deadline = started + args.minutes * 60
             while time.monotonic() < deadline:
@@ -290,7 +312,7 @@ def run_supervised(name: str, args: argparse.Namespace) -> dict:
         "trial": name,
         "job": JOB.name,
         "trigger": args.trigger or JOB.continuous_trigger,
-        "policy": JOB.restart.__dict__,
+        "policy": {**asdict(JOB.restart), **(overrides or {})},
         "lease_ttl_s": JOB.health.lease_ttl_seconds,
         "files_landed": len(lander.files),
         "events_landed": len(lander.event_ids),

@@ -63,3 +63,29 @@ class RestartBudget:
 def healthy_long_enough(policy: RestartPolicy, healthy_for_seconds: float | None) -> bool:
     """Whether a run healthy for ``healthy_for_seconds`` resets the consecutive failures and budget."""
     return healthy_for_seconds is not None and healthy_for_seconds >= policy.healthy_reset_seconds
+
+
+def policy_with_overrides(policy: RestartPolicy, overrides: str | dict | None) -> RestartPolicy:
+    """``policy`` with some fields replaced, from a JSON object (``--policy '{"max_restarts": 2}'``).
+
+    :raises UsageError: naming the bad text or field, and the fields that exist.
+    """
+    import json
+    from dataclasses import fields, replace
+
+    from spark_jobs.errors import UsageError
+
+    if not overrides:
+        return policy
+    known = [f.name for f in fields(RestartPolicy)]
+    try:
+        values = json.loads(overrides) if isinstance(overrides, str) else dict(overrides)
+    except ValueError as exc:
+        raise UsageError(f"--policy {overrides!r} is not JSON ({exc}); give an object of RestartPolicy fields, "
+                         f"e.g. '{{\"max_restarts\": 2}}'; fields: {', '.join(known)}") from None
+    if not isinstance(values, dict):
+        raise UsageError(f"--policy {overrides!r} is not a JSON object; fields: {', '.join(known)}")
+    unknown = sorted(set(values) - set(known))
+    if unknown:
+        raise UsageError(f"unknown RestartPolicy field(s) {', '.join(unknown)} in --policy; fields: {', '.join(known)}")
+    return replace(policy, **values)
