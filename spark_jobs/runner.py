@@ -366,10 +366,6 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
     # Progress is read from the query in this thread (not through a StreamingQueryListener, whose
     # callbacks into Python can arrive after the query, and this process, have ended).
     logged = -1
-    if stopper.signal_name:  # stopped while Spark was starting: nothing to do
-        summary.stopped_by = stopper.signal_name
-        summary.seconds = round(time.monotonic() - started, 2)
-        return summary
     files = read_files(spark, job, options.input_path, options.file_source_options, streaming=True)
     stopper.query_started = True  # from here on a signal stops the query after its micro-batch
     try:
