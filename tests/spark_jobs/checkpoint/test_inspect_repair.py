@@ -180,6 +180,32 @@ def test_inspection_over_an_fsspec_memory_filesystem(template):
         fs.rm(root, recursive=True)
 
 
+def test_repair_over_an_fsspec_memory_filesystem(template):
+    fs = fsspec.filesystem("memory")
+    root = f"/ckpt-{uuid.uuid4().hex}"
+    checkpoint = f"{root}/lake/checkpoints/{JOB.name}"
+    fs.put(str(checkpoint_of(template["lake"])), checkpoint, recursive=True)
+    fs.pipe_file(f"{checkpoint}/offsets/.5.{uuid.uuid4()}.tmp", b"partial")
+    try:
+        report = inspect_checkpoint(JOB, f"memory://{root}/lake", str(template["land"]))
+        assert codes(report) == {"temp_files": "warning"}
+        result = repair_checkpoint(JOB, f"memory://{root}/lake", apply=True, input_path=str(template["land"]))
+        assert (result.exit_code, result.status_after, [a.code for a in result.actions]) == (0, "idle", ["temp_files"])
+        assert result.backup.startswith(f"memory://{root}/lake/control/{JOB.name}/backups/")
+        assert fs.exists(result.backup.removeprefix("memory://") + "/metadata")
+        assert [n for n in fs.ls(f"{checkpoint}/offsets", detail=False) if n.endswith(".tmp")] == []
+    finally:
+        fs.rm(root, recursive=True)
+
+
+def test_a_lake_without_a_checkpoint_is_not_started(tmp_path, template):
+    report = inspect_checkpoint(JOB, str(tmp_path / "empty_lake"), str(template["land"]))
+    assert (report.status, report.latest_offset_batch, report.latest_commit_batch, report.problems) == (
+        "not_started", None, None, [])
+    assert report.backlog_files == len(template["first"].files_written) + len(template["second"].files_written) + 1
+    assert {t["format"] for t in report.tables.values()} == {"missing"}
+
+
 # ---- the driver's lease --------------------------------------------------------------------------
 
 
