@@ -46,7 +46,7 @@ TEMP_GRACE_SECONDS = 120  # a live driver's temp file younger than this is a wri
 # Problems that stop Spark from starting, or would make it lose or skip data if it started.
 BLOCKING = {"metadata_missing", "metadata_corrupt", "offsets_torn", "offsets_corrupt", "commit_torn",
             "offsets_ahead", "table_ahead_of_offsets", "source_count_changed", "source_changed",
-            "source_log_corrupt", "checksum_mismatch"}
+            "source_log_corrupt", "commit_without_offsets"}
 
 
 @dataclass
