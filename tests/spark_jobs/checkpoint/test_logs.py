@@ -144,3 +144,13 @@ def test_state_folders_are_summarized(tmp_path):
     assert report.state == {"operators": [
         {"id": 0, "names": ["stateStoreSave"], "partitions": 2, "latest_version": 2},
         {"id": 1, "names": [], "partitions": 1, "latest_version": 4}]}
+
+
+def test_the_checkpoint_package_imports_no_pyspark():
+    import subprocess
+    import sys
+
+    code = ("import sys, spark_jobs.checkpoint, spark_jobs.checkpoint.inspect, spark_jobs.checkpoint.repair, "
+            "spark_jobs.checkpoint.cli; print(sorted(m for m in sys.modules if m.split('.')[0] == 'pyspark'))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout.strip()) == (0, "[]"), done.stderr
