@@ -81,7 +81,10 @@ def delta_transaction_version(table: Location, app_id: str) -> int | None:
     if table.local:
         from deltalake import DeltaTable
 
-        return DeltaTable(table.path).transaction_version(app_id)
+        try:
+            return DeltaTable(table.path).transaction_version(app_id)
+        except Exception:  # noqa: BLE001 - e.g. a table feature delta-rs does not read: the log itself says
+            pass
     return delta_app_versions(table).get(app_id)
 
 
