@@ -154,3 +154,24 @@ def test_the_checkpoint_package_imports_no_pyspark():
             "spark_jobs.checkpoint.cli; print(sorted(m for m in sys.modules if m.split('.')[0] == 'pyspark'))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout.strip()) == (0, "[]"), done.stderr
+
+
+def test_delta_app_ids_are_read_from_json_commits_and_parquet_checkpoints(tmp_path):
+    import pyarrow as pa
+    from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+
+    from spark_jobs.checkpoint.tables import delta_app_versions, delta_transaction_version, table_progress
+
+    path = str(tmp_path / "events")
+    for batch in range(3):
+        write_deltalake(path, pa.table({"eventID": [f"e{batch}"]}), mode="append", commit_properties=CommitProperties(
+            app_transactions=[Transaction("q1:events", batch)]))
+    DeltaTable(path).create_checkpoint()
+    write_deltalake(path, pa.table({"eventID": ["x"]}), mode="append",
+                    commit_properties=CommitProperties(app_transactions=[Transaction("q2:events", 7)]))
+    table = Location.of(path)
+    assert any(name.endswith(".checkpoint.parquet") for name in table.child("_delta_log").names())
+    assert delta_app_versions(table) == {"q1:events": 2, "q2:events": 7}
+    assert delta_transaction_version(table, "q1:events") == 2
+    progress = table_progress(table, "events", "q1")
+    assert (progress.format, progress.batch, progress.app_id) == ("delta", 2, "q1:events")
