@@ -351,8 +351,8 @@ def _write_no_records(writer: _LandingWriter) -> None:
 def _write_empty_file(writer: _LandingWriter) -> None:
     """A file of nothing but white space (quarantined), and one of zero bytes.
 
-    Spark's file source does not list zero-byte files at all, so that one is never read: it holds
-    nothing to lose, and the manifest lists it with the ignored files.
+    Spark's file source lists a zero-byte file (its source log records it) but plans no read of it,
+    so it gives no row: it holds nothing to lose, and the manifest lists it with the ignored files.
     """
     path = writer.write(writer.new_path(writer.random_delivery(), ".json"), b"\n  \n")
     writer.quarantine(path, reasons.EMPTY_FILE)
