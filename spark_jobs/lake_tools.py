@@ -34,6 +34,7 @@ import argparse
 import json
 import logging
 import re
+import shutil
 import sys
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -494,11 +495,23 @@ def _file_sink_files(path: Path) -> list[str]:
 
 
 def _create_empty(spark, path: Path, schema, partition_by: tuple[str, ...]) -> None:
+    """An empty Delta table with ``schema`` at ``path``, a folder that already holds the file sink's log.
+
+    Delta refuses to create a table in a non-empty folder that is not a Delta table, so the table is
+    created beside it and its ``_delta_log`` (no data files: nothing to relocate) moved in.
+    """
     from delta.tables import DeltaTable
     from pyspark.sql.types import StructField, StructType
 
     nullable = StructType([StructField(f.name, f.dataType, True, f.metadata) for f in schema.fields])
-    DeltaTable.createIfNotExists(spark).location(str(path)).addColumns(nullable).partitionedBy(*partition_by).execute()
+    scratch = path.parent / f".{path.name}.converting"
+    shutil.rmtree(scratch, ignore_errors=True)
+    try:
+        (DeltaTable.createIfNotExists(spark).location(str(scratch)).addColumns(nullable)
+         .partitionedBy(*partition_by).execute())
+        (scratch / "_delta_log").rename(path / "_delta_log")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _file_uris(path: Path) -> list[str]:
