@@ -285,6 +285,23 @@ def test_kill_9_of_the_driver_is_restarted_and_tables_stay_exact(setup, first_ru
     assert setup.webhook.posts[0]["dag_id"] == DAG_ID and setup.webhook.posts[0]["job"] == JOB
 
 
+def test_clearing_supervise_replaces_the_driver_in_the_same_run(setup, first_run):
+    run_id = first_run["dag_run_id"]
+    before = live_driver(setup)
+    seen = len(setup.events())
+    setup.api("POST", f"/dags/{DAG_ID}/clearTaskInstances",
+              {"dry_run": False, "only_failed": False, "task_ids": ["supervise"], "dag_run_id": run_id})
+
+    # The cleared task is stopped (its on_kill stops the driver), then runs again: a new supervisor.
+    wait_for("a new supervision", lambda: [e for e in setup.events()[seen:] if e["kind"] == "start"])
+    after = wait_for("the new driver", lambda: (s := live_driver(setup))["driver_pid"] != before["driver_pid"] and s)
+    assert before["driver_pid"] not in setup.drivers()
+    assert set(setup.drivers()) >= {after["driver_pid"]}
+    tis = setup.api("GET", f"/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances")["task_instances"]
+    assert {ti["task_id"]: ti["try_number"] for ti in tis}["supervise"] == 2
+    assert setup.webhook.kinds() == ["restart"]  # a stop is not an alert
+
+
 def test_marking_supervise_failed_leaves_no_driver(setup, first_run):
     run_id = first_run["dag_run_id"]
     live_driver(setup)
