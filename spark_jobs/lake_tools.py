@@ -578,6 +578,12 @@ def run_command(args: argparse.Namespace, spark=None, out=sys.stdout) -> int:
         if not args.yes:
             raise UsageError(f"{plan.describe()}. Run again with --yes to do it")
         print(f"{plan.describe()}.", file=sys.stderr)
+    if command == "vacuum":  # a retention below the safety minimum is refused before a JVM starts
+        for _job, table in tables:
+            path = lake.table_path(table.name)
+            if (path / "_delta_log").is_dir():
+                hours = float(table.vacuum_retention_hours if args.retention_hours is None else args.retention_hours)
+                check_retention(table.name, hours, safety_minimum_hours(path), args.force)
     if spark is None:
         from spark_jobs.session import build_session
 

@@ -244,3 +244,17 @@ def test_jars_fetch_from_an_empty_maven_cache(tmp_path):
     checked = subprocess.run([sys.executable, "-m", "spark_jobs.jars", "check"], cwd=PROJECT_ROOT,
                              env={**__import__("os").environ, **env}, capture_output=True, text=True, timeout=120)
     assert (checked.returncode, checked.stderr) == (0, "")
+
+
+def test_vacuum_below_the_safety_minimum_is_refused_before_spark_starts(tmp_path):
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    write_deltalake(str(tmp_path / "tables" / "cloudtrail_events"), pa.table({"eventID": ["ev-1"]}))
+    done = run_cli("lake", "vacuum", "--table", "cloudtrail_events", "--retention-hours", "0",
+                   "--lake", str(tmp_path), env={JARS_DIR_ENV: str(tmp_path / "no_jars")}, timeout=120)
+    assert done.returncode == 2
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith("error: vacuum of cloudtrail_events with a retention of 0 hours is below Delta's safety "
+                           "minimum of 168 hours (the table's delta.deletedFileRetentionDuration)"), line
+    assert line.endswith("or pass --force when no job writes this table and nobody reads older versions")
