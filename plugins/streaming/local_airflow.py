@@ -44,6 +44,10 @@ DEFAULT_PORT = 8080
 PORT_ENV = "AIRFLOW_PORT"
 
 
+class CannotStart(RuntimeError):
+    """Airflow was not started (it already runs, or its port is taken); nothing needs stopping."""
+
+
 def port_settings(port: int) -> dict[str, str]:
     """Every Airflow setting that depends on the API server's port."""
     return {
@@ -89,16 +93,18 @@ class LocalAirflow:
     def start(self, timeout: float = 180) -> None:
         """Migrate the DB, start every component, wait until all are healthy.
 
+        :raises CannotStart: it already runs from this home, or a port it needs is taken.
         :raises RuntimeError: a component exited or the instance did not get healthy in time,
             with the tail of the component's output.
         """
         running = [c for c in COMPONENTS if _alive(self._read_pid(c))]
         if running:
-            raise RuntimeError(f"Airflow is already running from {self.home} ({', '.join(running)}): "
+            raise CannotStart(f"Airflow is already running from {self.home} ({', '.join(running)}): "
                                f"`make stop` first, or choose another AIRFLOW_HOME")
-        if _port_in_use(self.port):
-            raise RuntimeError(f"port {self.port} on 127.0.0.1 is taken: choose another with "
-                               f"{PORT_ENV}=<port> (it also uses {self.port + 1} and {self.port + 2})")
+        taken = [port for port in (self.port, self.port + 1, self.port + 2) if _port_in_use(port)]
+        if taken:
+            raise CannotStart(f"port {', '.join(map(str, taken))} on 127.0.0.1 is taken: choose another with "
+                              f"{PORT_ENV}=<port> (Airflow uses <port>, <port>+1 and <port>+2)")
         (self.home / "logs").mkdir(parents=True, exist_ok=True)
         migrate = subprocess.run(["airflow", "db", "migrate"], env=self.component_env, capture_output=True,
                                  text=True, timeout=300)
@@ -289,6 +295,9 @@ def main(argv: list[str] | None = None) -> int:
               f"(api-server, scheduler, dag-processor, triggerer)")
         started = time.monotonic()
         airflow.start()
+    except CannotStart as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
     except RuntimeError as error:
         print(f"error: {error}", file=sys.stderr)
         airflow.stop(grace=10)
