@@ -21,7 +21,8 @@ bare-Spark counterpart it is a ratio to the best bare Spark does on the same fil
 - ``adhoc_query``: one query on the raw JSON files and on the table (same answer checked).
 - ``memory``: peak resident memory of the Spark JVM (driver and executor are one JVM in local
   mode) and of the Python processes, during the in-process measurements.
-- ``recovery`` and ``state``: not applicable until a supervisor and stateful queries exist.
+- ``recovery``: measured by ``python -m spark_jobs trial recovery`` (:mod:`spark_jobs.bench.recovery`);
+  ``state``: not applicable until stateful queries exist.
 
 ``--quick`` (under 3 minutes on 2 cores): 50k records, 2 repetitions (1 per process launch), a
 warm-up on a tenth of the input, no noop-sink stand-ins in the profile, and neither freshness nor
@@ -72,8 +73,9 @@ GOALS = {"throughput": (">= 0.9", ("ratio",)), "noop_catchup": ("<= 1.5", ("rati
          "orchestration": ("<= 5 s more", ("difference_s",)),
          "freshness": ("p50 <= 2 s, p95 <= 4 s", ("p50_s", "p95_s")), "adhoc_query": (">= 25", ("ratio",))}
 NOT_YET = {
-    "recovery": "needs the supervisor of continuous jobs (kill -9 of a supervised job to its next "
-                "commit, goal <= 60 s with exact output); it does not exist yet",
+    "recovery": "measured by its own trial, `python -m spark_jobs trial recovery --kills 5` (kill -9 of a "
+                "supervised job's driver to the next commit, goal median <= 45 s, max <= 60 s, exact output; "
+                "report in .spark/bench/trial-recovery.json)",
     "state": "needs stateful queries (state rows after 1x and 10x the event-time span, goal <= 1.2x); "
              "the job is stateless today",
 }
