@@ -1,4 +1,8 @@
-"""kill -9 in the middle of a micro-batch, restart: nothing lost, nothing duplicated, in either table."""
+"""kill -9 in the middle of a micro-batch, restart: nothing lost, nothing duplicated, in either table.
+
+While a killed batch's Parquet files lie in the table folder (written, never committed), a reader that
+is not Spark (delta-rs) sees exactly the committed rows: the Delta log, not the folder, is the table.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +10,11 @@ import os
 import signal
 import subprocess
 import sys
+import json
 import time
 from collections import Counter
 from pathlib import Path
+from urllib.parse import unquote
 
 from spark_jobs.sample_data import write_sample_landing
 from tests.conftest import PROJECT_ROOT
@@ -26,38 +32,88 @@ def _start(landing: Path, lake: Path, log: Path) -> subprocess.Popen:
         cwd=PROJECT_ROOT, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
 
 
-def _kill_mid_batch(process: subprocess.Popen, checkpoint: Path, after_commits: int, delay: float) -> tuple[int, int]:
+def _complete(path: Path) -> bool:
+    """Whether a Parquet file is whole (ends with its footer's magic bytes)."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(-4, 2)
+            return handle.read() == b"PAR1"
+    except OSError:
+        return False
+
+
+def _uncommitted_files(table: Path) -> set[str]:
+    """Parquet files in the table folder (whole or still being written) that no commit in its Delta log added."""
+    added = set()
+    for commit in (table / "_delta_log").glob("*.json"):
+        for line in commit.read_text().splitlines():
+            action = json.loads(line) if line.strip() else {}
+            if "add" in action:
+                added.add(unquote(action["add"]["path"]))
+    return {str(p.relative_to(table)) for p in table.rglob("*.parquet")} - added
+
+
+def _kill_mid_batch(process: subprocess.Popen, checkpoint: Path, after_commits: int, delay: float,
+                    table: Path | None = None) -> tuple[int, int]:
     """SIGKILL the job's process group (Python driver and JVM) while a batch is planned but not committed.
 
+    :param table: if given, kill only once the batch in flight has written a whole Parquet file into
+        this table that is not committed yet.
     :returns: (last committed batch, batch in flight) at the moment of the kill.
     """
-    deadline = time.monotonic() + 240
+    deadline = time.monotonic() + 420
     while time.monotonic() < deadline:
         assert process.poll() is None, "the job ended before it could be killed"
         commits, offsets = _batch_ids(checkpoint / "commits"), _batch_ids(checkpoint / "offsets")
         in_flight = offsets - commits
-        if len(commits) >= after_commits and in_flight:
+        if len(commits) >= after_commits and in_flight and (
+                table is None or any(_complete(table / f) for f in _uncommitted_files(table))):
             time.sleep(delay)
             commits, offsets = _batch_ids(checkpoint / "commits"), _batch_ids(checkpoint / "offsets")
             if offsets - commits:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait(30)
                 return max(commits), max(offsets - commits)
-        time.sleep(0.05)
-    raise AssertionError("no micro-batch was in flight within 240 s")
+        time.sleep(0.02)
+    raise AssertionError("no micro-batch was in flight within 420 s")
+
+
+def _delta_rs_sees_only_committed_rows(table: Path, seen: set[str]) -> int:
+    """Read the table with delta-rs while the killed batch's files are on disk; returns those files' rows.
+
+    :param seen: files left by earlier kills (their batches were re-run and committed since, in new
+        files); updated with this kill's.
+    """
+    import deltalake
+    import pyarrow.parquet as pq
+
+    dt = deltalake.DeltaTable(str(table))
+    ids = dt.to_pyarrow_table(columns=["eventID"]).column("eventID").to_pylist()
+    committed = sum(int(h["operationMetrics"]["numTargetRowsInserted"]) for h in dt.history()
+                    if h["operation"] == "MERGE")
+    assert len(ids) == len(set(ids)) == committed
+    orphans = [f for f in _uncommitted_files(table) - seen if _complete(table / f)]  # others were cut off mid-write
+    seen |= _uncommitted_files(table)
+    orphan_ids = {i for f in orphans for i in pq.read_table(table / f, columns=["eventID"]).column("eventID").to_pylist()}
+    assert not orphan_ids & set(ids)  # not one row of the uncommitted batch
+    return len(orphan_ids)
 
 
 def test_kill_9_mid_batch_then_restart_gives_exact_tables(tmp_path, tables):
     landing, lake = tmp_path / "landing", tmp_path / "lake"
     manifest = write_sample_landing(landing, files=30, records_per_file=40, seed=3)
     checkpoint = lake / "checkpoints" / "cloudtrail_etl"
+    events = lake / "tables" / "cloudtrail_events"
 
-    kills = []
-    for after_commits, delay in ((2, 0.0), (5, 0.8)):
+    kills, orphan_rows, seen = [], [], set()
+    # The first kill waits until the batch in flight has written its event files, not committed them.
+    for after_commits, delay, table in ((2, 0.0, events), (5, 0.8, None)):
         process = _start(landing, lake, tmp_path / f"kill-{after_commits}.log")
-        kills.append(_kill_mid_batch(process, checkpoint, after_commits, delay))
+        kills.append(_kill_mid_batch(process, checkpoint, after_commits, delay, table))
+        orphan_rows.append(_delta_rs_sees_only_committed_rows(events, seen))
     for committed, in_flight in kills:
         assert in_flight == committed + 1  # each kill hit a planned, uncommitted batch
+    assert orphan_rows[0] > 0  # the killed batch's files were there, with rows delta-rs did not show
 
     final = subprocess.run(
         [sys.executable, "-m", "spark_jobs", "run", "cloudtrail_etl", "--input", str(landing), "--lake", str(lake),
