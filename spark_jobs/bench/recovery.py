@@ -124,8 +124,9 @@ def _batch_files(folder: Path) -> dict[int, Path]:
 
 def committed_files(checkpoint: Path) -> set[str]:
     """Names of the input files of committed batches (the source log, ``.compact`` files included,
-    says which batch read each file; ``commits/`` which batches are done)."""
-    committed = set(_batch_files(checkpoint / "commits"))
+    says which batch read each file; ``commits/`` the last batch done: Spark keeps only the newest
+    100 batches' files there)."""
+    latest = max(_batch_files(checkpoint / "commits"), default=-1)
     names: set[str] = set()
     folder = checkpoint / "sources" / "0"
     if not folder.is_dir():
@@ -136,7 +137,7 @@ def committed_files(checkpoint: Path) -> set[str]:
         for line in path.read_text(errors="replace").splitlines()[1:]:
             try:
                 entry = json.loads(line)
-                if entry["batchId"] in committed:
+                if entry["batchId"] <= latest:
                     names.add(entry["path"].rsplit("/", 1)[-1])
             except (ValueError, KeyError, TypeError):
                 continue
