@@ -137,7 +137,8 @@ _ROW_METRICS = {
     "UPDATE": ("numUpdatedRows", "numUpdatedRows"),
     "OPTIMIZE": (None, None),
 }
-_FILE_METRICS = (("numFiles", None), ("numAddedFiles", "numRemovedFiles"), ("numTargetFilesAdded", "numTargetFilesRemoved"),
+_FILE_METRICS = (("numFiles", None), ("numAddedFiles", "numRemovedFiles"),
+                 ("numTargetFilesAdded", "numTargetFilesRemoved"),
                  ("numConvertedFiles", None), ("numRestoredFiles", "numRemovedFiles"), (None, "numDeletedFiles"))
 
 

@@ -7,9 +7,9 @@ restore's refusal) run as real ``python -m spark_jobs`` processes.
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -154,7 +154,8 @@ def test_restore_brings_back_an_earlier_versions_exact_rows(spark, restorable):
 
 
 def test_restore_to_a_version_that_does_not_exist_names_the_range(restorable):
-    with pytest.raises(UsageError, match=r"--as-of 7: no such version; table cloudtrail_quarantine has versions 0\.\.2"):
+    with pytest.raises(UsageError,
+                       match=r"--as-of 7: no such version; table cloudtrail_quarantine has versions 0\.\.2"):
         restore_plan(restorable, "cloudtrail_quarantine", to_version=7)
 
 
@@ -238,11 +239,11 @@ def test_jars_fetch_from_an_empty_maven_cache(tmp_path):
         pytest.fail("mvn is not installed; the set-up needs it (apt-get install maven)", pytrace=False)
     env = {JARS_DIR_ENV: str(tmp_path / "jars"), MAVEN_REPO_ENV: str(tmp_path / "m2")}
     fetched = subprocess.run([sys.executable, "-m", "spark_jobs.jars", "fetch"], cwd=PROJECT_ROOT,
-                             env={**__import__("os").environ, **env}, capture_output=True, text=True, timeout=900)
+                             env={**os.environ, **env}, capture_output=True, text=True, timeout=900)
     assert fetched.returncode == 0, fetched.stderr[-2000:]
     assert sorted(p.name for p in (tmp_path / "jars").glob("*.jar")) == sorted(j.file_name for j in JARS)
     checked = subprocess.run([sys.executable, "-m", "spark_jobs.jars", "check"], cwd=PROJECT_ROOT,
-                             env={**__import__("os").environ, **env}, capture_output=True, text=True, timeout=120)
+                             env={**os.environ, **env}, capture_output=True, text=True, timeout=120)
     assert (checked.returncode, checked.stderr) == (0, "")
 
 
