@@ -204,23 +204,27 @@ def _timed(fn) -> float:
 
 
 def label_jobs(jobs: list[dict]) -> dict[str, int]:
-    """Milliseconds of a streaming run's Spark jobs by what they do, in the order the runner starts them.
+    """Milliseconds of a one-batch streaming run's Spark jobs by what they do, in the order the runner starts them.
 
     ``list_input_files`` is the file source listing a batch's files in a Spark job (only past
-    ``spark.sql.sources.parallelPartitionDiscovery.threshold`` files); each batch then runs one job
-    per table, in the registry's order: the first, ``parse_and_write_<main table>``, decodes, parses
-    and writes the main table (observing the other tables' files); then ``write_<table>`` for the
-    others (from the files that have rows for them, usually none).
+    ``spark.sql.sources.parallelPartitionDiscovery.threshold`` files); ``parse_and_count`` the batch's
+    first job, which decodes and parses every file into the batch's cache while counting each table's
+    rows and collecting the event dates; ``delta_log`` Delta reading its own log (snapshots before and
+    after a commit); ``merge_and_write`` the rest: the in-batch dedup, each MERGE's anti join against
+    its table and its Parquet write, and the count of input files.
     """
     totals: dict[str, int] = {}
-    writes = 0
+    parsed = False
     for job in jobs:
-        if (job["description"] or "").startswith("Listing leaf files"):
+        description = job["description"] or ""
+        if description.startswith("Listing leaf files"):
             label = "list_input_files"
+        elif description.startswith("Delta:") or "recordDeltaOperation" in description:
+            label = "delta_log"
+        elif not parsed:
+            label, parsed = "parse_and_count", True
         else:
-            table = JOB.tables[writes % len(JOB.tables)].name
-            label = f"parse_and_write_{table}" if writes % len(JOB.tables) == 0 else f"write_{table}"
-            writes += 1
+            label = "merge_and_write"
         totals[label] = totals.get(label, 0) + (job["ms"] or 0)
     return totals
 
@@ -292,13 +296,11 @@ def _findings(job_run: dict, by_label: dict, stand_ins: list[float], bare_write:
         listing = by_label["list_input_files"] / 1000
         notes.append(f"listing: a Spark job with one task per input file spends {listing:.1f} s on the batch's "
                      "files (getBatch); bare Spark lists one folder in the driver")
-    main = f"parse_and_write_{JOB.tables[0].name}"
-    if main in by_label:
-        others = ", ".join(f"{label.removeprefix('write_')} {ms / 1000:.1f} s"
-                           for label, ms in by_label.items() if label.startswith("write_"))
-        notes.append(f"foreachBatch: decoding, parsing and writing {JOB.tables[0].name} in one pass takes "
-                     f"{by_label[main] / 1000:.1f} s; then the other tables, from the files that have rows "
-                     f"for them: {others}")
+    if "parse_and_count" in by_label:
+        notes.append(f"foreachBatch: decoding and parsing every file into the batch's cache (counting rows, "
+                     f"collecting event dates) takes {by_label['parse_and_count'] / 1000:.1f} s; the in-batch "
+                     f"dedup, MERGE and write of each table {by_label.get('merge_and_write', 0) / 1000:.1f} s; "
+                     f"Delta's own log reads {by_label.get('delta_log', 0) / 1000:.1f} s")
     if stand_ins:
         bare_read, bare_parse, split_only, transform = stand_ins
         notes.append(f"into a noop sink: the job's transform takes {transform:.1f} s (the Python split alone "
