@@ -51,7 +51,7 @@ def write_landing(landing: Path) -> None:
 
 
 def table_files(lake: Path) -> dict[str, int]:
-    """Every file of every table (data files and the sink's _spark_metadata log) with its size."""
+    """Every file of every table (data files and the Delta log) with its size."""
     return {str(p.relative_to(lake)): p.stat().st_size
             for table in TABLES for p in sorted((lake / "tables" / table).rglob("*")) if p.is_file()}
 
@@ -140,7 +140,7 @@ def test_each_event_lands_once_under_its_utc_date(first_run):
 
 def test_events_table_is_partitioned_by_both_dates(first_run):
     partitions = {Path(f).parts[2] for f in first_run["files"] if Path(f).parts[1] == "cloudtrail_events"}
-    assert partitions == {"_spark_metadata", "date=2024-03-01", "date=2024-03-02"}
+    assert partitions == {"_delta_log", "date=2024-03-01", "date=2024-03-02"}
 
 
 def test_invalid_json_file_is_quarantined_once(first_run):
