@@ -152,7 +152,7 @@ class Setup:
             self.expected += ids
 
     def event_ids(self) -> list[str]:
-        """Every eventID in cloudtrail_events, read through the table's own log (Delta or the sink's)."""
+        """Every eventID in cloudtrail_events, read through the Delta log with delta-rs (none before it exists)."""
         table = self.lake / "tables" / "cloudtrail_events"
         if (table / "_delta_log").is_dir():
             from deltalake import DeltaTable
@@ -162,7 +162,7 @@ class Setup:
                 return sorted(DeltaTable(str(table)).to_pyarrow_table(columns=["eventID"])["eventID"].to_pylist())
             except TableNotFoundError:  # the log has no commit yet
                 return []
-        return sorted(sink_event_ids(table))
+        return []
 
     @property
     def control(self) -> Path:
@@ -180,28 +180,6 @@ class Setup:
         """Every spark-submit JVM or Python driver of this test's lake (the process table)."""
         return {pid: command for pid, command in marked_processes(str(self.home)).items()
                 if "spark_jobs/__main__.py" in command or "SparkSubmit" in command}
-
-
-def sink_event_ids(table: Path) -> list[str]:
-    """eventIDs of the files Spark's file sink committed (``_spark_metadata``), as Spark reads them."""
-    import pyarrow.parquet as pq
-
-    log = table / "_spark_metadata"
-    entries = sorted((p for p in log.iterdir() if p.name[0].isdigit()), key=lambda p: int(p.name.split(".")[0])) \
-        if log.is_dir() else []
-    compacts = [p for p in entries if p.name.endswith(".compact")]
-    start = int(compacts[-1].name.split(".")[0]) if compacts else -1
-    files: set[str] = set()
-    for entry in entries:
-        if int(entry.name.split(".")[0]) < start:
-            continue
-        for line in entry.read_text().splitlines()[1:]:
-            action = json.loads(line)
-            (files.add if action.get("action", "add") == "add" else files.discard)(action["path"])
-    ids: list[str] = []
-    for uri in files:
-        ids += pq.read_table(uri.removeprefix("file:"), columns=["eventID"])["eventID"].to_pylist()
-    return ids
 
 
 def wait_for(what: str, check, timeout: float = WAIT, every: float = 1.0):
