@@ -24,29 +24,18 @@ Parsing this file reads only the registry: no connection, Variable, file or pysp
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import DAG, Asset, Param
 
-from spark_jobs.jars import DELTA_CONF, jar_paths
+from spark_jobs.jars import APPLICATION, spark_submit_conf, spark_submit_jars
 from spark_jobs.registry import JOBS, JobSpec
+from streaming.dag_parts import input_folder_param, retrying_default_args
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
-APPLICATION = str(PROJECT_ROOT / "spark_jobs" / "__main__.py")
 SPARK_CONN_ID = "spark_default"
 
-# In Airflow 3.3 retry_exponential_backoff is the backoff multiplier (a float; the old True is
-# read as 2.0), capped by max_retry_delay.
-DEFAULT_ARGS = {
-    "owner": "data-platform",
-    "retries": 2,
-    "retry_delay": timedelta(minutes=5),
-    "retry_exponential_backoff": 2.0,
-    "max_retry_delay": timedelta(minutes=30),
-    # A killed run loses nothing (the checkpoint resumes it), so a stuck run is stopped.
-    "execution_timeout": timedelta(hours=3),
-}
+# A killed run loses nothing (the checkpoint resumes it), so a stuck run is stopped.
+DEFAULT_ARGS = retrying_default_args(execution_timeout=timedelta(hours=3))
 
 
 def table_asset(table: str) -> Asset:
@@ -87,14 +76,7 @@ def build_catchup_dag(job: JobSpec) -> DAG:
         default_args=DEFAULT_ARGS,
         tags=[*job.tags, "catchup"],
         params={
-            "input": Param(
-                "",
-                type="string",
-                pattern="^(/.*)?$",
-                title="Input folder",
-                description=f"Absolute landing folder to read in this run. Empty: "
-                            f"${job.input_env_var}, else the registry's default_input.",
-            ),
+            "input": input_folder_param(job, "to read in this run"),
             "max_files_per_trigger": Param(
                 None,
                 type=["null", "integer"],
@@ -115,9 +97,9 @@ def build_catchup_dag(job: JobSpec) -> DAG:
             name=job.name,
             # spark_jobs/__main__.py puts the project on the driver's sys.path; the Python workers
             # that run the job's UDFs need it too (Spark adds this to their PYTHONPATH).
-            conf={"spark.executorEnv.PYTHONPATH": str(PROJECT_ROOT), **DELTA_CONF},
+            conf=spark_submit_conf(),
             # The pinned Delta jars fetched at set-up (paths only: nothing is read while parsing).
-            jars=",".join(str(path) for path in jar_paths()),
+            jars=spark_submit_jars(),
             outlets=[table_asset(table.name) for table in job.tables],
             doc_md=f"spark-submit `{job.name}` once with the available-now trigger.",
         )

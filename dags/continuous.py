@@ -29,9 +29,10 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from airflow.sdk import DAG, Param
+from airflow.sdk import DAG
 
 from spark_jobs.registry import JOBS, JobSpec
+from streaming.dag_parts import input_folder_param
 from streaming.notifiers import SupervisorEventNotifier
 from streaming.operators import StreamingSupervisorOperator
 from streaming.sensors import CheckpointHealthSensor
@@ -58,14 +59,7 @@ def build_continuous_dag(job: JobSpec) -> DAG:
         default_args=DEFAULT_ARGS,
         tags=[*job.tags, "continuous"],
         params={
-            "input": Param(
-                "",
-                type="string",
-                pattern="^(/.*)?$",
-                title="Input folder",
-                description=f"Absolute landing folder the driver reads. Empty: ${job.input_env_var}, else "
-                            f"the registry's default_input.",
-            ),
+            "input": input_folder_param(job, "the driver reads"),
         },
     ) as dag:
         StreamingSupervisorOperator(

@@ -22,29 +22,20 @@ Parsing this file reads only the registry: no connection, Variable, file or pysp
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import DAG
 
-from spark_jobs.jars import DELTA_CONF, jar_paths
+from spark_jobs.jars import APPLICATION, spark_submit_conf, spark_submit_jars
 from spark_jobs.registry import JOBS
+from streaming.dag_parts import retrying_default_args
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
-APPLICATION = str(PROJECT_ROOT / "spark_jobs" / "__main__.py")
 SPARK_CONN_ID = "spark_default"
 DAG_ID = "lake_maintenance"
 STEPS = ("optimize", "vacuum")
 
-DEFAULT_ARGS = {
-    "owner": "data-platform",
-    "retries": 2,
-    "retry_delay": timedelta(minutes=5),
-    "retry_exponential_backoff": 2.0,
-    "max_retry_delay": timedelta(minutes=30),
-    # Interrupting either step loses nothing: an unfinished compaction or vacuum is simply redone.
-    "execution_timeout": timedelta(hours=2),
-}
+# Interrupting either step loses nothing: an unfinished compaction or vacuum is simply redone.
+DEFAULT_ARGS = retrying_default_args(execution_timeout=timedelta(hours=2))
 
 
 def lake_step(step: str, table: str) -> SparkSubmitOperator:
@@ -55,8 +46,8 @@ def lake_step(step: str, table: str) -> SparkSubmitOperator:
         application=APPLICATION,
         application_args=["lake", step, "--table", table],
         name=f"lake_{step}_{table}",
-        conf={"spark.executorEnv.PYTHONPATH": str(PROJECT_ROOT), **DELTA_CONF},
-        jars=",".join(str(path) for path in jar_paths()),
+        conf=spark_submit_conf(),
+        jars=spark_submit_jars(),
         doc_md=f"`python -m spark_jobs lake {step} --table {table}` under spark-submit.",
     )
 

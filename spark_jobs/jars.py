@@ -77,6 +77,20 @@ DELTA_CONF = {
 }
 
 
+# The application every spark-submit of a job runs.
+APPLICATION = str(PROJECT_ROOT / "spark_jobs" / "__main__.py")
+
+
+def spark_submit_conf() -> dict[str, str]:
+    """The ``--conf`` every spark-submit of a job carries: the project on the Python workers' path, and Delta."""
+    return {"spark.executorEnv.PYTHONPATH": str(PROJECT_ROOT), **DELTA_CONF}
+
+
+def spark_submit_jars() -> str:
+    """The ``--jars`` every spark-submit of a job carries (paths only: nothing is read)."""
+    return ",".join(str(path) for path in jar_paths())
+
+
 def jars_dir() -> Path:
     """Where the jars live: ``$SPARK_JOBS_JARS_DIR``, else ``<project>/.jars`` (git-ignored)."""
     return Path(os.environ.get(JARS_DIR_ENV) or PROJECT_ROOT / ".jars").resolve()

@@ -95,18 +95,17 @@ class StreamingSupervisorOperator(BaseOperator):
         """The spark-submit command of the driver, as the Spark provider builds it."""
         from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
-        from spark_jobs.jars import DELTA_CONF, jar_paths
-        from spark_jobs.lake import PROJECT_ROOT
+        from spark_jobs.jars import APPLICATION, spark_submit_conf, spark_submit_jars
 
         args = ["run", self.job, "--trigger", trigger] + (["--input", input_path] if input_path else [])
         hook = SparkSubmitHook(
             conn_id=self.conn_id,
             name=self.job,
-            conf={"spark.executorEnv.PYTHONPATH": str(PROJECT_ROOT), **DELTA_CONF},
-            jars=",".join(str(path) for path in jar_paths()),
+            conf=spark_submit_conf(),
+            jars=spark_submit_jars(),
             application_args=args,
         )
-        return hook._build_spark_submit_command(str(PROJECT_ROOT / "spark_jobs" / "__main__.py"))
+        return hook._build_spark_submit_command(APPLICATION)
 
     def execute(self, context) -> str:
         from spark_jobs.lake import PROJECT_ROOT, Lake

@@ -11,10 +11,8 @@ import shutil
 import sys
 
 from spark_jobs.errors import UsageError
-from spark_jobs.lake import PROJECT_ROOT
+from spark_jobs.jars import APPLICATION, spark_submit_conf, spark_submit_jars
 from spark_jobs.registry import JobSpec
-
-APPLICATION = str(PROJECT_ROOT / "spark_jobs" / "__main__.py")
 
 
 def continuous_trigger(job: JobSpec, given: str | None = None) -> str:
@@ -56,15 +54,12 @@ def driver_command(job: JobSpec, *, lake: str | None = None, input_path: str | N
     args += list(extra_args or [])
     if not spark_submit:
         return [sys.executable, "-m", "spark_jobs", *args]
-    from spark_jobs.jars import DELTA_CONF, jar_paths
-
     binary = shutil.which("spark-submit")
     if binary is None:
         raise UsageError("spark-submit is not on PATH; put the venv's bin on PATH (eval \"$(make -s env)\") "
                          "or drop --spark-submit")
-    conf = {"spark.executorEnv.PYTHONPATH": str(PROJECT_ROOT), **DELTA_CONF}
     command = [binary, "--master", os.environ.get("SPARK_MASTER", "local[2]"), "--deploy-mode", "client",
-               "--name", job.name, "--jars", ",".join(str(path) for path in jar_paths())]
-    for key, value in conf.items():
+               "--name", job.name, "--jars", spark_submit_jars()]
+    for key, value in spark_submit_conf().items():
         command += ["--conf", f"{key}={value}"]
     return [*command, APPLICATION, *args]

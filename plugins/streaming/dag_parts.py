@@ -1,0 +1,47 @@
+"""Pieces the project's DAG files share, declared once: retrying default args and the input-folder Param.
+
+Imported while Airflow parses DAG files: no I/O, no connection, no pyspark.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from airflow.sdk import Param
+
+from spark_jobs.registry import JobSpec
+
+
+def retrying_default_args(execution_timeout: timedelta) -> dict:
+    """Default args of a task that loses nothing when it is killed and rerun (a checkpoint or a Delta
+    transaction resumes or redoes it): 2 retries with exponential backoff, a stuck run stopped.
+
+    In Airflow 3.3 ``retry_exponential_backoff`` is the backoff multiplier (a float; the old ``True``
+    is read as 2.0), capped by ``max_retry_delay``.
+
+    :param execution_timeout: how long a run may take before it is stopped.
+    """
+    return {
+        "owner": "data-platform",
+        "retries": 2,
+        "retry_delay": timedelta(minutes=5),
+        "retry_exponential_backoff": 2.0,
+        "max_retry_delay": timedelta(minutes=30),
+        "execution_timeout": execution_timeout,
+    }
+
+
+def input_folder_param(job: JobSpec, reads: str) -> Param:
+    """The trigger form's ``input``: an absolute landing folder, or empty for the job's default.
+
+    :param job: the registry job.
+    :param reads: what the folder is for, e.g. "to read in this run".
+    """
+    return Param(
+        "",
+        type="string",
+        pattern="^(/.*)?$",
+        title="Input folder",
+        description=f"Absolute landing folder {reads}. Empty: ${job.input_env_var}, else the registry's "
+                    f"default_input.",
+    )
