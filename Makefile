@@ -92,4 +92,4 @@ env:
 	@env | grep -E '^(PATH|PYTHONPATH|AIRFLOW|PYSPARK_|SPARK_|LAKE_ROOT|CLOUDTRAIL_ETL_INPUT)' | sed -E "s/^([^=]+)=(.*)$$/export \1='\2'/"
 
 clean:
-	rm -rf lake landing .airflow .spark .pytest_cache
+	rm -rf lake landing .airflow .spark .pytest_cache spark-warehouse
