@@ -67,12 +67,12 @@ demo: sample-data
 	@airflow dags test cloudtrail_etl_catchup > $(AIRFLOW_HOME)/demo-dag-run.log 2>&1 \
 		|| { tail -40 $(AIRFLOW_HOME)/demo-dag-run.log; exit 1; }
 	@airflow dags list-runs cloudtrail_etl_catchup -o plain 2>/dev/null | grep -E "^dag_id|^cloudtrail_etl_catchup" | head -2 | cut -c1-100
-	@echo "== cloudtrail_events: rows per date =="
+	@echo "== cloudtrail_events: rows per date (Spark) =="
 	@python -m spark_jobs sql "SELECT date, count(*) AS events, count(DISTINCT eventID) AS distinct_ids FROM cloudtrail_events GROUP BY date ORDER BY date" 2>/dev/null
-	@echo "== example query: errors per eventSource =="
-	@python -m spark_jobs sql "SELECT eventSource, errorCode, count(*) AS n FROM cloudtrail_events WHERE errorCode IS NOT NULL GROUP BY 1, 2 ORDER BY n DESC LIMIT 10" 2>/dev/null
-	@echo "== cloudtrail_quarantine: what could not be ingested, and why =="
-	@python -m spark_jobs sql "SELECT reason, record_index, regexp_extract(source_file, '[^/]+$$', 0) AS file, left(detail, 60) AS detail FROM cloudtrail_quarantine ORDER BY file, record_index" 2>/dev/null
+	@echo "== example query: errors per eventSource (DuckDB on delta-rs, no JVM) =="
+	@python -m spark_jobs sql --engine duckdb "SELECT eventSource, errorCode, count(*) AS n FROM cloudtrail_events WHERE errorCode IS NOT NULL GROUP BY 1, 2 ORDER BY n DESC LIMIT 10" 2>/dev/null
+	@echo "== cloudtrail_quarantine: what could not be ingested, and why (DuckDB) =="
+	@python -m spark_jobs sql --engine duckdb "SELECT reason, record_index, regexp_extract(source_file, '[^/]+$$', 0) AS file, left(detail, 60) AS detail FROM cloudtrail_quarantine ORDER BY file, record_index" 2>/dev/null
 
 test: setup
 	@python -m pytest $(PYTEST_ARGS)

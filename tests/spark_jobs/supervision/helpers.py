@@ -26,12 +26,32 @@ def wait_for(condition, timeout: float, what: str):
         time.sleep(0.2)
 
 
+_BEFORE_THE_TEST: set[int] = set()
+
+
+def remember_processes_before_the_test() -> None:
+    """Note the descendants alive before a test starts (the shared SparkSession's JVM and its Python daemon).
+
+    They belong to the test session, not to the test, so :func:`live_children` leaves them (and anything they
+    start) out.
+    """
+    _BEFORE_THE_TEST.clear()
+    _BEFORE_THE_TEST.update(p.pid for p in psutil.Process().children(recursive=True))
+
+
+def _started_by_the_session(process: psutil.Process) -> bool:
+    try:
+        return process.pid in _BEFORE_THE_TEST or any(a.pid in _BEFORE_THE_TEST for a in process.parents())
+    except psutil.NoSuchProcess:
+        return False
+
+
 def live_children() -> list[psutil.Process]:
-    """Every live (non-zombie) descendant of this test process."""
+    """Every live (non-zombie) descendant of this test process that the test itself started."""
     alive = []
     for child in psutil.Process().children(recursive=True):
         try:
-            if child.status() != psutil.STATUS_ZOMBIE:
+            if child.status() != psutil.STATUS_ZOMBIE and not _started_by_the_session(child):
                 alive.append(child)
         except psutil.NoSuchProcess:
             continue
