@@ -1,4 +1,4 @@
-"""The command line: ``python -m spark_jobs {list,run,sql,sample-data,bench}``.
+"""The command line: ``python -m spark_jobs {list,run,sql,lake,checkpoint,supervise,trial,sample-data,bench}``.
 
 Examples::
 
@@ -6,6 +6,10 @@ Examples::
     python -m spark_jobs run cloudtrail_etl --input landing/cloudtrail --trigger available-now
     python -m spark_jobs run cloudtrail_etl --trigger processing-time:10s     # until SIGTERM
     python -m spark_jobs sql --format json "SELECT eventName, count(*) n FROM cloudtrail_events GROUP BY 1"
+    python -m spark_jobs sql --engine duckdb --as-of 3 "SELECT count(*) FROM cloudtrail_events"   # no JVM
+    python -m spark_jobs lake optimize --table cloudtrail_events               # also vacuum, history, restore
+    python -m spark_jobs checkpoint inspect cloudtrail_etl --json             # health without Spark
+    python -m spark_jobs checkpoint repair cloudtrail_etl --apply             # the doctor
     python -m spark_jobs bench --quick                                        # JSON report on stdout
 
 Supervised, always-on runs (the driver is restarted with backoff; see spark_jobs.supervision)::

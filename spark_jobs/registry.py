@@ -73,13 +73,13 @@ class RestartPolicy:
         paused or hung process); ``None``: the lease's own ttl (after which it may not write anyway).
     """
 
-    initial_backoff_seconds: float = 5.0
+    initial_backoff_seconds: float = 2.0
     multiplier: float = 2.0
     max_backoff_seconds: float = 300.0
     max_restarts: int = 5
     window_seconds: float = 1800.0
     healthy_reset_seconds: float = 600.0
-    poll_seconds: float = 2.0
+    poll_seconds: float = 1.0
     stop_grace_seconds: float = 45.0
     stall_after_seconds: float | None = None
 

@@ -14,7 +14,7 @@ driver that replaced it (the first commit file written after the new lease was t
 modification time). Each kill is a *first* failure: the trial gives the supervisor
 ``healthy_reset_seconds`` of ``--healthy-reset`` (60 s) and kills a random 5-15 s after the
 supervisor reset its consecutive failures, so every restart backs off the initial 5 s (back-to-back
-kills back off 5, 10, 20, 40, 80 s by design; ``--healthy-reset 0`` measures that).
+kills back off 2, 4, 8, 16, 32 s by design; ``--healthy-reset 0`` measures that).
 ``soak`` kills nothing for ``--minutes``.
 At the end the landing stops, the job catches up, the supervisor is stopped with SIGTERM (a
 graceful stop) and the trial checks that every landed event is in ``cloudtrail_events`` exactly
