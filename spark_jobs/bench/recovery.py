@@ -42,6 +42,7 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 
+from spark_jobs.checkpoint.logs import file_source_offset
 from spark_jobs.lake import PROJECT_ROOT, Lake
 from spark_jobs.registry import get_job
 
@@ -123,14 +124,22 @@ def _batch_files(folder: Path) -> dict[int, Path]:
 
 
 def committed_files(checkpoint: Path) -> set[str]:
-    """Names of the input files of committed batches (the source log, ``.compact`` files included,
-    says which batch read each file; ``commits/`` the last batch done: Spark keeps only the newest
-    100 batches' files there)."""
+    """Names of the input files of committed batches.
+
+    ``commits/`` says the last batch done, its ``offsets/`` entry the file source's offset then (the
+    batch id of the source's own log, which runs ahead of the query's batch ids once a driver was
+    killed after the source logged its next files but before it wrote the batch's offsets), and the
+    source log (``.compact`` files included) which files each of its batches holds.
+    """
     latest = max(_batch_files(checkpoint / "commits"), default=-1)
     names: set[str] = set()
     folder = checkpoint / "sources" / "0"
-    if not folder.is_dir():
+    if latest < 0 or not folder.is_dir():
         return names
+    offsets = (checkpoint / "offsets" / str(latest)).read_text().splitlines()
+    latest = file_source_offset(json.loads(offsets[2]))
+    if latest is None:
+        raise ValueError(f"{checkpoint}/offsets: not a file source's offset: {offsets[2]!r}")
     for path in folder.iterdir():
         if path.name.startswith("."):
             continue
