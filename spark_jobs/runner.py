@@ -255,7 +255,8 @@ def table_targets(job: JobSpec, module: ModuleType, lake: Lake) -> list[TableTar
     keys, first_by = getattr(module, "UNIQUE_KEYS", {}), getattr(module, "FIRST_BY", {})
     null_safe = getattr(module, "NULL_SAFE_KEYS", {})
     return [TableTarget(t.name, lake.table_path(t.name), t.partition_by, tuple(keys.get(t.name, ())),
-                        tuple(first_by.get(t.name, ())), tuple(null_safe.get(t.name, ()))) for t in job.tables]
+                        tuple(first_by.get(t.name, ())), tuple(null_safe.get(t.name, ())), t.stats_columns)
+            for t in job.tables]
 
 
 def write_micro_batch(module: ModuleType, writer: ExactlyOnceWriter, targets: list[TableTarget], files: DataFrame,

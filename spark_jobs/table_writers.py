@@ -45,6 +45,8 @@ TABLE_PROPERTIES = {
     "delta.enableDeletionVectors": "false",
 }
 
+STATS_COLUMNS_PROPERTY = "delta.dataSkippingStatsColumns"
+
 TXN_APP_ID_CONF = "spark.databricks.delta.write.txnAppId"
 TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
 
@@ -53,6 +55,10 @@ TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
 CONFLICTS = ("ConcurrentAppendException", "ConcurrentDeleteReadException", "ConcurrentDeleteDeleteException",
              "ConcurrentTransactionException", "ConcurrentWriteException", "MetadataChangedException",
              "ProtocolChangedException", "DELTA_CONCURRENT_")
+
+# A batch's later deliveries of a key, up to this many, are collected to the driver and dropped with a
+# broadcast anti join (a shuffle of the key columns only); more, and the whole batch is shuffled.
+MOST_DUPLICATES_COLLECTED = 10_000
 
 
 def check_table_format(table_format: str) -> None:
@@ -79,6 +85,7 @@ class TableTarget:
         these columns is kept (a deterministic choice, so a re-run keeps the same row).
     :param null_safe: key columns that may be NULL (compared with ``<=>``, NULL equal to NULL); the
         others are compared with ``=``, which lets the merge's join reuse the dedup's partitioning.
+    :param stats_columns: the columns Delta keeps file statistics of (empty: Delta's default).
     """
 
     name: str
@@ -87,6 +94,7 @@ class TableTarget:
     unique_key: tuple[str, ...] = ()
     first_by: tuple[str, ...] = ()
     null_safe: tuple[str, ...] = ()
+    stats_columns: tuple[str, ...] = ()
 
     @property
     def prune_by(self) -> tuple[str, ...]:
@@ -130,7 +138,10 @@ def create_tables(spark: SparkSession, targets: list[TableTarget], schemas: dict
             continue
         builder = (DeltaTable.createIfNotExists(spark).location(str(target.path))
                    .addColumns(_nullable(schemas[target.name])).partitionedBy(*target.partition_by))
-        for key, value in TABLE_PROPERTIES.items():
+        properties = dict(TABLE_PROPERTIES)
+        if target.stats_columns:
+            properties[STATS_COLUMNS_PROPERTY] = ",".join(target.stats_columns)
+        for key, value in properties.items():
             builder = builder.property(key, value)
         try:
             builder.execute()
@@ -227,14 +238,8 @@ class ExactlyOnceWriter:
 
     def _merge(self, batch_id: int, target: TableTarget, frame: DataFrame, prune_values: dict[str, list]) -> int:
         from delta.tables import DeltaTable
-        from pyspark.sql import functions as F
-        from pyspark.sql.window import Window
 
-        source = frame
-        if target.first_by:
-            # Partitioned by the whole key, as the merge's join is: one shuffle of the batch, not two.
-            first = Window.partitionBy(*target.unique_key).orderBy(*target.first_by)
-            source = frame.withColumn("_first", F.row_number().over(first)).where("_first = 1").drop("_first")
+        source = first_of_each_key(target, frame) if target.first_by else frame
         condition = [f"t.`{c}` <=> s.`{c}`" if c in target.null_safe else f"t.`{c}` = s.`{c}`"
                      for c in target.unique_key]
         for column in target.prune_by:
@@ -263,6 +268,32 @@ class ExactlyOnceWriter:
 
         version = deltalake.DeltaTable(str(target.path)).transaction_version(self.txn_app_id(target.name))
         return None if version is None else int(version)
+
+
+def first_of_each_key(target: TableTarget, frame: DataFrame, most: int | None = None) -> DataFrame:
+    """``frame`` without the later deliveries of a key: of a batch's rows with one key, the one first by ``first_by``.
+
+    The duplicates are found from the key and ``first_by`` columns alone (a shuffle of those columns,
+    not of whole rows) and collected, since a batch rarely holds many: none, and ``frame`` is returned
+    as it is; up to ``most`` (:data:`MOST_DUPLICATES_COLLECTED`), and they are dropped with a
+    broadcast anti join. More than that, and the whole batch is ranked by key in one shuffle (which the
+    merge's join then reuses). ``frame`` is read more than once: it should be cached.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.window import Window
+
+    most = MOST_DUPLICATES_COLLECTED if most is None else most
+    first = Window.partitionBy(*target.unique_key).orderBy(*target.first_by)
+    identity = list(dict.fromkeys(target.unique_key + target.first_by))
+    ranked = frame.select(*identity).withColumn("_rank", F.row_number().over(first))
+    later = ranked.where("_rank > 1").drop("_rank").limit(most + 1).collect()
+    if not later:
+        return frame
+    if len(later) > most:
+        log.info("table %s: more than %d later deliveries in one batch, ranking the whole batch", target.name, most)
+        return frame.withColumn("_rank", F.row_number().over(first)).where("_rank = 1").drop("_rank")
+    drop = frame.sparkSession.createDataFrame(later, frame.select(*identity).schema)
+    return frame.join(F.broadcast(drop), [frame[c].eqNullSafe(drop[c]) for c in identity], "left_anti")
 
 
 def _literal(value) -> str:

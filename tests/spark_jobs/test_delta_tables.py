@@ -55,6 +55,13 @@ def test_every_table_is_delta_with_features_delta_rs_reads(ingested):
         assert (protocol.min_reader_version, protocol.min_writer_version) == (1, 2)
         assert not protocol.reader_features and not protocol.writer_features
         assert dt.metadata().configuration.get("delta.enableDeletionVectors") == "false"
+        stats_columns = JOB.table(table).stats_columns
+        assert dt.metadata().configuration.get("delta.dataSkippingStatsColumns") == (",".join(stats_columns) or None)
+        if stats_columns:  # each file's statistics cover exactly those columns
+            actions = dt.get_add_actions(flatten=True)
+            names = actions.column_names if hasattr(actions, "column_names") else list(actions.schema.names)
+            assert actions.num_rows > 0
+            assert {n.removeprefix("min.") for n in names if n.startswith("min.")} == set(stats_columns)
         assert tuple(dt.metadata().partition_columns) == JOB.table(table).partition_by
         history = dt.history()
         assert history[-1]["operation"] == "CREATE TABLE"  # created before the first batch
@@ -153,6 +160,28 @@ def test_a_replayed_merge_is_skipped_even_with_other_rows_and_duplicates_keep_th
     assert Counter(r.eventID for r in rows) == Counter(first.good_event_ids + second.good_event_ids)
     assert {r.eventName for r in rows if r.eventID in set(second.good_event_ids)} == {"earlier"}
     assert not [r for r in rows if r._source_file == "file:/0-again.json"]  # the committed delivery stays
+
+
+def test_later_deliveries_are_dropped_the_same_way_few_or_many(spark, tmp_path):
+    """Few duplicates: collected and dropped by a broadcast anti join; more than ``most``: the whole batch is ranked."""
+    from spark_jobs.table_writers import TableTarget, first_of_each_key
+
+    write_sample_landing(tmp_path / "b", files=1, records_per_file=10, seed=33, include_bad_files=False)
+    b = _parsed_events(spark, tmp_path / "b")
+    target = TableTarget(EVENTS, tmp_path / "t", ("date",), ("eventID", "date"), ("_source_file", "_record_index"))
+    later = b.withColumn("_source_file", F.lit("file:/z-later.json")).withColumn("eventName", F.lit("later"))
+    earlier = b.withColumn("_source_file", F.lit("file:/0-earlier.json")).withColumn("eventName", F.lit("earlier"))
+    batch = b.unionByName(later).unionByName(earlier).cache()
+
+    assert first_of_each_key(target, b) is b  # no duplicates: the frame as it is, no join
+    few = first_of_each_key(target, batch, most=20)  # 20 later deliveries: collected
+    many = first_of_each_key(target, batch, most=19)  # one more than allowed: the whole batch ranked
+    for kept in (few, many):
+        rows = kept.select("eventID", "eventName").collect()
+        assert sorted(r.eventID for r in rows) == sorted(r.eventID for r in b.select("eventID").collect())
+        assert {r.eventName for r in rows} == {"earlier"}
+    assert "Window" not in few._jdf.queryExecution().optimizedPlan().toString()
+    assert "Window" in many._jdf.queryExecution().optimizedPlan().toString()
 
 
 def test_two_writers_at_once_over_overlapping_input_are_exact(tmp_path, run_job, tables):
