@@ -18,13 +18,13 @@ import time
 from pathlib import Path
 
 from spark_jobs.bench.probes import median
+from spark_jobs.jars import APPLICATION, spark_submit_conf, spark_submit_jars
 from spark_jobs.lake import PROJECT_ROOT
 from spark_jobs.registry import get_job
 
 log = logging.getLogger("spark_jobs.bench")
 JOB = get_job("cloudtrail_etl")
 DAG_ID = f"{JOB.name}_catchup"
-APPLICATION = PROJECT_ROOT / "spark_jobs" / "__main__.py"
 BARE_SESSION = "from spark_jobs.session import build_session; build_session({name!r}).stop()"
 
 
@@ -85,7 +85,8 @@ def measure_noop_catchup(landing: Path, lake: Path, repeat: int) -> dict:
 
 def spark_submit_command(master: str) -> list[str]:
     """The command the catch-up DAG's SparkSubmitOperator runs (see dags/catchup.py)."""
-    return ["spark-submit", "--master", master, "--conf", f"spark.executorEnv.PYTHONPATH={PROJECT_ROOT}",
+    conf = [item for key, value in spark_submit_conf().items() for item in ("--conf", f"{key}={value}")]
+    return ["spark-submit", "--master", master, *conf, "--jars", spark_submit_jars(),
             "--name", JOB.name, str(APPLICATION), "run", JOB.name, "--trigger", "available-now"]
 
 
