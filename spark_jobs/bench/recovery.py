@@ -42,7 +42,9 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 
-from spark_jobs.checkpoint.logs import file_source_offset
+from spark_jobs.checkpoint.logs import (LogDamage, file_source_offset, parse_offsets, read_checked,
+                                        read_source_log, scan_log_dir)
+from spark_jobs.checkpoint.store import Location
 from spark_jobs.lake import PROJECT_ROOT, Lake
 from spark_jobs.registry import get_job
 
@@ -124,33 +126,26 @@ def _batch_files(folder: Path) -> dict[int, Path]:
 
 
 def committed_files(checkpoint: Path) -> set[str]:
-    """Names of the input files of committed batches.
+    """Names of the input files of committed batches, read with the checkpoint library.
 
     ``commits/`` says the last batch done, its ``offsets/`` entry the file source's offset then (the
     batch id of the source's own log, which runs ahead of the query's batch ids once a driver was
     killed after the source logged its next files but before it wrote the batch's offsets), and the
-    source log (``.compact`` files included) which files each of its batches holds.
+    source log (its newest ``.compact`` file and the files after it) which files each of its batches
+    holds. A log file caught mid-write counts as nothing committed yet: the caller polls again.
     """
-    latest = max(_batch_files(checkpoint / "commits"), default=-1)
-    names: set[str] = set()
-    folder = checkpoint / "sources" / "0"
-    if latest < 0 or not folder.is_dir():
-        return names
-    offsets = (checkpoint / "offsets" / str(latest)).read_text().splitlines()
-    latest = file_source_offset(json.loads(offsets[2]))
+    root = Location.of(checkpoint)
+    latest = scan_log_dir(root.child("commits")).latest
     if latest is None:
-        raise ValueError(f"{checkpoint}/offsets: not a file source's offset: {offsets[2]!r}")
-    for path in folder.iterdir():
-        if path.name.startswith("."):
-            continue
-        for line in path.read_text(errors="replace").splitlines()[1:]:
-            try:
-                entry = json.loads(line)
-                if entry["batchId"] <= latest:
-                    names.add(entry["path"].rsplit("/", 1)[-1])
-            except (ValueError, KeyError, TypeError):
-                continue
-    return names
+        return set()
+    try:
+        offset = file_source_offset(parse_offsets(read_checked(scan_log_dir(root.child("offsets")), latest)).sources[0])
+        if offset is None:
+            raise ValueError(f"{checkpoint}/offsets/{latest}: not a file source's offset")
+        entries = read_source_log(scan_log_dir(root.child("sources", "0")))
+    except LogDamage:
+        return set()
+    return {entry["path"].rsplit("/", 1)[-1] for entry in entries if int(entry.get("batchId", -1)) <= offset}
 
 
 class SupervisedJob:
