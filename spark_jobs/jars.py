@@ -91,6 +91,15 @@ def spark_submit_jars() -> str:
     return ",".join(str(path) for path in jar_paths())
 
 
+def spark_submit_options() -> list[str]:
+    """:func:`spark_submit_jars` and :func:`spark_submit_conf` as command-line arguments of a spark-submit
+    that is built by hand (the DAGs pass them to ``SparkSubmitOperator`` instead)."""
+    options = ["--jars", spark_submit_jars()]
+    for key, value in spark_submit_conf().items():
+        options += ["--conf", f"{key}={value}"]
+    return options
+
+
 def jars_dir() -> Path:
     """Where the jars live: ``$SPARK_JOBS_JARS_DIR``, else ``<project>/.jars`` (git-ignored)."""
     return Path(os.environ.get(JARS_DIR_ENV) or PROJECT_ROOT / ".jars").resolve()

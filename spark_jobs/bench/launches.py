@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from spark_jobs.bench.probes import median
-from spark_jobs.jars import APPLICATION, spark_submit_conf, spark_submit_jars
+from spark_jobs.jars import APPLICATION, spark_submit_options
 from spark_jobs.lake import PROJECT_ROOT
 from spark_jobs.registry import get_job
 
@@ -85,8 +85,7 @@ def measure_noop_catchup(landing: Path, lake: Path, repeat: int) -> dict:
 
 def spark_submit_command(master: str) -> list[str]:
     """The command the catch-up DAG's SparkSubmitOperator runs (see dags/catchup.py)."""
-    conf = [item for key, value in spark_submit_conf().items() for item in ("--conf", f"{key}={value}")]
-    return ["spark-submit", "--master", master, *conf, "--jars", spark_submit_jars(),
+    return ["spark-submit", "--master", master, *spark_submit_options(),
             "--name", JOB.name, str(APPLICATION), "run", JOB.name, "--trigger", "available-now"]
 
 

@@ -11,7 +11,7 @@ import shutil
 import sys
 
 from spark_jobs.errors import UsageError
-from spark_jobs.jars import APPLICATION, spark_submit_conf, spark_submit_jars
+from spark_jobs.jars import APPLICATION, spark_submit_options
 from spark_jobs.registry import JobSpec
 
 
@@ -58,8 +58,5 @@ def driver_command(job: JobSpec, *, lake: str | None = None, input_path: str | N
     if binary is None:
         raise UsageError("spark-submit is not on PATH; put the venv's bin on PATH (eval \"$(make -s env)\") "
                          "or drop --spark-submit")
-    command = [binary, "--master", os.environ.get("SPARK_MASTER", "local[2]"), "--deploy-mode", "client",
-               "--name", job.name, "--jars", spark_submit_jars()]
-    for key, value in spark_submit_conf().items():
-        command += ["--conf", f"{key}={value}"]
-    return [*command, APPLICATION, *args]
+    return [binary, "--master", os.environ.get("SPARK_MASTER", "local[2]"), "--deploy-mode", "client",
+            "--name", job.name, *spark_submit_options(), APPLICATION, *args]
