@@ -84,7 +84,7 @@ class TableTarget:
     :param first_by: among rows of one batch with the same key, the one with the lowest values of
         these columns is kept (a deterministic choice, so a re-run keeps the same row).
     :param null_safe: key columns that may be NULL (compared with ``<=>``, NULL equal to NULL); the
-        others are compared with ``=``, which lets the merge's join reuse the dedup's partitioning.
+        others are compared with ``=``, which lets the merge's join reuse the partitioning of a batch ranked whole.
     :param stats_columns: the columns Delta keeps file statistics of (empty: Delta's default).
     """
 

@@ -53,14 +53,15 @@ def measure(sizes: list[int], batch: int, days: int, repeat: int, workdir: Path)
     job = get_job("cloudtrail_etl")
     spark = build_session("merge_cost")
     spark.conf.set("spark.databricks.delta.snapshotPartitions", str(spark.sparkContext.defaultParallelism))
-    schema = output_schemas(spark, job)["cloudtrail_events"]
+    schemas = output_schemas(spark, job)
+    schema = schemas["cloudtrail_events"]
     last_day = "2024-03-30"
     report = {"batch_rows": batch, "days": days, "in_batch_duplicates": 0.02, "by_table_rows": {}}
     for size in sizes:
         lake = Lake(workdir / f"t{size}")
         shutil.rmtree(lake.root, ignore_errors=True)
         targets = table_targets(job, job_module(job), lake)
-        create_tables(spark, targets, output_schemas(spark, job))
+        create_tables(spark, targets, schemas)
         events = next(t for t in targets if t.name == "cloudtrail_events")
         _events(spark, schema, size, days, last_day, "base").write.format("delta").mode("append").save(str(events.path))
         writer = ExactlyOnceWriter(spark, targets, f"merge-cost-{size}")
