@@ -12,6 +12,11 @@ Examples::
     python -m spark_jobs checkpoint repair cloudtrail_etl --apply             # the doctor
     python -m spark_jobs bench --quick                                        # JSON report on stdout
 
+Backfills of historical logs into the live tables (own checkpoint per source and date range)::
+
+    python -m spark_jobs backfill cloudtrail_etl --source /data/history --date-from 2024-01-01 \
+        --date-to 2024-03-31 [--max-files-per-trigger 500] [--dry-run]
+
 Supervised, always-on runs (the driver is restarted with backoff; see spark_jobs.supervision)::
 
     python -m spark_jobs supervise cloudtrail_etl --input landing/cloudtrail  # until SIGTERM / Ctrl-C
@@ -107,6 +112,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     from spark_jobs.checkpoint.cli import add_arguments as add_checkpoint_arguments  # checkpoint's section
 
+    backfill = commands.add_parser("backfill", help="load a folder's historical files of a date range into a job's tables")
+    backfill.add_argument("job", help=f"a registered job: {', '.join(JOBS)}")
+    backfill.add_argument("--source", required=True, help="absolute folder under the job's input roots")
+    backfill.add_argument("--date-from", help="first delivery date, YYYY-MM-DD (UTC); without both dates every "
+                                              "file of the source is loaded, dated or not")
+    backfill.add_argument("--date-to", help="last delivery date, YYYY-MM-DD (UTC), inclusive (default: today)")
+    backfill.add_argument("--max-files-per-trigger", help="files per micro-batch (default: the registry's)")
+    backfill.add_argument("--dry-run", action="store_true", help="list the files and their count; write nothing")
+    backfill.add_argument("--lake", help="lake root (default: $LAKE_ROOT or ./lake)")
     checkpoint = commands.add_parser("checkpoint", help="a job's checkpoint: inspect its health, repair damage")
     add_checkpoint_arguments(checkpoint)
     return parser
@@ -208,6 +222,41 @@ def _cmd_supervise(args) -> int:
     return 0 if outcome == "stopped" else 1
 
 
+def _cmd_backfill(args) -> int:
+    """Check the request, list its files; unless a dry run, run it available-now as its own writer.
+
+    Prints one JSON line: the listing (dry run), or the run's summary with the backfill's writer name.
+    """
+    import json
+
+    from spark_jobs.backfill import check_request, list_files
+
+    request = check_request(args.job, args.source, args.date_from, args.date_to, args.max_files_per_trigger,
+                            args.dry_run)
+    listing = list_files(request)
+    dates = request.file_dates
+    head = {"job": request.job.name, "writer": request.writer, "source": str(request.source),
+            "date_from": dates and dates[0].isoformat(), "date_to": dates and dates[1].isoformat()}
+    if request.dry_run:
+        print(json.dumps({**head, "dry_run": True, **listing.summary()}, sort_keys=True))
+        return 0
+    from spark_jobs.lake import Lake
+    from spark_jobs.runner import RunOptions, configure_logging, run_streaming
+    from spark_jobs.triggers import parse_trigger
+
+    options = dict(request.job.file_source_options)
+    if request.max_files_per_trigger is not None:
+        options["maxFilesPerTrigger"] = str(request.max_files_per_trigger)
+    run_options = RunOptions(request.source, Lake.at(args.lake), parse_trigger("available-now"), options,
+                             writer=request.writer, file_dates=request.file_dates,
+                             expected_files=len(listing.files))
+    configure_logging()
+    summary = run_streaming(request.job, run_options)
+    print(json.dumps({**head, "dry_run": False, "listed_files": len(listing.files), **summary.__dict__},
+                     sort_keys=True))
+    return 0
+
+
 def _cmd_trial(args) -> int:
     from spark_jobs.bench.recovery import run_trial
 
@@ -216,7 +265,7 @@ def _cmd_trial(args) -> int:
 
 COMMANDS = {"supervise": _cmd_supervise, "trial": _cmd_trial,  # noqa: E501 - supervision's commands
             "list": _cmd_list, "run": _cmd_run, "sql": _cmd_sql, "sample-data": _cmd_sample_data,
-            "bench": _cmd_bench,
+            "bench": _cmd_bench, "backfill": _cmd_backfill,
             "lake": _cmd_lake}  # delta-tools
 
 

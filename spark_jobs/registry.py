@@ -109,6 +109,8 @@ class JobSpec:
     :param continuous_trigger: the trigger of the job's supervised, always-on run (its
         ``<job>_continuous`` DAG and ``python -m spark_jobs supervise``); ``None``: no continuous run.
     :param restart: how the supervisor restarts a continuous run's driver.
+    :param input_roots: the folders a backfill may read under (relative to the project root unless
+        absolute); ``$<NAME>_INPUT_ROOTS`` (``os.pathsep``-separated) overrides them.
     """
 
     name: str
@@ -123,6 +125,7 @@ class JobSpec:
     tags: tuple[str, ...] = ()
     continuous_trigger: str | None = None
     restart: RestartPolicy = RestartPolicy()
+    input_roots: tuple[str, ...] = ("landing", "history")
 
     @property
     def module(self) -> str:

@@ -9,6 +9,7 @@ lose nothing, also beside other writers of the same tables (see :mod:`spark_jobs
 
 from __future__ import annotations
 
+import datetime as dt
 import importlib
 import json
 import logging
@@ -21,7 +22,8 @@ from pathlib import Path
 from types import ModuleType
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType, TimestampType
 
 from spark_jobs.errors import UsageError
@@ -62,6 +64,10 @@ class RunOptions:
         the same tables, with its own checkpoint ``<lake>/checkpoints/<job>@<writer>``, control folder
         and query name. Writers run at the same time safely (Delta's optimistic concurrency) and each
         is exactly once (its own ``txnAppId``).
+    :param file_dates: ``(first, last)``: only files whose delivery date (:func:`file_date_column`) lies
+        in this range are parsed (a backfill); ``None``: every file.
+    :param expected_files: the files this run should process (a backfill's listing), for its progress
+        lines (done / total, ETA); ``None``: no total known.
     """
 
     input_path: Path
@@ -71,6 +77,8 @@ class RunOptions:
     table_format: str = "delta"
     lease_ttl_seconds: float | None = None
     writer: str | None = None
+    file_dates: tuple[dt.date, dt.date] | None = None
+    expected_files: int | None = None
 
     def stream_name(self, job: str) -> str:
         """The query's name, and its checkpoint's and control folder's: ``job`` or ``job@writer``."""
@@ -132,6 +140,19 @@ def read_files(spark: SparkSession, job: JobSpec, input_path: Path, options: dic
         reader = spark.read.format("binaryFile")
         options = {k: v for k, v in options.items() if k not in ("maxFilesPerTrigger", "latestFirst")}
     return reader.options(**options).load(str(input_path))
+
+
+def file_date_column(path: Column) -> Column:
+    """A file's delivery date from its path, as :func:`spark_jobs.backfill.file_date` computes it: the
+    timestamp in the object name, else the ``YYYY/MM/DD`` folders above it; NULL when neither is a date."""
+    from spark_jobs.backfill import FOLDER_DATE, NAME_DATE
+
+    def extract(pattern: str, group: int) -> Column:
+        return F.nullif(F.regexp_extract(path, pattern, group), F.lit(""))
+
+    named = F.try_to_date(extract(NAME_DATE + "[^/]*$", 1), "yyyyMMdd")
+    dated = F.try_to_date(F.concat_ws("-", *(extract(FOLDER_DATE, g) for g in (1, 2, 3))), "yyyy-MM-dd")
+    return F.coalesce(named, dated)
 
 
 def transform_batch(spark: SparkSession, job: JobSpec, input_path: Path) -> dict[str, DataFrame]:
@@ -250,6 +271,16 @@ def _log_progress(progress, input_files: int) -> None:
              progress.batchDuration, ", ".join(f"{k} {v} ms" for k, v in sorted(progress.durationMs.items())))
 
 
+def _log_total_progress(summary: RunSummary, total: int, started: float) -> None:
+    """One line of a run with a known total: files done / total, rows, the rate and the time left."""
+    done = summary.input_files
+    seconds = max(time.monotonic() - started, 1e-3)
+    left = (total - done) * seconds / done if done else None
+    eta = f"{left:.0f} s" if left is not None else "unknown"
+    log.info("progress: %d of %d files (%.0f%%), rows %s, %.1f files/s, ETA %s", done, total,
+             100 * done / total if total else 100, json.dumps(summary.rows, sort_keys=True), done / seconds, eta)
+
+
 def table_targets(job: JobSpec, module: ModuleType, lake: Lake) -> list[TableTarget]:
     """The job's tables as write targets: path, partitions, and the job module's unique keys."""
     keys, first_by = getattr(module, "UNIQUE_KEYS", {}), getattr(module, "FIRST_BY", {})
@@ -271,8 +302,6 @@ def write_micro_batch(module: ModuleType, writer: ExactlyOnceWriter, targets: li
     :returns: the batch's input files, and rows inserted per table (0 for a table that already held
         this batch, and for rows whose key the table already held).
     """
-    from pyspark.sql import functions as F
-
     parsed = module.transform(files).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         route = module.ROUTE(parsed)
@@ -363,11 +392,17 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
             summary.rows[table] += count
         summary.input_files += batch_files[batch_id]
         summary.batches += 1
+        if options.expected_files:
+            _log_total_progress(summary, options.expected_files, started)
 
     # Progress is read from the query in this thread (not through a StreamingQueryListener, whose
     # callbacks into Python can arrive after the query, and this process, have ended).
     logged = -1
     files = read_files(spark, job, options.input_path, options.file_source_options, streaming=True)
+    if options.file_dates is not None:
+        # Before the transform: a file out of the range is listed (and its bytes read) but never parsed.
+        first, last = options.file_dates
+        files = files.where(file_date_column(files["path"]).between(F.lit(first), F.lit(last)))
     stopper.query_started = True  # from here on a signal stops the query after its micro-batch
     try:
         query = (files.writeStream.queryName(options.stream_name(job.name))

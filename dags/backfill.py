@@ -1,0 +1,134 @@
+"""
+# Backfill DAGs: load historical logs into the live tables, from a form
+
+Each job in `spark_jobs.registry.JOBS` gets a DAG `<job>_backfill`, triggered by hand ("Trigger" with
+its form). A run loads the files of a `source` folder, optionally only those delivered between
+`date_from` and `date_to` (the timestamp in a CloudTrail object name, else its `YYYY/MM/DD`
+folders), into the same tables the live stream feeds:
+
+1. `check_request` checks every field (`python -m spark_jobs backfill` checks them again): the
+   source must be an existing folder under the job's input roots (`$<JOB>_INPUT_ROOTS`, else the
+   registry's `input_roots`), with no `..`, no symlink out of a root, no shell metacharacters; the
+   range must not run backwards or into the future. A refused request fails here, naming the field,
+   and nothing else runs. It lists the files (count, out of range, undated) into its log and XCom.
+2. `dry_run` set: the run ends there (the listing is the answer). Otherwise `spark_submit` runs
+
+       spark-submit ... spark_jobs/__main__.py backfill <job> --source <checked folder> \\
+           [--date-from D --date-to D] [--max-files-per-trigger N]
+
+   with the checked values only (from `check_request`'s XCom, never from the raw form). The job
+   runs available-now with a checkpoint of its own, one per source and range
+   (`<lake>/checkpoints/<job>@backfill-...`): rerunning the same backfill resumes it and adds
+   nothing; overlapping the live job or another backfill adds nothing (one row per eventID, Delta's
+   idempotent writes). Its log shows `progress: N of M files (P%), rows ..., ETA ...` per batch.
+
+Several backfills may run at once (each its own checkpoint); the same request twice at once is
+refused by the checkpoint's lease (exit 3). Who may run it: whoever may trigger this DAG (Airflow's
+own permissions: DAG Runs "create" on this DAG, the `User` role and above in the FAB auth manager).
+Parsing this file reads only the registry: no connection, Variable, file or pyspark import.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk import DAG, Param, task
+
+from spark_jobs.jars import APPLICATION, spark_submit_conf, spark_submit_jars
+from spark_jobs.registry import JOBS, JobSpec
+from streaming.dag_parts import retrying_default_args
+
+SPARK_CONN_ID = "spark_default"
+
+# A killed backfill loses nothing (its checkpoint resumes it); months of logs may take hours.
+DEFAULT_ARGS = retrying_default_args(execution_timeout=timedelta(hours=12))
+
+
+def backfill_params(job: JobSpec) -> dict[str, Param]:
+    """The trigger form: typed fields with titles, descriptions and the checks a form can make.
+
+    The rest (roots, symlinks, dates in the future) is checked by ``check_request``.
+    """
+    roots = ", ".join(job.input_roots)
+    return {
+        "source": Param("", type="string", minLength=1, pattern="^(/|file:///)",
+                        title="Source folder",
+                        description=f"Absolute folder (or file:// URL) of the historical logs, under one of the "
+                                    f"job's input roots (${job.name.upper()}_INPUT_ROOTS, else the registry's: "
+                                    f"{roots})."),
+        "date_from": Param(None, type=["null", "string"], format="date", title="From (delivery date, UTC)",
+                           description="First delivery date to load. Leave both dates empty to load every file "
+                                       "of the source, dated or not."),
+        "date_to": Param(None, type=["null", "string"], format="date", title="To (delivery date, UTC)",
+                         description="Last delivery date to load, inclusive; not in the future. Empty: today."),
+        "max_files_per_trigger": Param(None, type=["null", "integer"], minimum=1, maximum=100_000,
+                                       title="Files per micro-batch",
+                                       description="Smaller batches leave the live job more of the cluster. "
+                                                   "Empty: the registry's maxFilesPerTrigger."),
+        "dry_run": Param(False, type="boolean", title="Dry run",
+                         description="List the files and their count; write nothing."),
+    }
+
+
+def build_backfill_dag(job: JobSpec) -> DAG:
+    """The ``<job>_backfill`` DAG of one registry job."""
+    with DAG(
+        dag_id=f"{job.name}_backfill",
+        description=f"backfill historical files into the tables of {job.name}",
+        doc_md=f"{__doc__}\n## `{job.name}`\n\n{job.description}\n",
+        schedule=None,
+        start_date=datetime(2025, 1, 1, tzinfo=timezone.utc),
+        catchup=False,
+        max_active_runs=4,
+        default_args=DEFAULT_ARGS,
+        tags=[*job.tags, "backfill"],
+        params=backfill_params(job),
+    ) as dag:
+
+        @task(task_id="check_request", retries=0)
+        def check_request(params=None) -> dict:
+            """Check the form (refused: fail naming the field, run nothing) and list the files."""
+            from airflow.sdk.exceptions import AirflowFailException
+
+            from spark_jobs.backfill import BackfillRefused, check_request as check, list_files
+
+            try:
+                request = check(job.name, params["source"], params["date_from"], params["date_to"],
+                                params["max_files_per_trigger"], params["dry_run"])
+            except BackfillRefused as exc:
+                raise AirflowFailException(f"backfill refused, nothing was run: {exc}") from None
+            listing = list_files(request)
+            summary = {"writer": request.writer, "source": str(request.source), "dry_run": request.dry_run,
+                       **listing.summary()}
+            print(f"backfill of {job.name}: {summary['files']} files to load from {request.source} "
+                  f"({listing.out_of_range} out of the range, {listing.undated} without a date); writer "
+                  f"{request.writer}")
+            for path in listing.files[:200]:
+                print(f"  {path}")
+            return {**summary, "args": request.cli_args()}
+
+        @task.short_circuit(task_id="unless_dry_run")
+        def unless_dry_run(checked: dict) -> bool:
+            """A dry run ends after the listing."""
+            return not checked["dry_run"]
+
+        checked = check_request()
+        submit = SparkSubmitOperator(
+            task_id="spark_submit",
+            conn_id=SPARK_CONN_ID,
+            application=APPLICATION,
+            # The checked request's arguments, as a list: nothing from the raw form.
+            application_args="{{ ti.xcom_pull(task_ids='check_request')['args'] }}",
+            render_template_as_native_obj=True,
+            name=f"{job.name}_backfill",
+            conf=spark_submit_conf(),
+            jars=spark_submit_jars(),
+            doc_md=f"`python -m spark_jobs backfill {job.name} ...` under spark-submit, with the checked values.",
+        )
+        unless_dry_run(checked) >> submit
+    return dag
+
+
+for _job in JOBS.values():
+    globals()[f"{_job.name}_backfill"] = build_backfill_dag(_job)

@@ -1,0 +1,130 @@
+"""Backfill requests: every bad field refused by name before anything runs; files selected by delivery date."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+
+from spark_jobs.backfill import BackfillRefused, check_request, file_date, list_files
+
+TODAY = dt.date(2026, 11, 23)
+NAMES = {
+    # object name timestamp wins over the folders
+    "AWSLogs/1/CloudTrail/us-east-1/2024/03/01/1_CloudTrail_us-east-1_20240301T2355Z_a.json.gz": dt.date(2024, 3, 1),
+    "AWSLogs/1/CloudTrail/us-east-1/2024/03/02/1_CloudTrail_us-east-1_20240301T2359Z_b.json.gz": dt.date(2024, 3, 1),
+    "AWSLogs/1/CloudTrail/us-east-1/2024/03/03/plain-name.json.gz": dt.date(2024, 3, 3),
+    "exports/1_CloudTrail_eu-west-1_20240304T0000Z_c.json": dt.date(2024, 3, 4),
+    "exports/undated.json": None,
+    "exports/2024/13/01/bad-month.json": None,
+    "exports/1_CloudTrail_x_20241340T0000Z_d.json": None,  # not a date in the name, no date folders
+    "2024/02/29/1_CloudTrail_x_20241340T0000Z_e.json": dt.date(2024, 2, 29),  # bad name date: the folders
+}
+
+
+@pytest.fixture()
+def roots(tmp_path, monkeypatch):
+    """An input root with dated and undated log files, a folder outside it, and a symlink out of it."""
+    root, outside = tmp_path / "history", tmp_path / "elsewhere"
+    for name in NAMES:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text("{}")
+    (root / "exports" / "_hidden.json").write_text("{}")
+    (root / "exports" / "notes.txt").write_text("")
+    outside.mkdir()
+    (root / "escape").symlink_to(outside)
+    monkeypatch.setenv("CLOUDTRAIL_ETL_INPUT_ROOTS", str(root))
+    return root, outside
+
+
+def check(source, date_from=None, date_to=None, max_files=None, dry_run=False, job="cloudtrail_etl"):
+    return check_request(job, source, date_from, date_to, max_files, dry_run, today=TODAY)
+
+
+@pytest.mark.parametrize("path", sorted(NAMES))
+def test_a_files_delivery_date_comes_from_its_name_else_its_folders(path):
+    assert file_date("/landing/" + path) == NAMES[path]
+
+
+def test_a_dated_request_selects_the_files_of_its_range_and_counts_the_rest(roots):
+    root, _ = roots
+    request = check(str(root), "2024-03-01", "2024-03-03")
+    listing = list_files(request)
+    assert [Path(f).relative_to(root).as_posix() for f in listing.files] == sorted(
+        n for n, d in NAMES.items() if d and dt.date(2024, 3, 1) <= d <= dt.date(2024, 3, 3))
+    assert (listing.out_of_range, listing.undated) == (2, 3)
+    assert request.writer.startswith("backfill-20240301-20240303-")
+
+
+def test_without_dates_every_file_is_selected_and_the_writer_is_stable(roots):
+    root, _ = roots
+    request = check(f"file://{root}")
+    assert len(list_files(request).files) == len(NAMES)
+    assert request.file_dates is None
+    assert request.writer == check(str(root)).writer != check(str(root / "exports")).writer
+    assert request.cli_args() == ["backfill", "cloudtrail_etl", "--source", str(root)]
+
+
+def test_one_date_alone_is_an_open_range(roots):
+    root, _ = roots
+    assert check(str(root), date_from="2024-03-02").file_dates == (dt.date(2024, 3, 2), TODAY)
+    assert check(str(root), date_to="2024-03-02").file_dates == (dt.date.min, dt.date(2024, 3, 2))
+
+
+@pytest.mark.parametrize("case, field, message", [
+    ("unknown job", "job", "unknown job 'no_such_job'"),
+    ("empty source", "source", "is required"),
+    ("relative path", "source", "is not an absolute path"),
+    ("dot-dot", "source", "contains '..'"),
+    ("shell metacharacters", "source", "contains ';'"),
+    ("command substitution", "source", "contains '$'"),
+    ("newline", "source", "contains '\\n'"),
+    ("s3 scheme", "source", "the s3:// scheme is not readable here"),
+    ("missing folder", "source", "is not an existing folder"),
+    ("outside the roots", "source", "is not under an input root of job cloudtrail_etl"),
+    ("symlink out of a root", "source", "through a symlink"),
+    ("backwards range", "date_to", "the range runs backwards"),
+    ("future date", "date_to", "is in the future"),
+    ("not a date", "date_from", "is not a date (YYYY-MM-DD)"),
+    ("impossible date", "date_to", "is not a date (YYYY-MM-DD)"),
+    ("zero files per trigger", "max_files_per_trigger", "is not a whole number from 1"),
+    ("text files per trigger", "max_files_per_trigger", "is not a whole number from 1"),
+    ("dry run not a boolean", "dry_run", "is not true or false"),
+])
+def test_each_bad_field_is_refused_by_name(roots, case, field, message):
+    root, outside = roots
+    requests = {
+        "unknown job": dict(source=str(root), job="no_such_job"),
+        "empty source": dict(source=" "),
+        "relative path": dict(source="history/exports"),
+        "dot-dot": dict(source=f"{root}/exports/../exports"),
+        "shell metacharacters": dict(source=f"{root}; rm -rf /"),
+        "command substitution": dict(source=f"{root}/$(id)"),
+        "newline": dict(source=f"{root}\n/etc"),
+        "s3 scheme": dict(source="s3://bucket/AWSLogs"),
+        "missing folder": dict(source=f"{root}/nope"),
+        "outside the roots": dict(source=str(outside)),
+        "symlink out of a root": dict(source=str(root / "escape")),
+        "backwards range": dict(source=str(root), date_from="2024-03-02", date_to="2024-03-01"),
+        "future date": dict(source=str(root), date_from="2026-11-01", date_to="2026-11-24"),
+        "not a date": dict(source=str(root), date_from="last week", date_to="2024-03-01"),
+        "impossible date": dict(source=str(root), date_from="2024-02-01", date_to="2024-02-30"),
+        "zero files per trigger": dict(source=str(root), max_files=0),
+        "text files per trigger": dict(source=str(root), max_files="10; ls"),
+        "dry run not a boolean": dict(source=str(root), dry_run="yes"),
+    }
+    with pytest.raises(BackfillRefused) as refused:
+        check(**requests[case])
+    assert refused.value.field == field
+    assert str(refused.value).startswith(f"{field}: ")
+    assert message in str(refused.value)
+
+
+def test_sparks_file_date_filter_agrees_with_the_listing(spark):
+    from spark_jobs.runner import file_date_column
+
+    paths = ["file:/landing/" + p for p in NAMES] + ["file:/a b/2024/03/05/x.json"]
+    frame = spark.createDataFrame([(p,) for p in paths], "path string")
+    got = {r.path: r.day for r in frame.select("path", file_date_column(frame["path"]).alias("day")).collect()}
+    assert got == {p: file_date(p) for p in paths}
