@@ -1,0 +1,112 @@
+"""cloudtrail_etl_backfill run for real by ``airflow dags test`` with a form's values: real Spark, real samples.
+
+The runs use a freshly migrated metadata DB and a lake in tmp_path (as the catch-up DAG's tests do).
+The job's input roots are the real samples' folder (``$CLOUDTRAIL_ETL_INPUT_ROOTS``).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+
+import pytest
+
+from tests.dags.conftest import require_airflow_env
+from tests.dags.test_catchup_dag_run import CatchupRuns, table_files, tail
+
+DAG_ID = "cloudtrail_etl_backfill"
+# 28,992 distinct eventIDs, plus the record salvaged from the invalid file (see test_real_cloudtrail_samples).
+REAL_EVENTS = 28992 + 1
+
+
+class BackfillRuns(CatchupRuns):
+    """The catch-up tests' Airflow home and lake, running the backfill DAG with a form's values."""
+
+    def backfill(self, **params) -> subprocess.CompletedProcess:
+        return self.run("airflow", "dags", "test", DAG_ID, "-c", json.dumps(params))
+
+    def task_states(self) -> list[dict[str, str]]:
+        """Per run (oldest first): task id -> state."""
+        with sqlite3.connect(self.home / "airflow.db") as db:
+            runs = [r[0] for r in db.execute("SELECT run_id FROM dag_run WHERE dag_id = ? ORDER BY id", (DAG_ID,))]
+            return [dict(db.execute("SELECT task_id, state FROM task_instance WHERE dag_id = ? AND run_id = ?",
+                                    (DAG_ID, run_id))) for run_id in runs]
+
+    def counts(self) -> dict:
+        [row] = self.query("SELECT (SELECT count(*) FROM cloudtrail_events) AS events, "
+                           "(SELECT count(DISTINCT eventID) FROM cloudtrail_events) AS distinct_ids, "
+                           "(SELECT count(*) FROM cloudtrail_quarantine) AS quarantined")
+        return row
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, real_cloudtrail) -> BackfillRuns:
+    require_airflow_env()
+    runs = BackfillRuns(tmp_path_factory.mktemp("backfill_dag"))
+    runs.env["CLOUDTRAIL_ETL_INPUT_ROOTS"] = str(real_cloudtrail.parent)
+    migrated = runs.run("airflow", "db", "migrate")
+    assert migrated.returncode == 0, f"airflow db migrate failed:\n{tail(migrated)}"
+    return runs
+
+
+@pytest.fixture(scope="module")
+def first(runs, real_cloudtrail):
+    """A backfill of every real sample, then the same backfill again."""
+    done = runs.backfill(source=str(real_cloudtrail), max_files_per_trigger=500)
+    assert done.returncode == 0, f"airflow dags test {DAG_ID} failed (exit {done.returncode}):\n{tail(done)}"
+    first = {"counts": runs.counts(), "files": table_files(runs.lake), "output": done.stdout + done.stderr}
+    again = runs.backfill(source=str(real_cloudtrail), max_files_per_trigger=500)
+    assert again.returncode == 0, f"the second backfill failed (exit {again.returncode}):\n{tail(again)}"
+    return {**first, "again_files": table_files(runs.lake), "states": runs.task_states()}
+
+
+def test_a_backfill_of_the_real_samples_holds_each_event_once(first):
+    assert first["counts"] == {"events": REAL_EVENTS, "distinct_ids": REAL_EVENTS, "quarantined": 1}
+    assert first["states"][0] == {"check_request": "success", "unless_dry_run": "success", "spark_submit": "success"}
+    assert "progress: 1239 of 1239 files (100%)" in first["output"]
+
+
+def test_running_the_same_backfill_again_adds_nothing(first):
+    assert first["states"][1]["spark_submit"] == "success"
+    assert first["again_files"] == first["files"]
+
+
+def test_a_dry_run_lists_the_files_of_its_range_and_writes_nothing(runs, first, real_cloudtrail):
+    done = runs.backfill(source=str(real_cloudtrail), date_from="2023-07-10", date_to="2023-07-10", dry_run=True)
+    assert done.returncode == 0, tail(done)
+    assert runs.task_states()[-1] == {"check_request": "success", "unless_dry_run": "success",
+                                      "spark_submit": "skipped"}
+    output = done.stdout + done.stderr
+    assert f"backfill of cloudtrail_etl: 55 files to load from {real_cloudtrail} (1113 out of the range, 71 without " \
+           "a date)" in output
+    assert table_files(runs.lake) == first["again_files"]
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"source": "/etc"}, "source: '/etc' is not under an input root of job cloudtrail_etl"),
+    ({"source": "<real>/../real/cloudtrail"}, "source: '<real>/../real/cloudtrail' contains '..'"),
+    ({"source": "<real>", "date_from": "2024-03-02", "date_to": "2024-03-01"}, "date_to: 2024-03-01 is before"),
+])
+def test_a_refused_request_fails_naming_the_field_and_runs_nothing(runs, first, real_cloudtrail, params, message):
+    params = {k: v.replace("<real>", str(real_cloudtrail)) for k, v in params.items()}
+    message = message.replace("<real>", str(real_cloudtrail))
+    done = runs.backfill(**params)
+    assert done.returncode != 0
+    assert f"backfill refused, nothing was run: {message}" in done.stdout + done.stderr
+    assert runs.task_states()[-1] == {"check_request": "failed", "unless_dry_run": "upstream_failed",
+                                      "spark_submit": "upstream_failed"}
+    assert table_files(runs.lake) == first["again_files"]
+
+
+def test_the_form_refuses_values_outside_its_schema_before_a_run_starts(runs, first):
+    before = len(runs.task_states())
+    for params, message in [
+        ({"source": "relative/path"}, "Invalid input for param source: 'relative/path' does not match"),
+        ({"source": "/etc", "max_files_per_trigger": 0}, "Invalid input for param max_files_per_trigger: 0 is less "
+                                                         "than the minimum of 1"),
+    ]:
+        done = runs.backfill(**params)
+        assert done.returncode != 0
+        assert message in done.stdout + done.stderr
+    assert len(runs.task_states()) == before
