@@ -263,6 +263,26 @@ def list_files(request: BackfillRequest) -> FileListing:
     return FileListing(sorted(files), out_of_range, undated)
 
 
+GLOB_CHARACTERS = set("{}[]*?\\,")
+
+
+def read_path(request: BackfillRequest, listing: FileListing) -> str:
+    """What the file source reads: the source folder, or, for a dated backfill, a glob of only the
+    folders that hold selected files (``<source>/{2024/03/01,2024/03/02}``), so Spark neither lists
+    nor batches the years of files outside the range. (Spark globs the path; Hadoop expands braces
+    holding slashes.) A folder whose name has glob characters falls back to the whole source; the
+    runner's date filter selects the files either way.
+    """
+    if request.file_dates is None or not listing.files:
+        return str(request.source)
+    folders = sorted({os.path.relpath(os.path.dirname(f), request.source) for f in listing.files})
+    if any(set(folder) & GLOB_CHARACTERS for folder in folders) or "." in folders:
+        return str(request.source)
+    # A folder inside another chosen one is listed with it (the job's recursiveFileLookup).
+    outer = [f for f in folders if not any(f.startswith(other + "/") for other in folders if other != f)]
+    return str(request.source / outer[0]) if len(outer) == 1 else f"{request.source}/{{{','.join(outer)}}}"
+
+
 def _expand_braces(pattern: str) -> list[str]:
     """``*.{a,b}`` -> ``['*.a', '*.b']`` (Hadoop's glob braces, which fnmatch lacks; no nesting)."""
     match = re.search(r"\{([^{}]*)\}", pattern)

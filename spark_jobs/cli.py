@@ -228,8 +228,9 @@ def _cmd_backfill(args) -> int:
     Prints one JSON line: the listing (dry run), or the run's summary with the backfill's writer name.
     """
     import json
+    from pathlib import Path
 
-    from spark_jobs.backfill import check_request, list_files
+    from spark_jobs.backfill import check_request, list_files, read_path
 
     request = check_request(args.job, args.source, args.date_from, args.date_to, args.max_files_per_trigger,
                             args.dry_run)
@@ -247,7 +248,7 @@ def _cmd_backfill(args) -> int:
     options = dict(request.job.file_source_options)
     if request.max_files_per_trigger is not None:
         options["maxFilesPerTrigger"] = str(request.max_files_per_trigger)
-    run_options = RunOptions(request.source, Lake.at(args.lake), parse_trigger("available-now"), options,
+    run_options = RunOptions(Path(read_path(request, listing)), Lake.at(args.lake), parse_trigger("available-now"), options,
                              writer=request.writer, file_dates=request.file_dates,
                              expected_files=len(listing.files))
     configure_logging()

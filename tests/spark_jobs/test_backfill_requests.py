@@ -128,3 +128,25 @@ def test_sparks_file_date_filter_agrees_with_the_listing(spark):
     frame = spark.createDataFrame([(p,) for p in paths], "path string")
     got = {r.path: r.day for r in frame.select("path", file_date_column(frame["path"]).alias("day")).collect()}
     assert got == {p: file_date(p) for p in paths}
+
+
+def test_a_dated_backfill_streams_only_the_folders_of_its_range(roots, spark, tmp_path):
+    from spark_jobs.backfill import read_path
+    from spark_jobs.runner import BINARY_FILE_SCHEMA
+
+    root, _ = roots
+    request = check(str(root), "2024-03-01", "2024-03-03")
+    listing = list_files(request)
+    days = ",".join(f"AWSLogs/1/CloudTrail/us-east-1/2024/03/0{d}" for d in (1, 2, 3))
+    assert read_path(request, listing) == f"{root}/{{{days}}}"
+    assert read_path(check(str(root)), list_files(check(str(root)))) == str(root)
+    one_day = check(str(root), "2024-03-04", "2024-03-04")
+    assert read_path(one_day, list_files(one_day)) == str(root / "exports")
+
+    stream = (spark.readStream.format("binaryFile").schema(BINARY_FILE_SCHEMA).option("recursiveFileLookup", "true")
+              .load(read_path(request, listing)).select("path").writeStream.format("memory")
+              .queryName("backfill_glob").option("checkpointLocation", str(tmp_path / "checkpoint"))
+              .trigger(availableNow=True).start())
+    stream.awaitTermination(120)
+    listed = sorted(r.path.removeprefix("file:") for r in spark.table("backfill_glob").collect())
+    assert listed == listing.files
