@@ -135,6 +135,7 @@ def create_tables(spark: SparkSession, targets: list[TableTarget], schemas: dict
 
     for target in targets:
         if (target.path / "_delta_log").is_dir():
+            _wait_for_first_commit(target)  # another writer may be creating it right now
             continue
         builder = (DeltaTable.createIfNotExists(spark).location(str(target.path))
                    .addColumns(_nullable(schemas[target.name])).partitionedBy(*target.partition_by))
@@ -147,9 +148,34 @@ def create_tables(spark: SparkSession, targets: list[TableTarget], schemas: dict
             builder.execute()
             log.info("created Delta table %s at %s", target.name, target.path)
         except Exception:
-            if not (target.path / "_delta_log" / ("0" * 20 + ".json")).exists():
+            # Another writer created it first (version 0 exists) or is creating it (its folder is not
+            # empty yet has no version 0: Delta refuses to create there); wait for its first commit.
+            if not (target.path / "_delta_log").is_dir() or not _wait_for_first_commit(target, raise_=False):
                 raise
             log.info("Delta table %s was created by another writer", target.name)
+
+
+FIRST_COMMIT_WAIT_SECONDS = 60.0
+
+
+def _wait_for_first_commit(target: TableTarget, raise_: bool = True,
+                           timeout: float = FIRST_COMMIT_WAIT_SECONDS) -> bool:
+    """Wait until ``target``'s Delta log holds version 0 (a writer that started at the same time creates it).
+
+    :returns: whether it does.
+    :raises UsageError: (``raise_``) if it does not after ``timeout`` seconds, naming the folder.
+    """
+    first = target.path / "_delta_log" / ("0" * 20 + ".json")
+    deadline = time.monotonic() + timeout
+    while not first.exists():
+        if time.monotonic() >= deadline:
+            if raise_:
+                raise UsageError(f"table {target.name} at {target.path} has a _delta_log without its first "
+                                 f"commit after {timeout:.0f} s: a creation was interrupted; if no other writer "
+                                 "is starting, delete the empty table folder and start again")
+            return False
+        time.sleep(0.2)
+    return True
 
 
 def _nullable(schema: StructType) -> StructType:

@@ -219,3 +219,28 @@ def test_two_writers_at_once_over_overlapping_input_are_exact(tmp_path, run_job,
     quarantined = sorted(((file_name(r.source_file), r.record_index, r.reason)
                           for r in frames[QUARANTINE].collect()), key=str)
     assert quarantined == sorted(((b.path.name, b.record_index, b.reason) for b in own.bad), key=str)
+
+
+def test_a_writer_starting_while_another_creates_the_table_waits_for_its_first_commit(spark, tmp_path, monkeypatch):
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    from spark_jobs import table_writers
+    from spark_jobs.errors import UsageError
+    from spark_jobs.table_writers import TableTarget, create_tables
+
+    schema = StructType([StructField("id", StringType()), StructField("date", StringType())])
+    target = TableTarget("t", tmp_path / "t", ("date",), ("id",))
+    # Another writer has begun: its table folder and _delta_log exist, version 0 does not yet.
+    (target.path / "_delta_log").mkdir(parents=True)
+    monkeypatch.setattr(table_writers, "FIRST_COMMIT_WAIT_SECONDS", 1.0)
+    with pytest.raises(UsageError, match=r"table t at .* has a _delta_log without its first commit after 1 s"):
+        table_writers._wait_for_first_commit(target, timeout=1.0)
+
+    shutil.rmtree(target.path)
+    other = threading.Thread(target=create_tables, args=(spark, [target], {"t": schema}))
+    (target.path / "_delta_log").mkdir(parents=True)
+    threading.Timer(1.5, lambda: (shutil.rmtree(target.path), other.start())).start()
+    create_tables(spark, [target], {"t": schema})  # waits for the other writer's version 0
+    assert (target.path / "_delta_log" / ("0" * 20 + ".json")).exists()
+    other.join(60)
+    assert spark.read.format("delta").load(str(target.path)).columns == ["id", "date"]
