@@ -22,6 +22,7 @@ first is not inserted again.
 from __future__ import annotations
 
 import logging
+import os
 import random
 import time
 from dataclasses import dataclass, field
@@ -160,14 +161,14 @@ FIRST_COMMIT_WAIT_SECONDS = 60.0
 
 def _wait_for_first_commit(target: TableTarget, raise_: bool = True,
                            timeout: float = FIRST_COMMIT_WAIT_SECONDS) -> bool:
-    """Wait until ``target``'s Delta log holds version 0 (a writer that started at the same time creates it).
+    """Wait until ``target``'s Delta log holds a commit (a writer that started at the same time creates
+    version 0; an old table may have no version 0 left, once Delta cleaned up its log behind a checkpoint).
 
     :returns: whether it does.
     :raises UsageError: (``raise_``) if it does not after ``timeout`` seconds, naming the folder.
     """
-    first = target.path / "_delta_log" / ("0" * 20 + ".json")
     deadline = time.monotonic() + timeout
-    while not first.exists():
+    while not _has_commit(target.path / "_delta_log"):
         if time.monotonic() >= deadline:
             if raise_:
                 raise UsageError(f"table {target.name} at {target.path} has a _delta_log without its first "
@@ -176,6 +177,13 @@ def _wait_for_first_commit(target: TableTarget, raise_: bool = True,
             return False
         time.sleep(0.2)
     return True
+
+
+def _has_commit(log_dir: Path) -> bool:
+    """Whether a Delta log folder holds a commit (``<version>.json``) or a checkpoint."""
+    with os.scandir(log_dir) as entries:
+        return any(e.name == "_last_checkpoint" or (e.name[:20].isdigit() and e.name.endswith((".json", ".parquet")))
+                   for e in entries)
 
 
 def _nullable(schema: StructType) -> StructType:
