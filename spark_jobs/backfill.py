@@ -19,13 +19,14 @@ field. No pyspark: Airflow imports this while a task validates a form.
 from __future__ import annotations
 
 import datetime as dt
-import fnmatch
 import hashlib
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from spark_jobs.checkpoint.listing import list_input
+from spark_jobs.checkpoint.store import Location
 from spark_jobs.errors import UsageError
 from spark_jobs.lake import PROJECT_ROOT
 from spark_jobs.registry import JobSpec, get_job
@@ -240,27 +241,21 @@ class FileListing:
 
 
 def list_files(request: BackfillRequest) -> FileListing:
-    """The input files of ``request``, as the job's file source would list them (its ``pathGlobFilter``,
-    names starting with ``.`` or ``_`` skipped), then selected by :func:`file_date`."""
-    pattern = request.job.file_source_options.get("pathGlobFilter", "*")
-    patterns = _expand_braces(pattern)
+    """The input files of ``request``: those Spark's file source would list under its source (the job's
+    options, by :func:`spark_jobs.checkpoint.listing.list_input`), selected by :func:`file_date`."""
+    listed = list_input(Location.of(request.source), dict(request.job.file_source_options))
     files, out_of_range, undated = [], 0, 0
-    for folder, dirs, names in os.walk(request.source):
-        dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
-        for name in sorted(names):
-            if name.startswith((".", "_")) or not any(fnmatch.fnmatchcase(name, p) for p in patterns):
-                continue
-            path = os.path.join(folder, name)
-            day = file_date(path)
-            if request.file_dates is None:
-                files.append(path)
-            elif day is None:
-                undated += 1
-            elif request.date_from <= day <= request.date_to:
-                files.append(path)
-            else:
-                out_of_range += 1
-    return FileListing(sorted(files), out_of_range, undated)
+    for path in sorted(item.key for item in listed):
+        day = file_date(path)
+        if request.file_dates is None:
+            files.append(path)
+        elif day is None:
+            undated += 1
+        elif request.date_from <= day <= request.date_to:
+            files.append(path)
+        else:
+            out_of_range += 1
+    return FileListing(files, out_of_range, undated)
 
 
 GLOB_CHARACTERS = set("{}[]*?\\,")
@@ -281,12 +276,3 @@ def read_path(request: BackfillRequest, listing: FileListing) -> str:
     # A folder inside another chosen one is listed with it (the job's recursiveFileLookup).
     outer = [f for f in folders if not any(f.startswith(other + "/") for other in folders if other != f)]
     return str(request.source / outer[0]) if len(outer) == 1 else f"{request.source}/{{{','.join(outer)}}}"
-
-
-def _expand_braces(pattern: str) -> list[str]:
-    """``*.{a,b}`` -> ``['*.a', '*.b']`` (Hadoop's glob braces, which fnmatch lacks; no nesting)."""
-    match = re.search(r"\{([^{}]*)\}", pattern)
-    if not match:
-        return [pattern]
-    head, tail = pattern[:match.start()], pattern[match.end():]
-    return [x for option in match.group(1).split(",") for x in _expand_braces(head + option + tail)]
