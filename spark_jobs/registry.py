@@ -30,6 +30,8 @@ class TableSpec:
     :param stats_columns: the columns Delta keeps per-file min/max/null counts of for data skipping
         (``delta.dataSkippingStatsColumns``, set when the table is created): the ones queries filter
         on. Empty: Delta's default, the first 32 columns, whose statistics cost ~20% of a large write.
+    :param quarantine: the table holds what could not be ingested; its share of a batch's rows is the
+        job's quarantine rate (monitoring plots it and alerts on it).
     """
 
     name: str
@@ -38,6 +40,7 @@ class TableSpec:
     vacuum_retention_hours: int = 168
     zorder_by: tuple[str, ...] = ()
     stats_columns: tuple[str, ...] = ()
+    quarantine: bool = False
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,51 @@ class HealthThresholds:
     max_batch_age_seconds: int = 15 * 60
     max_pending_files: int = 10_000
     lease_ttl_seconds: float = 30
+
+
+@dataclass(frozen=True)
+class AlertThresholds:
+    """When a job's health opens an incident (one alert when it opens, one when it resolves).
+
+    Evaluated by :mod:`spark_jobs.monitoring.health` (the health sensor's trigger delivers the alerts;
+    ``python -m spark_jobs status`` and the health page show them). The stall alert uses the job's
+    :class:`HealthThresholds` (no commit for ``max_batch_age_seconds`` while input waits).
+
+    :param slow_batches: falling behind: this many micro-batches in a row processed rows slower than
+        they arrived (``processedRowsPerSecond < inputRowsPerSecond``) while input waits.
+    :param max_backlog_files: more input files waiting than this; ``None``: the job's
+        ``HealthThresholds.max_pending_files``.
+    :param max_quarantine_rate: the share of the last ``quarantine_window_batches`` batches' rows that
+        went to the quarantine table, above which bad input is an incident.
+    :param quarantine_window_batches: the batches the quarantine rate is taken over.
+    :param max_restarts_in_window: the supervisor restarted the driver this many times within its
+        restart window (or gave up): the job keeps failing.
+    """
+
+    slow_batches: int = 5
+    max_backlog_files: int | None = None
+    max_quarantine_rate: float = 0.05
+    quarantine_window_batches: int = 10
+    max_restarts_in_window: int = 3
+
+
+@dataclass(frozen=True)
+class ProgressHistory:
+    """How a job's drivers keep their micro-batches' progress in the lake's ``streaming_progress`` table.
+
+    :param enabled: record each micro-batch's progress (Spark's typed progress object) as a row.
+    :param flush_seconds: rows are buffered in the driver and appended (delta-rs, off the query's
+        thread) at most this often, and when the run ends.
+    :param retention_days: rows older than this are deleted (whole days; the table is partitioned by
+        date) by the drivers' recorders, at start and every hour.
+    :param compact_every_commits: the recorder compacts the table's small files after this many of
+        its appends.
+    """
+
+    enabled: bool = True
+    flush_seconds: float = 30.0
+    retention_days: int = 7
+    compact_every_commits: int = 100
 
 
 @dataclass(frozen=True)
@@ -111,6 +159,8 @@ class JobSpec:
     :param restart: how the supervisor restarts a continuous run's driver.
     :param input_roots: the folders a backfill may read under (relative to the project root unless
         absolute); ``$<NAME>_INPUT_ROOTS`` (``os.pathsep``-separated) overrides them.
+    :param alerts: when the job's health opens an incident (see :class:`AlertThresholds`).
+    :param progress: the job's progress history in ``streaming_progress`` (see :class:`ProgressHistory`).
     """
 
     name: str
@@ -126,6 +176,8 @@ class JobSpec:
     continuous_trigger: str | None = None
     restart: RestartPolicy = RestartPolicy()
     input_roots: tuple[str, ...] = ("landing", "history")
+    alerts: AlertThresholds = AlertThresholds()
+    progress: ProgressHistory = ProgressHistory()
 
     @property
     def module(self) -> str:
@@ -161,6 +213,7 @@ CLOUDTRAIL_ETL = JobSpec(
             name="cloudtrail_quarantine",
             partition_by=("ingest_date",),
             description="records and files that could not be ingested, with the reason and the raw text",
+            quarantine=True,
         ),
     ),
     file_source_options={

@@ -28,6 +28,7 @@ from pyspark.sql.types import BinaryType, LongType, StringType, StructField, Str
 
 from spark_jobs.errors import UsageError
 from spark_jobs.lake import Lake, PROJECT_ROOT
+from spark_jobs.monitoring.progress import executed
 from spark_jobs.registry import JobSpec
 from spark_jobs.table_writers import (ExactlyOnceWriter, TableTarget, check_table_format, create_tables,
                                       refuse_old_layout)
@@ -68,6 +69,8 @@ class RunOptions:
         in this range are parsed (a backfill); ``None``: every file.
     :param expected_files: the files this run should process (a backfill's listing), for its progress
         lines (done / total, ETA); ``None``: no total known.
+    :param progress_history: record each micro-batch's progress in ``streaming_progress`` (when the
+        job's ``ProgressHistory`` is enabled); the benchmark switches it off to measure its cost.
     """
 
     input_path: Path
@@ -79,6 +82,7 @@ class RunOptions:
     writer: str | None = None
     file_dates: tuple[dt.date, dt.date] | None = None
     expected_files: int | None = None
+    progress_history: bool = True
 
     def stream_name(self, job: str) -> str:
         """The query's name, and its checkpoint's and control folder's: ``job`` or ``job@writer``."""
@@ -291,7 +295,7 @@ def table_targets(job: JobSpec, module: ModuleType, lake: Lake) -> list[TableTar
 
 
 def write_micro_batch(module: ModuleType, writer: ExactlyOnceWriter, targets: list[TableTarget], files: DataFrame,
-                      batch_id: int) -> tuple[int, dict[str, int]]:
+                      batch_id: int, carried: dict[str, int] | None = None) -> tuple[int, dict[str, int]]:
     """Write one micro-batch to every table: each file is parsed once, each table gets one Delta commit.
 
     The parse is kept (memory, spilling to disk) for the batch: one pass over it counts each table's
@@ -299,6 +303,7 @@ def write_micro_batch(module: ModuleType, writer: ExactlyOnceWriter, targets: li
     table is written from it. A table with no rows in this batch gets no commit (Delta's idempotent
     writes do not need one per batch).
 
+    :param carried: filled with the rows the batch carried per table (before deduplication).
     :returns: the batch's input files, and rows inserted per table (0 for a table that already held
         this batch, and for rows whose key the table already held).
     """
@@ -316,6 +321,8 @@ def write_micro_batch(module: ModuleType, writer: ExactlyOnceWriter, targets: li
         rows = {}
         for i, target in enumerate(targets):
             batch_rows = stats[f"rows{i}"]
+            if carried is not None:
+                carried[target.name] = batch_rows
             values = {column: stats[alias] for table, column, alias in prune if table == target.name}
             rows[target.name] = 0 if not batch_rows else writer.write(
                 batch_id, target.name, module.OUTPUTS[target.name](parsed), values, rows=batch_rows)
@@ -380,6 +387,7 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
     summary = RunSummary(job=job.name, trigger=options.trigger.spec, rows={t.name: 0 for t in job.tables})
     per_run: dict = {}  # made on the first batch: the writer
     batch_files: dict[int, int] = {}
+    batch_rows: dict[int, tuple[dict[str, int], dict[str, int]]] = {}  # carried and inserted, per batch
 
     def write_batch(files: DataFrame, batch_id: int) -> None:
         keeper.check()  # nothing is written by a driver that may have been replaced
@@ -387,7 +395,9 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
             # The checkpoint's query id: the same after every restart, different for every checkpoint.
             query_id = files.sparkSession.sparkContext.getLocalProperty("sql.streaming.queryId")
             per_run.update(writer=ExactlyOnceWriter(files.sparkSession, targets, query_id or options.stream_name(job.name)))
-        batch_files[batch_id], rows = write_micro_batch(module, per_run["writer"], targets, files, batch_id)
+        carried: dict[str, int] = {}
+        batch_files[batch_id], rows = write_micro_batch(module, per_run["writer"], targets, files, batch_id, carried)
+        batch_rows[batch_id] = (carried, rows)
         for table, count in rows.items():
             summary.rows[table] += count
         summary.input_files += batch_files[batch_id]
@@ -403,6 +413,9 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
         # Before the transform: a file out of the range is listed (and its bytes read) but never parsed.
         first, last = options.file_dates
         files = files.where(file_date_column(files["path"]).between(F.lit(first), F.lit(last)))
+    # Each executed batch's progress -> streaming_progress, from Spark's listener bus (not this thread).
+    history = start_recorder(job, options, spark, lambda batch: (
+        *batch_rows.pop(batch, (None, None)), batch_files.get(batch)))
     stopper.query_started = True  # from here on a signal stops the query after its micro-batch
     try:
         query = (files.writeStream.queryName(options.stream_name(job.name))
@@ -411,6 +424,8 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
                  .trigger(**options.trigger.writer_kwargs())
                  .start())
     except Exception as exc:  # noqa: BLE001 - a checkpoint Spark cannot resume from, in plain words
+        if history is not None:
+            history.close(-1, timeout=0)
         explained = explain_failure(str(exc))
         if explained:
             raise JobFailed(f"job {job.name} cannot start from checkpoint {checkpoint}: {explained}") from None
@@ -418,6 +433,7 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
     log.info("query %s started (id %s, run %s), checkpoint %s", job.name, query.id, query.runId, checkpoint)
     keeper.details.update(query_id=str(query.id), run_id=str(query.runId),
                           spark_ui=spark.sparkContext.uiWebUrl)
+    recorded = -1
     while True:
         active = query.isActive
         for progress in query.recentProgress:
@@ -425,6 +441,8 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
                 _log_progress(progress, batch_files.get(progress.batchId, progress.numInputRows))
                 logged = progress.batchId
                 keeper.details["last_committed_batch"] = progress.batchId
+            if executed(progress):
+                recorded = max(recorded, progress.batchId)
         if not active:
             break
         if keeper.lost is not None and not query.status["isTriggerActive"]:
@@ -436,6 +454,8 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
             query.awaitTermination(0.2)
         except StreamingQueryException:
             pass  # it failed just now: the next round sees it inactive and reports query.exception()
+    if history is not None:
+        history.close(recorded)  # once the last batch's progress arrived: the last rows, in one append
     if keeper.lost is not None:
         raise JobFailed(f"job {job.name} stopped: {keeper.lost}")
     error = query.exception()
@@ -447,6 +467,22 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
         raise JobFailed(f"job {job.name} failed: {first}")
     summary.seconds = round(time.monotonic() - started, 2)
     return summary
+
+
+def start_recorder(job: JobSpec, options: RunOptions, spark: SparkSession, batch_rows):
+    """The run's :class:`~spark_jobs.monitoring.listener.ProgressHistory` (listening from now on), or
+    None when the job's ``ProgressHistory`` settings (or the run's options) switch it off.
+
+    :param batch_rows: a batch id -> (rows carried per table, rows inserted per table, input files).
+    """
+    from spark_jobs.monitoring.listener import ProgressHistory
+    from spark_jobs.monitoring.progress import ProgressRecorder
+
+    if not (job.progress.enabled and options.progress_history):
+        return None
+    stream = options.stream_name(job.name)
+    recorder = ProgressRecorder(options.lake.root, job, stream, input_path=str(options.input_path))
+    return ProgressHistory(spark, stream, recorder, batch_rows)
 
 
 def configure_logging() -> None:

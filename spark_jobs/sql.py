@@ -33,10 +33,13 @@ from pathlib import Path
 
 from spark_jobs.errors import UsageError
 from spark_jobs.lake import Lake
+from spark_jobs.monitoring.progress import PROGRESS_TABLE, SCHEMA as PROGRESS_SCHEMA
 from spark_jobs.registry import JOBS
 
 ENGINES = ("spark", "duckdb")
 FORMATS = ("table", "json")
+# Tables of the lake that no job declares, with their Arrow schemas (a view even before they exist).
+LAKE_TABLES = {PROGRESS_TABLE: PROGRESS_SCHEMA}
 
 
 # --- --as-of ---------------------------------------------------------------------------------------
@@ -126,8 +129,9 @@ def resolve_version(table: str, path: Path, as_of: AsOf) -> int:
 # --- the tables ------------------------------------------------------------------------------------
 
 def registry_tables() -> list[str]:
-    """Every table name in the registry, in registry order."""
-    return [table.name for job in JOBS.values() for table in job.tables]
+    """Every table name in the registry, in registry order, then the lake's own tables (the jobs'
+    progress history, ``streaming_progress``)."""
+    return [table.name for job in JOBS.values() for table in job.tables] + list(LAKE_TABLES)
 
 
 def is_delta_table(path: Path) -> bool:
@@ -135,7 +139,9 @@ def is_delta_table(path: Path) -> bool:
 
 
 def _missing_note(table: str, path: Path) -> str:
-    job = next(job for job in JOBS.values() if any(t.name == table for t in job.tables))
+    job = next((job for job in JOBS.values() if any(t.name == table for t in job.tables)), None)
+    if job is None:
+        return f"note: table {table} has no data yet at {path} (the jobs' drivers write it as they run)"
     if (path / "_spark_metadata").is_dir():
         return (f"note: table {table} at {path} is in the old file-sink layout (only the spark engine reads it); "
                 f"convert it to Delta: "
@@ -187,6 +193,12 @@ def register_tables(spark, lake: Lake, as_of: dict[str | None, AsOf] | None = No
             if name not in versions:
                 notes.append(_missing_note(name, path))
             read_table(spark, path, schema, versions.get(name)).createOrReplaceTempView(name)
+    for name, schema in LAKE_TABLES.items():
+        path = lake.table_path(name)
+        if name not in versions:
+            notes.append(_missing_note(name, path))
+        empty = spark.createDataFrame(schema.empty_table()).schema
+        read_table(spark, path, empty, versions.get(name)).createOrReplaceTempView(name)
     return notes
 
 
