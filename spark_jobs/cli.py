@@ -1,4 +1,4 @@
-"""The command line: ``python -m spark_jobs {list,run,sql,lake,checkpoint,supervise,trial,sample-data,bench}``.
+"""The command line: ``python -m spark_jobs {list,run,sql,lake,checkpoint,status,supervise,trial,sample-data,bench}``.
 
 Examples::
 
@@ -10,6 +10,7 @@ Examples::
     python -m spark_jobs lake optimize --table cloudtrail_events               # also vacuum, history, restore
     python -m spark_jobs checkpoint inspect cloudtrail_etl --json             # health without Spark
     python -m spark_jobs checkpoint repair cloudtrail_etl --apply             # the doctor
+    python -m spark_jobs status [--json]                                      # every job's health, alerts
     python -m spark_jobs bench --quick                                        # JSON report on stdout
 
 Backfills of historical logs into the live tables (own checkpoint per source and date range)::
@@ -123,6 +124,11 @@ def build_parser() -> argparse.ArgumentParser:
     backfill.add_argument("--lake", help="lake root (default: $LAKE_ROOT or ./lake)")
     checkpoint = commands.add_parser("checkpoint", help="a job's checkpoint: inspect its health, repair damage")
     add_checkpoint_arguments(checkpoint)
+
+    from spark_jobs.monitoring.status import add_arguments as add_status_arguments  # monitoring's section
+
+    status = commands.add_parser("status", help="every job's health: state, last commit, backlog, restarts, alerts")
+    add_status_arguments(status)
     return parser
 
 
@@ -277,6 +283,15 @@ def _cmd_checkpoint(args) -> int:  # checkpoint's section
 
 
 COMMANDS["checkpoint"] = _cmd_checkpoint
+
+
+def _cmd_status(args) -> int:  # monitoring's section
+    from spark_jobs.monitoring.status import run
+
+    return run(args)
+
+
+COMMANDS["status"] = _cmd_status
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -75,6 +75,9 @@ class CheckpointHealthSensor(BaseOperator):
         self.log.info("checkpoint health of %s: %s -> %s (latest commit batch %s, backlog %s files)", self.job,
                       event.get("previous"), event.get("status"), report.get("latest_commit_batch"),
                       report.get("backlog_files"))
+        health = report.get("health") or {}
+        if health:
+            self.log.info("health of %s: %s (%s)", self.job, health.get("state"), health.get("reason"))
         for problem in problems:
             self.log.warning("  %s [%s]: %s; action: %s", problem.get("code"), problem.get("severity"),
                              problem.get("explanation"), problem.get("action"))

@@ -4,6 +4,13 @@ It runs in the triggerer, so it lives here (``plugins/`` is on the triggerer's `
 the DAG bundle. Each poll reads the checkpoint with :func:`spark_jobs.checkpoint.inspect.inspect_checkpoint`
 in a thread (listing a folder or a bucket must not block the triggerer's event loop) and asks the
 API server for the state of the watched task (``supervise``) in the same run.
+
+Each poll is also where the job's alerts are decided: :func:`spark_jobs.monitoring.health.check_job`
+evaluates the registry's ``AlertThresholds``, :class:`spark_jobs.monitoring.incidents.IncidentStore`
+opens or resolves incidents (persisted in ``<lake>/control/<job>/incidents.json``, so a restarted
+sensor does not alert again), and every alert not delivered yet goes through Airflow's notifier
+mechanism, awaited here in the triggerer (:class:`~streaming.notifiers.HealthAlertNotifier`: a log line
+always, a webhook when configured), once when an incident opens and once when it resolves.
 """
 
 from __future__ import annotations
@@ -45,11 +52,12 @@ class CheckpointHealthTrigger(BaseTrigger):
     :param last_status: the health level reported last; None: report the first one seen.
     :param poll_interval: seconds between polls.
     :param confirm_polls: polls a new level must hold before it is reported (no flapping).
+    :param alerts: evaluate the job's alert conditions at each poll and deliver its incidents' alerts.
     """
 
     def __init__(self, job: str, lake_root: str, dag_id: str, run_id: str, watch_task_id: str = "supervise",
                  input_path: str | None = None, last_status: str | None = None, poll_interval: float = 5.0,
-                 confirm_polls: int = 2) -> None:
+                 confirm_polls: int = 2, alerts: bool = True) -> None:
         super().__init__()
         self.job = job
         self.lake_root = lake_root
@@ -60,6 +68,7 @@ class CheckpointHealthTrigger(BaseTrigger):
         self.last_status = last_status
         self.poll_interval = poll_interval
         self.confirm_polls = confirm_polls
+        self.alerts = alerts
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
@@ -74,6 +83,7 @@ class CheckpointHealthTrigger(BaseTrigger):
                 "last_status": self.last_status,
                 "poll_interval": self.poll_interval,
                 "confirm_polls": self.confirm_polls,
+                "alerts": self.alerts,
             },
         )
 
@@ -90,6 +100,36 @@ class CheckpointHealthTrigger(BaseTrigger):
                 "explanation": f"inspecting the checkpoint failed: {type(error).__name__}: {error}",
                 "action": f"run `python -m spark_jobs checkpoint inspect {self.job} --lake {self.lake_root}`"}]}
 
+    def check(self) -> tuple[dict, list[dict]]:
+        """The checkpoint report (with the job's ``health`` state and conditions) and, when alerts are
+        on, the alerts waiting for delivery after this evaluation updated the incidents (blocking: run
+        it in a thread)."""
+        from spark_jobs.monitoring.health import check_job
+        from spark_jobs.monitoring.incidents import IncidentStore
+        from spark_jobs.registry import get_job
+
+        try:
+            health = check_job(get_job(self.job), self.lake_root, self.input_path, incidents=[])
+        except Exception:  # noqa: BLE001 - the same failure report as inspect(), no alerts decided
+            return self.inspect(), []
+        report = {**health.report, "health": {"state": health.state, "reason": health.reason,
+                                              "conditions": [c.to_dict() for c in health.conditions]}}
+        if not self.alerts:
+            return report, []
+        store = IncidentStore(health.report["control"])
+        store.update(health.job, health.conditions, state=health.state)
+        return report, store.pending()
+
+    async def deliver(self, control: str, alerts: list[dict]) -> None:
+        """Send each alert through :class:`~streaming.notifiers.HealthAlertNotifier`, then mark it delivered."""
+        from spark_jobs.monitoring.incidents import IncidentStore
+        from streaming.notifiers import HealthAlertNotifier
+
+        store = IncidentStore(control)
+        for alert in alerts:
+            await HealthAlertNotifier(context={"health_alert": alert, "dag_id": self.dag_id, "run_id": self.run_id})
+            await asyncio.to_thread(store.mark_delivered, [alert["alert_id"]])
+
     async def watched_task_state(self) -> str | None:
         from asgiref.sync import sync_to_async
 
@@ -103,7 +143,9 @@ class CheckpointHealthTrigger(BaseTrigger):
         candidate, seen = None, 0
         report: dict = {}
         while True:
-            report = await asyncio.to_thread(self.inspect)
+            report, alerts = await asyncio.to_thread(self.check)
+            if alerts:
+                await self.deliver(report["control"], alerts)
             task_state = await self.watched_task_state()
             if task_state in FINISHED_TASK_STATES:
                 self.log.info("%s is %s: checkpoint health of %s ends at %s", self.watch_task_id, task_state,

@@ -11,7 +11,7 @@ from streaming.triggers import CheckpointHealthTrigger, health_level
 
 KWARGS = {"job": "cloudtrail_etl", "lake_root": "/lake", "dag_id": "cloudtrail_etl_continuous",
           "run_id": "manual__1", "watch_task_id": "supervise", "input_path": "/landing",
-          "last_status": "healthy", "poll_interval": 2.0, "confirm_polls": 3}
+          "last_status": "healthy", "poll_interval": 2.0, "confirm_polls": 3, "alerts": True}
 
 
 def test_serialize_returns_an_importable_classpath_and_exactly_the_constructor_args():

@@ -1,0 +1,171 @@
+"""Plant a job's state in a lake without running it: checkpoint files, the driver's lease, the
+supervisor's state and progress rows, in the formats Spark, the runner and the supervisor write.
+
+A real run is not needed to look stalled or lagging: the health checks read only these files (and
+the landing folder). The lease names a live process of this host (the test's own by default), so
+every reader on the host (an Airflow API server, ``python -m spark_jobs status``) sees a live driver.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from types import SimpleNamespace
+
+from spark_jobs.checkpoint.lease import _process_start
+from spark_jobs.monitoring.progress import append_rows, progress_row
+from spark_jobs.registry import get_job
+
+JOB = get_job("cloudtrail_etl")
+QUERY_ID = "5c1f0a8e-7d7b-4a51-9c55-0d3c2b6f9e11"
+RUN_ID = "0b8f4a52-1e62-4c0e-a3f1-6f0f3d1a2b7c"
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).isoformat(timespec="milliseconds")
+
+
+class PlantedLake:
+    """A lake and landing folder under ``root`` whose job state the test writes by hand.
+
+    :param root: an empty folder.
+    """
+
+    def __init__(self, root: Path, job=JOB) -> None:
+        self.root = Path(root)
+        self.job = job
+        self.lake = self.root / "lake"
+        self.landing = self.root / "landing"
+        self.checkpoint = self.lake / "checkpoints" / job.name
+        self.control = self.lake / "control" / job.name
+        self.landing.mkdir(parents=True, exist_ok=True)
+        self._files = 0
+
+    def new_files(self, count: int) -> list[Path]:
+        """``count`` landed files (empty deliveries: the listing counts them like any other)."""
+        made = []
+        for _ in range(count):
+            self._files += 1
+            path = self.landing / f"123456789012_CloudTrail_us-east-1_20240301T{self._files:04d}Z_x.json.gz"
+            path.write_bytes(b"")
+            made.append(path)
+        return made
+
+    def commit_batches(self, batches: int, files_per_batch: int, committed_ago: float = 0.0) -> None:
+        """A checkpoint whose batches ``0..batches-1`` each read ``files_per_batch`` new files and were
+        committed, the last one ``committed_ago`` seconds ago."""
+        for folder in ("offsets", "commits", "sources/0"):
+            (self.checkpoint / folder).mkdir(parents=True, exist_ok=True)
+        (self.checkpoint / "metadata").write_text(json.dumps({"id": QUERY_ID}) + "\n")
+        start = len(list((self.checkpoint / "commits").iterdir()))
+        now = time.time()
+        for batch in range(start, start + batches):
+            files = self.new_files(files_per_batch)
+            (self.checkpoint / "sources" / "0" / str(batch)).write_text("v1\n" + "\n".join(
+                json.dumps({"path": f.as_uri(), "timestamp": int(f.stat().st_mtime * 1000), "batchId": batch})
+                for f in files))
+            meta = {"batchWatermarkMs": 0, "batchTimestampMs": int(now * 1000), "conf": {}}
+            (self.checkpoint / "offsets" / str(batch)).write_text(
+                "v1\n" + json.dumps(meta) + "\n" + json.dumps({"logOffset": batch}))
+            commit = self.checkpoint / "commits" / str(batch)
+            commit.write_text("v1\n" + json.dumps({"nextBatchWatermarkMs": 0}))
+            os.utime(commit, (now - committed_ago, now - committed_ago))
+
+    def hold_lease(self, started_ago: float = 0.0, pid: int | None = None, ttl: float = 3600.0,
+                   released: bool = False) -> None:
+        """A lease generation held by ``pid`` (default: this test process, which is alive)."""
+        pid = pid or os.getpid()
+        lease_dir = self.control / "lease"
+        lease_dir.mkdir(parents=True, exist_ok=True)
+        generation = len(list(lease_dir.glob("*.json"))) + 1
+        now = datetime.now(timezone.utc)
+        record = {"generation": generation, "owner": f"planted{generation}", "job": self.job.name, "pid": pid,
+                  "host": socket.gethostname(), "started_at": _iso(now - timedelta(seconds=started_ago)),
+                  "heartbeat_at": _iso(now), "ttl_seconds": ttl, "released": released,
+                  "details": {"query_id": QUERY_ID, "run_id": RUN_ID, "spark_ui": "http://127.0.0.1:4040"},
+                  "pid_start": _process_start(pid)}
+        (lease_dir / f"{generation:010d}.json").write_text(json.dumps(record))
+
+    def release_lease(self) -> None:
+        self.hold_lease(released=True)
+
+    def supervisor(self, **fields) -> dict:
+        """``supervisor.json`` as the supervisor writes it, with ``fields`` over a running state."""
+        state = {"job": self.job.name, "state": "running", "consecutive_failures": 0, "is_backing_off": False,
+                 "next_attempt_at": None, "restarts_in_window": 0, "window_seconds": 1800.0, "max_restarts": 5,
+                 "last_reason": None, "last_exit_code": None, "driver_pid": os.getpid(),
+                 "updated_at": _iso(datetime.now(timezone.utc)), "restarts_total": 0, **fields}
+        self.control.mkdir(parents=True, exist_ok=True)
+        (self.control / "supervisor.json").write_text(json.dumps(state))
+        return state
+
+    def progress(self, rates: list[tuple[float, float]], first_batch: int = 0, rows: dict[str, int] | None = None,
+                 backlog: list[int] | None = None, seconds_apart: float = 10.0) -> list[dict]:
+        """Append one progress row per (input rate, processing rate), as the recorder writes them
+        (built by the recorder's own :func:`progress_row` from a progress object of these numbers)."""
+        start = datetime.now(timezone.utc) - timedelta(seconds=seconds_apart * len(rates))
+        made = []
+        for index, (came, went) in enumerate(rates):
+            batch = first_batch + index
+            carried = dict(rows or {"cloudtrail_events": 100 + batch, "cloudtrail_quarantine": batch % 3})
+            files = 4
+            progress = SimpleNamespace(
+                id=QUERY_ID, runId=RUN_ID, name=self.job.name, batchId=batch, batchDuration=int(files / went * 1000),
+                timestamp=_iso(start + timedelta(seconds=seconds_apart * index)).replace("+00:00", "Z"),
+                durationMs={"addBatch": int(files / went * 800), "latestOffset": 40 + batch, "queryPlanning": 25,
+                            "walCommit": 30, "commitOffsets": 20, "triggerExecution": int(files / went * 1000)},
+                eventTime={}, stateOperators=[], numInputRows=files, inputRowsPerSecond=came,
+                processedRowsPerSecond=went,
+                sources=[SimpleNamespace(description="FileStreamSource[file:/landing]", startOffset=str(batch - 1),
+                                         endOffset=str(batch), latestOffset=str(batch), numInputRows=files,
+                                         inputRowsPerSecond=came, processedRowsPerSecond=went, metrics={})],
+                sink=SimpleNamespace(description="ForeachBatchSink", numOutputRows=-1, metrics={}))
+            made.append(progress_row(progress, job=self.job, stream=self.job.name, rows=carried,
+                                     rows_inserted=carried, input_files=files,
+                                     backlog_files=backlog[index] if backlog else 0))
+        append_rows(self.lake, made)
+        return made
+
+    # -- the states --------------------------------------------------------------------------------
+
+    def stalled(self) -> None:
+        """A live driver that committed nothing for 20 minutes while 6 files wait (limit 15 min)."""
+        self.commit_batches(3, files_per_batch=2, committed_ago=20 * 60)
+        self.new_files(6)
+        self.hold_lease(started_ago=30 * 60)
+        self.supervisor(restarts_in_window=1, restarts_total=1, last_reason="the driver was killed by SIGKILL")
+
+    def lagging(self) -> None:
+        """A live driver that commits, but whose last 6 batches processed rows slower than they came,
+        with 40 files waiting."""
+        self.commit_batches(6, files_per_batch=4, committed_ago=2)
+        self.new_files(40)
+        self.hold_lease(started_ago=120)
+        self.supervisor()
+        self.progress([(5.0, 2.0), (5.5, 2.2), (6.0, 2.1), (6.5, 1.9), (7.0, 2.0), (7.5, 1.8)],
+                      backlog=[12, 18, 24, 30, 35, 40])
+
+    def healthy(self) -> None:
+        """A live driver keeping up: batches processed faster than rows arrived, nothing waits."""
+        self.commit_batches(4, files_per_batch=4, committed_ago=1)
+        self.hold_lease(started_ago=60)
+        self.supervisor()
+        self.progress([(0.4, 3.0), (0.4, 3.2), (0.4, 2.9), (0.4, 3.1)], backlog=[0, 0, 0, 0])
+
+    def catch_up(self) -> None:
+        """The stalled driver committed again and nothing waits any more."""
+        self.commit_batches(2, files_per_batch=4, committed_ago=0)
+        waiting = set(self.landing.iterdir()) - self._ingested()
+        for path in waiting:
+            path.unlink()
+
+    def _ingested(self) -> set[Path]:
+        found = set()
+        for log in (self.checkpoint / "sources" / "0").iterdir():
+            for line in log.read_text().splitlines()[1:]:
+                found.add(Path(json.loads(line)["path"].removeprefix("file://")))
+        return found
