@@ -130,6 +130,13 @@ class CheckpointHealthTrigger(BaseTrigger):
             await HealthAlertNotifier(context={"health_alert": alert, "dag_id": self.dag_id, "run_id": self.run_id})
             await asyncio.to_thread(store.mark_delivered, [alert["alert_id"]])
 
+    async def poll_once(self) -> dict:
+        """One look at the job: its report, after its alerts were decided and delivered."""
+        report, alerts = await asyncio.to_thread(self.check)
+        if alerts:
+            await self.deliver(report["control"], alerts)
+        return report
+
     async def watched_task_state(self) -> str | None:
         from asgiref.sync import sync_to_async
 
@@ -143,9 +150,7 @@ class CheckpointHealthTrigger(BaseTrigger):
         candidate, seen = None, 0
         report: dict = {}
         while True:
-            report, alerts = await asyncio.to_thread(self.check)
-            if alerts:
-                await self.deliver(report["control"], alerts)
+            report = await self.poll_once()
             task_state = await self.watched_task_state()
             if task_state in FINISHED_TASK_STATES:
                 self.log.info("%s is %s: checkpoint health of %s ends at %s", self.watch_task_id, task_state,
