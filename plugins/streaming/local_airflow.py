@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
+HEALTH_KEYS = {"scheduler": "scheduler", "dag-processor": "dag_processor", "triggerer": "triggerer"}
 MARKER = "STREAMING_AIRFLOW_INSTANCE"
 DEFAULT_PORT = 8080
 PORT_ENV = "AIRFLOW_PORT"
@@ -68,11 +69,14 @@ class LocalAirflow:
     :param port: the API server's port; every dependent setting is derived from it.
     :param env: the environment of every component (default: this process's), before the port's
         settings and the marker are added.
+    :param components: the components to run (default: all four; a test of the UI alone needs only
+        the ``api-server``).
     """
 
     home: Path
     port: int = DEFAULT_PORT
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+    components: tuple[str, ...] = COMPONENTS
 
     @property
     def url(self) -> str:
@@ -97,7 +101,7 @@ class LocalAirflow:
         :raises RuntimeError: a component exited or the instance did not get healthy in time,
             with the tail of the component's output.
         """
-        running = [c for c in COMPONENTS if _alive(self._read_pid(c))]
+        running = [c for c in self.components if _alive(self._read_pid(c))]
         if running:
             raise CannotStart(f"Airflow is already running from {self.home} ({', '.join(running)}): "
                                f"`make stop` first, or choose another AIRFLOW_HOME")
@@ -111,7 +115,7 @@ class LocalAirflow:
         if migrate.returncode != 0:
             raise RuntimeError(f"airflow db migrate failed (exit {migrate.returncode}):\n"
                                f"{_tail(migrate.stdout + migrate.stderr)}")
-        for component in COMPONENTS:
+        for component in self.components:
             with open(self.output_file(component), "ab") as out:
                 process = subprocess.Popen(["airflow", component], env=self.component_env, stdout=out,
                                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -130,14 +134,15 @@ class LocalAirflow:
     def wait_healthy(self, timeout: float) -> dict:
         deadline = time.monotonic() + timeout
         health = None
+        watched = {HEALTH_KEYS[c] for c in self.components if c in HEALTH_KEYS} | {"metadatabase"}
         while time.monotonic() < deadline:
-            for component in COMPONENTS:
+            for component in self.components:
                 if not _alive(self._read_pid(component)):
                     raise RuntimeError(f"airflow {component} exited at start; its output "
                                        f"({self.output_file(component)}) ends with:\n"
                                        f"{_tail(self.output_file(component).read_text(errors='replace'))}")
             health = self.health()
-            if health and all(part.get("status") == "healthy" for part in health.values()):
+            if health and all((health.get(key) or {}).get("status") == "healthy" for key in watched):
                 return health
             time.sleep(1)
         raise RuntimeError(f"Airflow at {self.url} was not healthy after {timeout:.0f} s (last health: "
@@ -188,6 +193,14 @@ class LocalAirflow:
             return int(self.pid_file(component).read_text().strip())
         except (OSError, ValueError):
             return None
+
+
+def free_port(start: int = 28080) -> int:
+    """The first port from ``start`` (in steps of 3) with it and the next two free on 127.0.0.1."""
+    for port in range(start, start + 900, 3):
+        if not any(_port_in_use(p) for p in (port, port + 1, port + 2)):
+            return port
+    raise RuntimeError(f"no free port for Airflow in {start}-{start + 900}")
 
 
 def marked_processes(instance: str) -> dict[int, str]:

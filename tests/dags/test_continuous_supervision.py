@@ -17,7 +17,6 @@ import gzip
 import json
 import os
 import signal
-import socket
 import sys
 import threading
 import time
@@ -31,7 +30,7 @@ import pytest
 from tests.dags.conftest import PROJECT_ROOT, require_airflow_env
 
 sys.path.insert(0, str(PROJECT_ROOT / "plugins"))
-from streaming.local_airflow import LocalAirflow, marked_processes  # noqa: E402
+from streaming.local_airflow import LocalAirflow, free_port, marked_processes  # noqa: E402
 
 DAG_ID = "cloudtrail_etl_continuous"
 JOB = "cloudtrail_etl"
@@ -63,19 +62,6 @@ class Webhook:
 
     def kinds(self) -> list[str]:
         return [post.get("kind") for post in self.posts]
-
-
-def free_port(start: int = 28080) -> int:
-    """The first port from ``start`` with it and the next two free on 127.0.0.1."""
-    for port in range(start, start + 900, 3):
-        if all(_free(p) for p in (port, port + 1, port + 2)):
-            return port
-    raise RuntimeError("no free port for Airflow in 28080-28980")
-
-
-def _free(port: int) -> bool:
-    with socket.socket() as sock:
-        return sock.connect_ex(("127.0.0.1", port)) != 0
 
 
 class Setup:

@@ -139,15 +139,16 @@ class PlantedLake:
         self.hold_lease(started_ago=30 * 60)
         self.supervisor(restarts_in_window=1, restarts_total=1, last_reason="the driver was killed by SIGKILL")
 
-    def lagging(self) -> None:
+    def lagging(self, healthy_before: int = 0) -> None:
         """A live driver that commits, but whose last 6 batches processed rows slower than they came,
-        with 40 files waiting."""
-        self.commit_batches(6, files_per_batch=4, committed_ago=2)
+        with 40 files waiting (after ``healthy_before`` batches that kept up)."""
+        self.commit_batches(6 + healthy_before, files_per_batch=4, committed_ago=2)
         self.new_files(40)
-        self.hold_lease(started_ago=120)
+        self.hold_lease(started_ago=120 + 10 * healthy_before)
         self.supervisor()
-        self.progress([(5.0, 2.0), (5.5, 2.2), (6.0, 2.1), (6.5, 1.9), (7.0, 2.0), (7.5, 1.8)],
-                      backlog=[12, 18, 24, 30, 35, 40])
+        kept_up = [(0.4 + 0.02 * i, 3.0 - 0.04 * i) for i in range(healthy_before)]
+        self.progress(kept_up + [(5.0, 2.0), (5.5, 2.2), (6.0, 2.1), (6.5, 1.9), (7.0, 2.0), (7.5, 1.8)],
+                      backlog=[i % 2 for i in range(healthy_before)] + [12, 18, 24, 30, 35, 40])
 
     def healthy(self) -> None:
         """A live driver keeping up: batches processed faster than rows arrived, nothing waits."""

@@ -1,0 +1,192 @@
+"""The streaming health page: a FastAPI app the Airflow API server serves inside the Airflow UI.
+
+Mounted by the ``streaming_health`` plugin (``plugins/streaming_health_plugin.py``) at
+``/streaming-health``, shown in the UI's navigation ("Streaming health") and as a tab of every DAG
+(``/streaming-health/dag/<dag_id>``: the job the DAG runs). Every route requires a user logged in to
+Airflow (``requires_authenticated()`` from Airflow's API security; a plugin's FastAPI app is not
+behind the login otherwise): the UI's session cookie, or a bearer token from ``POST /auth/token``.
+
+Routes (under the prefix):
+
+- ``/``: every registry job: state, last commit and its age, backlog, restarts and the supervisor's
+  backoff, the alert conditions with what to do, and per job the plots of its ``streaming_progress``
+  history (server-rendered SVG: no JavaScript, nothing fetched from the internet; refreshes every 30 s);
+- ``/job/<job>`` and ``/dag/<dag_id>``: one job;
+- ``/api/status``: the same summary as ``python -m spark_jobs status --json``;
+- ``/api/jobs/<job>/progress?limit=N``: the job's newest progress rows as JSON.
+
+The lake is ``$LAKE_ROOT`` of the API server (else ``./lake``). It is read with the project's
+pyspark-free code (the checkpoint library, delta-rs): the API server never imports pyspark.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from html import escape
+
+PAGE_BATCHES = 120  # the plots show this many newest micro-batches
+REFRESH_SECONDS = 30
+
+STYLE = """
+body{font:14px/1.4 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:16px;color:#1a202c;background:#fff}
+h1{font-size:20px;margin:0 0 4px} h2{font-size:17px;margin:24px 0 6px} h4{margin:0 0 2px;font-size:13px}
+.sub{color:#4a5568;margin:0 0 12px} small{color:#718096;font-weight:normal}
+table.jobs{border-collapse:collapse;margin:8px 0} .jobs th,.jobs td{border-bottom:1px solid #e2e8f0;
+padding:5px 10px;text-align:left;vertical-align:top} .jobs th{background:#f7fafc;font-weight:600}
+.state{display:inline-block;padding:1px 8px;border-radius:10px;color:#fff;font-weight:600}
+.state-healthy{background:#2f855a} .state-lagging{background:#c05621} .state-stalled{background:#c53030}
+.state-dead{background:#9b2c2c} .state-failed{background:#742a2a} .state-idle{background:#718096}
+.state-not_started{background:#a0aec0}
+.cond{margin:4px 0;padding:6px 10px;border-left:4px solid #c05621;background:#fffaf0}
+.cond.error{border-color:#c53030;background:#fff5f5} .cond .do{color:#2d3748}
+.charts{display:flex;flex-wrap:wrap;gap:14px} .chart{border:1px solid #e2e8f0;padding:6px 8px;border-radius:4px}
+.chart.empty{width:504px} .note{color:#718096;margin:4px 0}
+.grid{stroke:#edf2f7} .tick{font-size:10px;fill:#718096} .axis{font-size:10px;fill:#4a5568}
+.legend{font-size:11px;color:#4a5568} .key{margin-right:10px} .key i{display:inline-block;width:10px;height:3px;
+margin:0 4px 3px 0;vertical-align:middle}
+"""
+
+
+def _age(seconds: float | None) -> str:
+    from spark_jobs.monitoring.status import age_text
+
+    return age_text(seconds)
+
+
+def job_for_dag(dag_id: str):
+    """The registry job a DAG runs (``<job>_continuous``, ``<job>_catchup``, ...), or None."""
+    from spark_jobs.registry import JOBS
+
+    matches = [job for name, job in JOBS.items() if dag_id == name or dag_id.startswith(f"{name}_")]
+    return max(matches, key=lambda job: len(job.name)) if matches else None
+
+
+def _supervisor_cell(health) -> str:
+    if health.supervisor is None:
+        return "none"
+    return f"{escape(health.supervisor.get('state') or '?')}<br><small>{escape(health.backoff or '')}</small>"
+
+
+def _row(health) -> str:
+    from spark_jobs.monitoring.status import commit_text, restarts_text
+
+    alerts = ", ".join(sorted({c.code for c in health.conditions})) or "none"
+    return (f'<tr data-job="{escape(health.job)}" data-state="{health.state}" '
+            f'data-backlog="{"" if health.backlog_files is None else health.backlog_files}" '
+            f'data-last-commit-batch="{"" if health.latest_commit_batch is None else health.latest_commit_batch}">'
+            f'<td><a href="#job-{escape(health.job)}">{escape(health.job)}</a></td>'
+            f'<td><span class="state state-{health.state}">{escape(health.state.replace("_", " "))}</span></td>'
+            f'<td>{escape(commit_text(health))}<br><small>{escape(health.last_commit_time or "")}</small></td>'
+            f'<td>{"?" if health.backlog_files is None else health.backlog_files}</td>'
+            f'<td>{escape(restarts_text(health))}'
+            f'{"" if health.restarts_total is None else f"<br><small>{health.restarts_total} in all</small>"}</td>'
+            f'<td>{_supervisor_cell(health)}</td><td class="alerts">{escape(alerts)}</td></tr>')
+
+
+def _section(health, rows: list[dict], tables: list[str]) -> str:
+    from spark_jobs.monitoring.plots import job_charts, render
+
+    conditions = "".join(
+        f'<div class="cond {c.severity}" data-condition="{c.code}"><b>{escape(c.code)}</b> '
+        f'[{c.severity}]: {escape(c.summary)}<div class="do">Do: {escape(c.action)}</div></div>'
+        for c in health.conditions)
+    incidents = "".join(f'<p class="note">incident <b>{escape(i["code"])}</b> open since {escape(i["opened_at"])} '
+                        f"(alert sent)</p>" for i in health.incidents)
+    driver = health.driver or {}
+    ui = (driver.get("details") or {}).get("spark_ui")
+    links = f' · Spark UI <a href="{escape(ui)}">{escape(ui)}</a> (Prometheus: {escape(ui)}/metrics/prometheus/)' \
+        if ui and health.state in ("healthy", "lagging", "stalled") else ""
+    charts = "".join(render(chart) for chart in job_charts(rows, tables))
+    shown = f"the last {len(rows)} micro-batches" if rows else "no micro-batch recorded yet"
+    return (f'<section id="job-{escape(health.job)}" data-job="{escape(health.job)}">'
+            f'<h2>{escape(health.job)} <span class="state state-{health.state}">'
+            f'{escape(health.state.replace("_", " "))}</span></h2>'
+            f'<p class="sub">{escape(health.reason)}{links}</p>{conditions}{incidents}'
+            f'<p class="note">Plots: {shown} (streaming_progress)</p><div class="charts">{charts}</div></section>')
+
+
+def render_page(healths: list, progress: dict[str, list[dict]], lake: str, title: str = "Streaming health") -> str:
+    """The whole HTML page for ``healths`` (one per job) and each job's progress rows."""
+    from spark_jobs.registry import JOBS
+
+    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    head = ("<tr><th>job</th><th>state</th><th>last commit</th><th>backlog (files)</th><th>restarts (window)</th>"
+            "<th>supervisor</th><th>alerts</th></tr>")
+    rows = "".join(_row(h) for h in healths)
+    sections = "".join(_section(h, progress.get(h.job, []), [t.name for t in JOBS[h.job].tables]) for h in healths)
+    return (f'<!doctype html><html><head><meta charset="utf-8"><meta http-equiv="refresh" '
+            f'content="{REFRESH_SECONDS}"><title>{escape(title)}</title><style>{STYLE}</style></head><body>'
+            f"<h1>{escape(title)}</h1><p class='sub'>lake {escape(lake)} · checked {now} · refreshes every "
+            f"{REFRESH_SECONDS} s · the same summary in a terminal: <code>python -m spark_jobs status</code></p>"
+            f'<table class="jobs">{head}{rows}</table>{sections}</body></html>')
+
+
+def create_app():
+    """The FastAPI app (every route requires an authenticated Airflow user)."""
+    from fastapi import Depends, FastAPI, HTTPException, Query
+    from fastapi.responses import HTMLResponse, JSONResponse
+
+    from airflow.api_fastapi.core_api.security import requires_authenticated
+
+    app = FastAPI(title="Streaming health", dependencies=[Depends(requires_authenticated())])
+
+    def lake_root() -> str:
+        from spark_jobs.lake import resolve_lake_root
+
+        return str(resolve_lake_root())
+
+    def page(jobs: list, title: str) -> HTMLResponse:
+        from spark_jobs.monitoring.health import check_job
+        from spark_jobs.monitoring.history import read_progress
+
+        lake = lake_root()
+        now = datetime.now(timezone.utc)
+        healths = [check_job(job, lake, now=now) for job in jobs]
+        progress = {job.name: read_progress(lake, job.name, limit=PAGE_BATCHES, days=job.progress.retention_days)
+                    for job in jobs}
+        return HTMLResponse(render_page(healths, progress, lake, title))
+
+    @app.get("/", response_class=HTMLResponse)
+    def overview() -> HTMLResponse:
+        from spark_jobs.registry import JOBS
+
+        return page(list(JOBS.values()), "Streaming health")
+
+    @app.get("/job/{job}", response_class=HTMLResponse)
+    def one_job(job: str) -> HTMLResponse:
+        from spark_jobs.registry import JOBS
+
+        if job not in JOBS:
+            raise HTTPException(404, f"unknown job {job!r}; known jobs: {', '.join(sorted(JOBS))}")
+        return page([JOBS[job]], f"Streaming health: {job}")
+
+    @app.get("/dag/{dag_id}", response_class=HTMLResponse)
+    def dag_tab(dag_id: str) -> HTMLResponse:
+        job = job_for_dag(dag_id)
+        if job is None:
+            return HTMLResponse(f'<!doctype html><html><head><meta charset="utf-8"><style>{STYLE}</style></head>'
+                                f'<body><p class="note">DAG {escape(dag_id)} runs no streaming job of the registry.'
+                                f'</p></body></html>')
+        return page([job], f"Streaming health: {job.name}")
+
+    @app.get("/api/status")
+    def status() -> JSONResponse:
+        from spark_jobs.monitoring.status import collect
+
+        lake = lake_root()
+        return JSONResponse(json.loads(json.dumps(
+            {"lake": lake, "checked_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+             "jobs": [h.to_dict() for h in collect(lake)]}, default=str)))
+
+    @app.get("/api/jobs/{job}/progress")
+    def progress(job: str, limit: int = Query(PAGE_BATCHES, ge=1, le=10_000)) -> JSONResponse:
+        from spark_jobs.monitoring.history import read_progress
+        from spark_jobs.registry import JOBS
+
+        if job not in JOBS:
+            raise HTTPException(404, f"unknown job {job!r}; known jobs: {', '.join(sorted(JOBS))}")
+        rows = read_progress(lake_root(), job, limit=limit)
+        return JSONResponse(json.loads(json.dumps(rows, default=str)))
+
+    return app
