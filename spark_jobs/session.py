@@ -16,6 +16,7 @@ from pyspark.sql import SparkSession
 
 from spark_jobs.jars import DELTA_CONF, spark_jars
 from spark_jobs.lake import PROJECT_ROOT
+from spark_jobs.monitoring.prometheus import STREAMING_METRICS_CONF
 
 # Settings every job needs to be correct, whoever launched it.
 REQUIRED_CONF = {
@@ -46,7 +47,9 @@ def build_session(app_name: str, *, ui: bool = False, extra_conf: dict[str, str]
     """The SparkSession for a job or a query.
 
     :param app_name: the Spark application name (a job's registry name).
-    :param ui: start the Spark UI (for long-running jobs).
+    :param ui: start the Spark UI (for long-running jobs), with Spark's streaming metrics served for
+        Prometheus on it (:mod:`spark_jobs.monitoring.prometheus`; under spark-submit its ``--conf``
+        carries them).
     :param extra_conf: settings on top of the defaults.
     :raises UsageError: (started locally) when a pinned jar is missing, naming it.
     """
@@ -57,7 +60,7 @@ def build_session(app_name: str, *, ui: bool = False, extra_conf: dict[str, str]
         os.makedirs(os.environ["SPARK_LOCAL_DIRS"].split(",")[0], exist_ok=True)
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         builder = builder.master(os.environ.get("SPARK_MASTER", "local[2]")).config("spark.jars", spark_jars())
-        for key, value in {**LOCAL_DEFAULTS,
+        for key, value in {**LOCAL_DEFAULTS, **(STREAMING_METRICS_CONF if ui else {}),
                            "spark.ui.enabled": str(ui).lower(),
                            "spark.sql.warehouse.dir": str(scratch / "warehouse"),
                            "spark.driver.extraJavaOptions": f"-Dderby.system.home={scratch / 'derby'}"}.items():

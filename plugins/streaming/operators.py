@@ -92,16 +92,18 @@ class StreamingSupervisorOperator(BaseOperator):
         self._stop_requested: threading.Event | None = None  # made in execute(): set by on_kill()
 
     def driver_command(self, trigger: str, input_path: str | None) -> list[str]:
-        """The spark-submit command of the driver, as the Spark provider builds it."""
+        """The spark-submit command of the driver, as the Spark provider builds it (with Spark's streaming
+        metrics served for Prometheus on the driver's UI: :mod:`spark_jobs.monitoring.prometheus`)."""
         from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
         from spark_jobs.jars import APPLICATION, spark_submit_conf, spark_submit_jars
+        from spark_jobs.monitoring.prometheus import STREAMING_METRICS_CONF
 
         args = ["run", self.job, "--trigger", trigger] + (["--input", input_path] if input_path else [])
         hook = SparkSubmitHook(
             conn_id=self.conn_id,
             name=self.job,
-            conf=spark_submit_conf(),
+            conf={**spark_submit_conf(), **STREAMING_METRICS_CONF},  # Prometheus: the driver's streaming gauges
             jars=spark_submit_jars(),
             application_args=args,
         )

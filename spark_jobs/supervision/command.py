@@ -12,6 +12,7 @@ import sys
 
 from spark_jobs.errors import UsageError
 from spark_jobs.jars import APPLICATION, spark_submit_options
+from spark_jobs.monitoring.prometheus import spark_submit_conf_args
 from spark_jobs.registry import JobSpec
 
 
@@ -40,7 +41,7 @@ def driver_command(job: JobSpec, *, lake: str | None = None, input_path: str | N
     :param input_path: ``--input`` (default: ``$<JOB>_INPUT`` or the registry's).
     :param trigger: the processing-time trigger (default: the registry's ``continuous_trigger``).
     :param spark_submit: ``spark-submit`` (client mode, ``$SPARK_MASTER`` or ``local[2]``, the pinned
-        Delta jars and conf) instead of ``python -m spark_jobs``.
+        Delta jars and conf, Spark's streaming metrics for Prometheus) instead of ``python -m spark_jobs``.
     :param lease_ttl_seconds: ``--lease-ttl`` (default: the registry's).
     :param extra_args: more ``run`` options (e.g. ``--max-files-per-trigger 3``).
     """
@@ -59,4 +60,4 @@ def driver_command(job: JobSpec, *, lake: str | None = None, input_path: str | N
         raise UsageError("spark-submit is not on PATH; put the venv's bin on PATH (eval \"$(make -s env)\") "
                          "or drop --spark-submit")
     return [binary, "--master", os.environ.get("SPARK_MASTER", "local[2]"), "--deploy-mode", "client",
-            "--name", job.name, *spark_submit_options(), APPLICATION, *args]
+            "--name", job.name, *spark_submit_options(), *spark_submit_conf_args(), APPLICATION, *args]

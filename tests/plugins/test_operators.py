@@ -25,6 +25,9 @@ def test_driver_command_is_spark_submit_on_spark_default_with_the_jobs_continuou
     master = json.loads(os.environ["AIRFLOW_CONN_SPARK_DEFAULT"])["host"]
     assert command[:3] == ["spark-submit", "--master", master]
     assert f"spark.executorEnv.PYTHONPATH={PROJECT_ROOT}" in command
+    # Spark's streaming gauges for Prometheus on the driver's UI (spark_jobs.monitoring.prometheus)
+    assert "spark.sql.streaming.metricsEnabled=true" in command
+    assert "spark.metrics.conf.*.sink.prometheusServlet.class=org.apache.spark.metrics.sink.PrometheusServlet" in command
     assert command[command.index("--jars") + 1] == ",".join(str(p) for p in jar_paths())
     assert command[command.index(APPLICATION) - 2:command.index(APPLICATION)] == ["--name", "cloudtrail_etl"]
     args = command[command.index(APPLICATION) + 1:]
