@@ -83,7 +83,8 @@ def format_table(jobs: list, lake: str) -> str:
         if index == 0:
             continue
         health = jobs[index - 1]
-        out.append(f"  {health.reason}")
+        if health.reason not in {c.summary for c in health.conditions}:
+            out.append(f"  {health.reason}")
         for condition in health.conditions:
             out.append(f"  {condition.code} [{condition.severity}] {condition.summary}")
             out.append(f"      do: {condition.action}")

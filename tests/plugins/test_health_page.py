@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import urllib.error
 import urllib.request
 
@@ -26,6 +27,7 @@ from spark_jobs.registry import JOBS
 from streaming.local_airflow import LocalAirflow, free_port, marked_processes
 from tests.conftest import run_cli
 from tests.dags.conftest import require_airflow_env
+from tests.plugins.conftest import PLUGINS
 from tests.spark_jobs.monitoring.plant import JOB, PlantedLake
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
@@ -193,3 +195,22 @@ def test_a_lagging_job_and_its_plots_carry_the_real_numbers(ui):
 def test_a_dag_that_runs_no_job_says_so(ui):
     status, body = get(ui, "/streaming-health/dag/lake_maintenance", ui.token())
     assert status == 200 and "DAG lake_maintenance runs no streaming job" in body
+
+
+def test_the_page_and_its_plugin_import_no_pyspark(tmp_path):
+    """What the API server runs for the page (the plugin's load, the summary, the history, the HTML),
+    in a fresh interpreter: no pyspark module gets imported."""
+    planted = PlantedLake(tmp_path)
+    planted.lagging()
+    probe = ("import sys; from airflow import plugins_manager as pm; pm.ensure_plugins_loaded(); "
+             "from streaming.health_page import render_page; from spark_jobs.monitoring.health import check_job; "
+             "from spark_jobs.monitoring.history import read_progress; from spark_jobs.monitoring.status import collect; "
+             "from spark_jobs.registry import JOBS; lake = sys.argv[1]; "
+             "html = render_page([check_job(j, lake) for j in JOBS.values()], "
+             "{j: read_progress(lake, j) for j in JOBS}, lake); collect(lake); "
+             "print('lagging' in html, sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j')))")
+    done = subprocess.run([sys.executable, "-c", probe, str(planted.lake)], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, JOB.input_env_var: str(planted.landing),
+                                            "PYTHONPATH": f"{PLUGINS}{os.pathsep}{os.environ['PYTHONPATH']}"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().splitlines()[-1] == "True []"
