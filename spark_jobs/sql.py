@@ -139,9 +139,7 @@ def is_delta_table(path: Path) -> bool:
 
 
 def _missing_note(table: str, path: Path) -> str:
-    job = next((job for job in JOBS.values() if any(t.name == table for t in job.tables)), None)
-    if job is None:
-        return f"note: table {table} has no data yet at {path} (the jobs' drivers write it as they run)"
+    job = next(job for job in JOBS.values() if any(t.name == table for t in job.tables))
     if (path / "_spark_metadata").is_dir():
         return (f"note: table {table} at {path} is in the old file-sink layout (only the spark engine reads it); "
                 f"convert it to Delta: "
@@ -193,12 +191,9 @@ def register_tables(spark, lake: Lake, as_of: dict[str | None, AsOf] | None = No
             if name not in versions:
                 notes.append(_missing_note(name, path))
             read_table(spark, path, schema, versions.get(name)).createOrReplaceTempView(name)
-    for name, schema in LAKE_TABLES.items():
-        path = lake.table_path(name)
-        if name not in versions:
-            notes.append(_missing_note(name, path))
+    for name, schema in LAKE_TABLES.items():  # an empty view until the first driver writes it, without a note
         empty = spark.createDataFrame(schema.empty_table()).schema
-        read_table(spark, path, empty, versions.get(name)).createOrReplaceTempView(name)
+        read_table(spark, lake.table_path(name), empty, versions.get(name)).createOrReplaceTempView(name)
     return notes
 
 
@@ -249,6 +244,9 @@ def duckdb_connection(lake: Lake, as_of: dict[str | None, AsOf] | None = None):
     notes = []
     for name in registry_tables():
         path = lake.table_path(name)
+        if name not in versions and name in LAKE_TABLES:  # an empty view until the first driver writes it
+            con.register(name, LAKE_TABLES[name].empty_table())
+            continue
         if name not in versions:
             notes.append(_missing_note(name, path))
             continue

@@ -10,8 +10,9 @@ SparkSession, after one warm-up run of each, available-now runs of ``cloudtrail_
 the recorder on (``RunOptions.progress_history``) and off, each on a fresh lake, with a small
 ``maxFilesPerTrigger`` so there are many micro-batches: a per-batch cost is what would show. Reported
 per mode: each run's wall time (from the start to the end of ``run_streaming``, including the
-recorder's last append), the median micro-batch duration (Spark's ``batchDuration``) and the rows the
-recorder wrote. Prints one JSON object and writes it to ``--out``. Not part of the tests.
+recorder's last append), the median micro-batch duration (Spark's ``batchDuration``), the rows the
+recorder wrote, and the recorder's own account of its work off the query's thread (seconds of
+backlog samples and of appends, its thread's CPU seconds). Prints one JSON object and writes it to ``--out``. Not part of the tests.
 """
 
 from __future__ import annotations
@@ -60,7 +61,14 @@ def _run(spark, landing: Path, lake: Path, files_per_batch: int, history: bool) 
         def onQueryTerminated(self, event):  # noqa: N802
             pass
 
-    listener = Listener()
+    class Stats(logging.Handler):  # the recorder's own account of its work (its closing log line)
+        def emit(self, record):
+            if hasattr(record, "history_stats"):
+                recorder.update(record.history_stats)
+
+    recorder: dict = {}
+    listener, stats = Listener(), Stats()
+    logging.getLogger("spark_jobs.monitoring").addHandler(stats)
     spark.streams.addListener(listener)
     try:
         started = time.monotonic()
@@ -69,10 +77,11 @@ def _run(spark, landing: Path, lake: Path, files_per_batch: int, history: bool) 
     finally:
         time.sleep(1)
         spark.streams.removeListener(listener)
+        logging.getLogger("spark_jobs.monitoring").removeHandler(stats)
     rows = read_progress(lake, job.name, limit=None) if history else []
     return {"history": history, "seconds": round(seconds, 2), "batches": summary.batches,
             "median_batch_ms": statistics.median(durations) if durations else None,
-            "progress_rows": len(rows), "events": summary.rows.get("cloudtrail_events")}
+            "progress_rows": len(rows), "events": summary.rows.get("cloudtrail_events"), "recorder": recorder}
 
 
 def measure(records: int, records_per_file: int, files_per_batch: int, repeat: int, workdir: Path) -> dict:
@@ -95,7 +104,9 @@ def measure(records: int, records_per_file: int, files_per_batch: int, repeat: i
         mine = [r for r in runs if r["history"] is history]
         return {"runs_s": [r["seconds"] for r in mine], "median_s": statistics.median(r["seconds"] for r in mine),
                 "median_batch_ms": statistics.median(r["median_batch_ms"] for r in mine),
-                "batches": mine[0]["batches"], "progress_rows": [r["progress_rows"] for r in mine]}
+                "batch_ms_medians": [r["median_batch_ms"] for r in mine],
+                "batches": mine[0]["batches"], "progress_rows": [r["progress_rows"] for r in mine],
+                "recorder": [r["recorder"] for r in mine]}
 
     on, off = summary(True), summary(False)
     return {"measured_at": datetime.now(UTC).isoformat(timespec="seconds"), "host": platform.node(),

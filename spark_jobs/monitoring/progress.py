@@ -264,6 +264,7 @@ class ProgressRecorder:
         self.settings = settings or job.progress
         self.rows_written = 0
         self.errors: list[str] = []
+        self.stats = {"rows": 0, "appends": 0, "sample_seconds": 0.0, "append_seconds": 0.0, "thread_cpu_seconds": 0.0}
         self._queue: queue.Queue[_Entry | None] = queue.Queue()
         self._buffer: list[dict] = []
         self._first_buffered: float | None = None
@@ -286,6 +287,11 @@ class ProgressRecorder:
         if self._thread.is_alive():
             log.warning("progress history of %s: %d rows not written within %.0f s of the end", self.stream,
                         len(self._buffer), timeout)
+        stats = {key: round(value, 3) if isinstance(value, float) else value for key, value in self.stats.items()}
+        log.info("progress history of %s: %d rows in %d appends to %s; off the query's thread: backlog samples "
+                 "%.2f s, appends %.2f s, recorder thread CPU %.2f s", self.stream, stats["rows"], stats["appends"],
+                 progress_table_path(self.lake_root), stats["sample_seconds"], stats["append_seconds"],
+                 stats["thread_cpu_seconds"], extra={"history_stats": stats})
 
     # -- the recorder's thread --------------------------------------------------------------------
 
@@ -315,6 +321,7 @@ class ProgressRecorder:
                 self._flush()
         if self._buffer:
             self._flush()
+        self.stats["thread_cpu_seconds"] = time.thread_time()
 
     def _backlog(self) -> int | None:
         """Input files waiting now, as ``checkpoint inspect`` counts them (None if it cannot tell)."""
@@ -322,6 +329,7 @@ class ProgressRecorder:
 
         from spark_jobs.checkpoint.inspect import inspect_checkpoint
 
+        started = time.perf_counter()
         try:
             report = inspect_checkpoint(dataclasses.replace(self.job, name=self.stream), str(self.lake_root),
                                         input_path=self.input_path)
@@ -329,11 +337,15 @@ class ProgressRecorder:
         except Exception as error:  # noqa: BLE001 - a sample is worth less than the driver
             log.warning("progress history of %s: no backlog sample: %s", self.stream, error)
             return None
+        finally:
+            self.stats["sample_seconds"] += time.perf_counter() - started
 
     def _flush(self) -> None:
         rows = self._buffer
+        started = time.perf_counter()
         try:
             append_rows(self.lake_root, rows)
+            self.stats["append_seconds"] += time.perf_counter() - started
         except Exception as error:  # noqa: BLE001 - history must never stop the job; keep the rows, retry later
             self.errors.append(str(error))
             log.warning("progress history of %s: could not append %d rows to %s: %s", self.stream, len(rows),
@@ -343,6 +355,8 @@ class ProgressRecorder:
             self._first_buffered = time.monotonic()
             return
         self.rows_written += len(rows)
+        self.stats["rows"] += len(rows)
+        self.stats["appends"] += 1
         self._buffer = []
         self._first_buffered = None
         self._appends += 1

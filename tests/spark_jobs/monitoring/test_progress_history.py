@@ -139,3 +139,12 @@ def test_retention_deletes_whole_days_older_than_the_setting(catch_up):
     apply_retention(lake, retention_days=3, now=datetime.fromtimestamp((days_later + 4) * 86400, timezone.utc))
     assert read_progress(lake, JOB.name, limit=None) == []
     assert (progress_table_path(lake) / "_delta_log").is_dir()
+
+
+def test_before_any_driver_wrote_it_the_view_is_empty(tmp_path, spark, capsys):
+    out = io.StringIO()
+    run_duckdb(f"SELECT count(*) AS n FROM {PROGRESS_TABLE}", Lake(tmp_path), {}, "json", 10, out=out)
+    assert out.getvalue() == '{"n":0}\n'
+    register_tables(spark, Lake(tmp_path))
+    assert spark.sql(f"SELECT count(*) AS n FROM {PROGRESS_TABLE}").first().n == 0
+    assert PROGRESS_TABLE not in capsys.readouterr().err  # no note for it: the drivers create it
