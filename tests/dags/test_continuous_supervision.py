@@ -5,7 +5,9 @@ code behind ``make airflow``) runs for the whole module with its own home, port,
 folder in pytest's tmp dir, and a webhook server on 127.0.0.1 that records every alert. The tests
 run in order and share it: a driver is started by unpausing the DAG, killed with kill -9 and
 restarted, stopped by marking ``supervise`` failed, started again and stopped by pausing the DAG,
-then a driver that always fails at start is given up on once.
+then a driver that always fails at start is given up on once. The live driver's UI is scraped as
+Prometheus would (Spark's streaming gauges), and the health trigger's alerts are told apart from the
+supervisor's events on the webhook.
 
 Short policy values come from the operator's test overrides (``$STREAMING_SUPERVISOR_POLICY``,
 ``$STREAMING_CONTINUOUS_TRIGGER``), set only in this Airflow's environment.
@@ -61,7 +63,12 @@ class Webhook:
         self.url = f"http://127.0.0.1:{self.server.server_port}/alerts"
 
     def kinds(self) -> list[str]:
-        return [post.get("kind") for post in self.posts]
+        """The supervisor's events (a health alert has a ``code``: see :meth:`health_alerts`)."""
+        return [post.get("kind") for post in self.posts if "code" not in post]
+
+    def health_alerts(self) -> list[tuple[str, str]]:
+        """(kind, code) of each health alert the checkpoint-health trigger sent."""
+        return [(post["kind"], post["code"]) for post in self.posts if "code" in post]
 
 
 class Setup:
@@ -231,6 +238,39 @@ def test_unpaused_dag_runs_the_driver_and_it_commits(setup, first_run):
     health = wait_for("a healthy checkpoint in XCom", lambda: (h := setup.xcom(run_id, "checkpoint_health", "health"))
                       and h["status"] in ("healthy", "in_flight") and h)
     assert health["driver"]["pid"] == state["driver_pid"]  # the Python driver holding the lease
+    assert health["health"]["state"] == "healthy" and health["health"]["conditions"] == []
+
+
+def gauges(text: str) -> dict[str, float]:
+    """The query's gauges in Prometheus' text format (each is ``<name>_Value{type="gauges"} <value>``)."""
+    prefix, suffix = f"metrics_{JOB}_driver_spark_streaming_{JOB}_", '_Value{type="gauges"}'
+    found = {}
+    for line in text.splitlines():
+        metric, _, value = line.rpartition(" ")
+        if metric.startswith(prefix) and metric.endswith(suffix):
+            found[metric[len(prefix):-len(suffix)]] = float(value)
+    return found
+
+
+def test_the_driver_serves_its_streaming_gauges_for_prometheus(setup, first_run):
+    """The DAG's spark-submit carries Spark's streaming metrics and the PrometheusServlet sink: the
+    driver's UI (on the free port Spark found, named in its lease) answers as Prometheus scrapes it."""
+    from spark_jobs.checkpoint.lease import read_lease
+    from spark_jobs.monitoring.prometheus import PROMETHEUS_PATH
+
+    live_driver(setup)
+    ui = wait_for("the driver's UI in its lease",
+                  lambda: (lease := read_lease(str(setup.control))) and lease.details.get("spark_ui"))
+
+    def scrape() -> dict[str, float]:
+        with urllib.request.urlopen(f"{ui}{PROMETHEUS_PATH}/", timeout=30) as response:
+            found = gauges(response.read().decode())
+        return found if found.get("latency", 0) > 0 else {}
+
+    found = wait_for("the query's gauges", scrape, timeout=120)
+    assert {"inputRate_total", "processingRate_total", "latency", "eventTime_watermark", "states_rowsTotal",
+            "states_usedBytes"} <= set(found)
+    assert found["states_rowsTotal"] == 0  # no stateful operator in this job
 
 
 def test_kill_9_of_the_driver_is_restarted_and_tables_stay_exact(setup, first_run):
@@ -247,6 +287,7 @@ def test_kill_9_of_the_driver_is_restarted_and_tables_stay_exact(setup, first_ru
     assert [e["kind"] for e in setup.events()] == ["start", "restart"]
     assert setup.webhook.kinds() == ["restart"]
     assert setup.webhook.posts[0]["dag_id"] == DAG_ID and setup.webhook.posts[0]["job"] == JOB
+    assert setup.webhook.health_alerts() == []  # one restart is the supervisor's business, not an incident
 
 
 def test_clearing_supervise_replaces_the_driver_in_the_same_run(setup, first_run):
@@ -313,6 +354,9 @@ def test_restart_storm_ends_in_one_alert_and_a_paused_dag(setup, first_run):
     time.sleep(3)  # an extra alert would arrive now
 
     assert setup.webhook.kinds()[len(alerts_before):] == ["restart"] * POLICY["max_restarts"] + ["give_up"]
+    # The health trigger also opens a restarts-over-budget incident when it polls after the give-up
+    # (it may see the task end first): at most that one alert, never one per poll.
+    assert setup.webhook.health_alerts() in ([], [("opened", "restarts_over_budget")])
     assert [e["kind"] for e in setup.events()].count("give_up") == 1
     assert "does not exist" in setup.supervisor_state()["last_reason"]
     assert setup.supervisor_state()["state"] == "given_up"
