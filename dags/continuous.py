@@ -14,7 +14,10 @@
   worker slot while the driver runs: the driver is its child (see the operator).
 - **`checkpoint_health`** watches the checkpoint from the triggerer (no worker slot) and logs each
   change of its health (`healthy`, `lagging`, `stalled`, `dead`, ...) with the problems found, in XCom
-  `health`; it ends when `supervise` ends.
+  `health`; it ends when `supervise` ends. At each look it also decides the job's health alerts
+  (falling behind, stalled, backlog, quarantine rate, restarts over budget: the registry's
+  `AlertThresholds`) and sends each once when its incident opens and once when it resolves (a log
+  line, and the same webhook). The **Stream health** tab of this DAG shows the job's state and plots.
 
 **To stop the job, pause the DAG**: the driver stops after its micro-batch and `supervise` ends
 successfully (the run shows success once the DAG is unpaused again). Marking `supervise` failed or

@@ -37,16 +37,23 @@ def _iso(moment: datetime) -> str:
 
 
 class IncidentStore:
-    """The incidents of one job (local control folders; another filesystem is read as having none).
+    """The incidents of one job.
+
+    The store needs a local control folder (a local or mounted lake): on another filesystem (an
+    fsspec URL) it keeps nothing and opens no incident, so such a lake gets no alerts (its health is
+    still reported).
 
     :param control_dir: ``<lake>/control/<job>``.
     """
 
     def __init__(self, control_dir: str | os.PathLike) -> None:
+        self.local = "://" not in str(control_dir)
         self.control = Path(str(control_dir))
         self.path = self.control / INCIDENTS_FILE
 
     def _read(self) -> dict:
+        if not self.local:
+            return {"open": {}, "outbox": [], "resolved": []}
         try:
             data = json.loads(self.path.read_text())
         except (FileNotFoundError, NotADirectoryError, ValueError):
@@ -74,8 +81,6 @@ class IncidentStore:
 
     def open_incidents(self) -> list[dict]:
         """The open incidents, oldest first."""
-        if "://" in str(self.control):
-            return []
         return sorted(self._read()["open"].values(), key=lambda i: i["opened_at"])
 
     def resolved(self) -> list[dict]:
@@ -91,6 +96,8 @@ class IncidentStore:
         :param state: the job's state now (said in a resolution).
         :returns: the alerts this update put in the outbox (``kind`` ``opened`` or ``resolved``).
         """
+        if not self.local:
+            return []
         now = now or datetime.now(timezone.utc)
         seen = {c.code: c for c in conditions}
         made: list[dict] = []
@@ -132,6 +139,8 @@ class IncidentStore:
 
     def mark_delivered(self, alert_ids: Iterable[str]) -> None:
         done = set(alert_ids)
+        if not self.local:
+            return
         with self._locked():
             data = self._read()
             data["outbox"] = [a for a in data["outbox"] if a["alert_id"] not in done]

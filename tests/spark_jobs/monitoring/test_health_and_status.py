@@ -14,7 +14,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from spark_jobs.monitoring.health import check_job
+from spark_jobs.monitoring.health import Condition, check_job
 from spark_jobs.monitoring.incidents import CLEAR_CHECKS, IncidentStore
 from spark_jobs.registry import AlertThresholds
 from tests.conftest import run_cli
@@ -159,3 +159,11 @@ def test_an_incident_alerts_once_when_it_opens_and_once_when_it_resolves(planted
     assert [a["kind"] for a in store.pending()] == ["opened", "resolved"]  # nobody delivered them here
     store.mark_delivered(a["alert_id"] for a in store.pending())
     assert store.pending() == []
+
+
+def test_a_lake_on_another_filesystem_is_reported_but_keeps_no_incidents():
+    found = check_job(JOB, "memory://monitoring-lake")
+    assert (found.state, found.checkpoint_status) == ("not_started", "not_started")
+    store = IncidentStore(found.report["control"])
+    stalled = [Condition("stalled", "error", "cloudtrail_etl is stalled", "look at the driver")]
+    assert store.update(JOB.name, stalled) == [] and store.pending() == [] and store.open_incidents() == []
