@@ -262,13 +262,10 @@ class ProgressRecorder:
         self.stream = stream
         self.input_path = input_path
         self.settings = settings or job.progress
-        self.rows_written = 0
-        self.errors: list[str] = []
         self.stats = {"rows": 0, "appends": 0, "sample_seconds": 0.0, "append_seconds": 0.0, "thread_cpu_seconds": 0.0}
         self._queue: queue.Queue[_Entry | None] = queue.Queue()
         self._buffer: list[dict] = []
         self._first_buffered: float | None = None
-        self._appends = 0
         self._maintained_at: float | None = None
         self._thread = threading.Thread(target=self._work, name=f"progress-{stream}", daemon=True)
         self._thread.start()
@@ -347,19 +344,16 @@ class ProgressRecorder:
             append_rows(self.lake_root, rows)
             self.stats["append_seconds"] += time.perf_counter() - started
         except Exception as error:  # noqa: BLE001 - history must never stop the job; keep the rows, retry later
-            self.errors.append(str(error))
             log.warning("progress history of %s: could not append %d rows to %s: %s", self.stream, len(rows),
                         progress_table_path(self.lake_root), error)
             if len(rows) > MAX_BUFFERED_ROWS:
                 del rows[: len(rows) - MAX_BUFFERED_ROWS]
             self._first_buffered = time.monotonic()
             return
-        self.rows_written += len(rows)
         self.stats["rows"] += len(rows)
         self.stats["appends"] += 1
         self._buffer = []
         self._first_buffered = None
-        self._appends += 1
         self._maintain()
 
     def _maintain(self) -> None:
@@ -368,7 +362,7 @@ class ProgressRecorder:
             if self._maintained_at is None or now - self._maintained_at >= MAINTENANCE_EVERY_SECONDS:
                 self._maintained_at = now
                 apply_retention(self.lake_root, self.settings.retention_days)
-            if self._appends % max(1, self.settings.compact_every_commits) == 0:
+            if self.stats["appends"] % max(1, self.settings.compact_every_commits) == 0:
                 compact(self.lake_root)
         except Exception as error:  # noqa: BLE001 - e.g. a commit race with another driver's recorder
             log.info("progress history maintenance skipped this time: %s", error)
