@@ -413,9 +413,6 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
         # Before the transform: a file out of the range is listed (and its bytes read) but never parsed.
         first, last = options.file_dates
         files = files.where(file_date_column(files["path"]).between(F.lit(first), F.lit(last)))
-    # Each executed batch's progress -> streaming_progress, from Spark's listener bus (not this thread).
-    history = start_recorder(job, options, spark, lambda batch: (
-        *batch_rows.pop(batch, (None, None)), batch_files.get(batch)))
     stopper.query_started = True  # from here on a signal stops the query after its micro-batch
     try:
         query = (files.writeStream.queryName(options.stream_name(job.name))
@@ -424,8 +421,6 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
                  .trigger(**options.trigger.writer_kwargs())
                  .start())
     except Exception as exc:  # noqa: BLE001 - a checkpoint Spark cannot resume from, in plain words
-        if history is not None:
-            history.close(-1, timeout=0)
         explained = explain_failure(str(exc))
         if explained:
             raise JobFailed(f"job {job.name} cannot start from checkpoint {checkpoint}: {explained}") from None
@@ -433,6 +428,7 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
     log.info("query %s started (id %s, run %s), checkpoint %s", job.name, query.id, query.runId, checkpoint)
     keeper.details.update(query_id=str(query.id), run_id=str(query.runId),
                           spark_ui=spark.sparkContext.uiWebUrl)
+    history = start_recorder(job, options)  # each executed batch's progress -> streaming_progress
     recorded = -1
     while True:
         active = query.isActive
@@ -441,8 +437,12 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
                 _log_progress(progress, batch_files.get(progress.batchId, progress.numInputRows))
                 logged = progress.batchId
                 keeper.details["last_committed_batch"] = progress.batchId
-            if executed(progress):
-                recorded = max(recorded, progress.batchId)
+            if progress.batchId > recorded and executed(progress):
+                carried, inserted = batch_rows.pop(progress.batchId, (None, None))
+                if history is not None:
+                    history.record(progress, rates=exact_rates(query, progress.batchId), rows=carried,
+                                   rows_inserted=inserted, input_files=batch_files.get(progress.batchId))
+                recorded = progress.batchId
         if not active:
             break
         if keeper.lost is not None and not query.status["isTriggerActive"]:
@@ -455,7 +455,7 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
         except StreamingQueryException:
             pass  # it failed just now: the next round sees it inactive and reports query.exception()
     if history is not None:
-        history.close(recorded)  # once the last batch's progress arrived: the last rows, in one append
+        history.close()  # the last rows, in one append
     if keeper.lost is not None:
         raise JobFailed(f"job {job.name} stopped: {keeper.lost}")
     error = query.exception()
@@ -469,20 +469,27 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
     return summary
 
 
-def start_recorder(job: JobSpec, options: RunOptions, spark: SparkSession, batch_rows):
-    """The run's :class:`~spark_jobs.monitoring.listener.ProgressHistory` (listening from now on), or
-    None when the job's ``ProgressHistory`` settings (or the run's options) switch it off.
-
-    :param batch_rows: a batch id -> (rows carried per table, rows inserted per table, input files).
-    """
-    from spark_jobs.monitoring.listener import ProgressHistory
+def start_recorder(job: JobSpec, options: RunOptions):
+    """The run's :class:`~spark_jobs.monitoring.progress.ProgressRecorder`, or None when the job's
+    ``ProgressHistory`` settings (or the run's options) switch it off."""
     from spark_jobs.monitoring.progress import ProgressRecorder
 
     if not (job.progress.enabled and options.progress_history):
         return None
-    stream = options.stream_name(job.name)
-    recorder = ProgressRecorder(options.lake.root, job, stream, input_path=str(options.input_path))
-    return ProgressHistory(spark, stream, recorder, batch_rows)
+    return ProgressRecorder(options.lake.root, job, options.stream_name(job.name), input_path=str(options.input_path))
+
+
+def exact_rates(query, batch_id: int) -> tuple[float, float] | None:
+    """The batch's input and processing rates as Spark computed them (the progress JSON behind
+    ``recentProgress`` rounds them to one decimal), read from the JVM's last progress object: four
+    calls, not a conversion of the whole object; None when a later batch already replaced it."""
+    try:
+        last = query._jsq.lastProgress()
+        if last is None or last.batchId() != batch_id:
+            return None
+        return float(last.inputRowsPerSecond()), float(last.processedRowsPerSecond())
+    except Exception:  # noqa: BLE001 - the rounded rates of the JSON are kept
+        return None
 
 
 def configure_logging() -> None:

@@ -1,9 +1,11 @@
 """Every micro-batch's progress as a row of the lake's ``streaming_progress`` Delta table.
 
-The driver hands each finished micro-batch's progress (Spark's typed ``StreamingQueryProgress``:
-fields are read, never re-parsed JSON) to a :class:`ProgressRecorder` together with what only the
-runner knows (the batch's input files and its rows per table). The recorder turns it into a row at
-once, then a daemon thread of its own samples the backlog (the checkpoint library's listing, as
+The driver's polling loop (which already reads ``query.recentProgress`` for its log lines) hands
+each finished micro-batch's progress (Spark's typed ``StreamingQueryProgress``: its fields are read)
+to a :class:`ProgressRecorder`, with what only the runner knows (the batch's input files and its rows
+per table) and the batch's exact rates read from the JVM's progress object (the progress JSON behind
+``recentProgress`` rounds rates to one decimal: 0.6676 files/s becomes 0.7). The recorder turns it
+into a row at once, then a daemon thread of its own samples the backlog (the checkpoint library's listing, as
 ``checkpoint inspect`` computes it) and appends buffered rows with delta-rs (``deltalake``, no JVM),
 at most every ``ProgressHistory.flush_seconds`` and when the run ends. So the streaming query's own
 thread never waits on a Delta commit: a delta-spark commit per micro-batch would cost a Spark job
@@ -11,9 +13,11 @@ and a log replay per batch (seconds on 2 cores), delta-rs appends a few hundred 
 milliseconds. The same thread keeps the table bounded: it deletes whole days older than
 ``retention_days``, compacts small files every ``compact_every_commits`` appends and vacuums.
 
-Why not a ``StreamingQueryListener``: its Python callbacks arrive asynchronously and can come after
-the query, and the driver, have ended (the runner reads ``query.recentProgress`` for the same
-reason), and the rows per table are only known to the runner.
+Why not a Python ``StreamingQueryListener``: its callbacks arrive asynchronously, after the query
+and possibly the driver have ended (the runner reads ``query.recentProgress`` for the same reason),
+and PySpark turns each event into Python objects with dozens of py4j calls on the driver's Python
+process, which also runs ``foreachBatch``: a version that used one measured 4-6% slower runs
+(``python -m spark_jobs.bench.progress_cost``); the polling loop costs four py4j calls per batch.
 
 Rows are keyed by ``stream`` (the job, or ``job@writer`` for another writer such as a backfill),
 ``query_id`` (stable for a checkpoint), ``run_id`` (one per start) and ``batch_id``. A batch has one
@@ -134,12 +138,15 @@ def quarantine_rate(job: JobSpec, rows: dict[str, int] | None) -> float | None:
     return bad / total
 
 
-def progress_row(progress, *, job: JobSpec, stream: str, rows: dict[str, int] | None = None,
-                 rows_inserted: dict[str, int] | None = None, input_files: int | None = None,
-                 backlog_files: int | None = None, recorded_at: datetime | None = None) -> dict:
-    """One row of :data:`SCHEMA` from Spark's typed progress object (its fields, not its JSON).
+def progress_row(progress, *, job: JobSpec, stream: str, rates: tuple[float, float] | None = None,
+                 rows: dict[str, int] | None = None, rows_inserted: dict[str, int] | None = None,
+                 input_files: int | None = None, backlog_files: int | None = None,
+                 recorded_at: datetime | None = None) -> dict:
+    """One row of :data:`SCHEMA` from Spark's typed progress object (its fields).
 
     :param progress: a ``StreamingQueryProgress``.
+    :param rates: the batch's (input, processing) rates read from the JVM's progress object, which
+        replace the object's when it came through the progress JSON (rounded to one decimal).
     :param job: the registry job.
     :param stream: ``job`` or ``job@writer``.
     :param rows: rows the batch carried per table (the runner counts them).
@@ -162,8 +169,8 @@ def progress_row(progress, *, job: JobSpec, stream: str, rows: dict[str, int] | 
         "batch_duration_ms": progress.batchDuration,
         "duration_ms": {str(k): int(v) for k, v in (progress.durationMs or {}).items()},
         "num_input_rows": progress.numInputRows,
-        "input_rows_per_second": _rate(progress.inputRowsPerSecond),
-        "processed_rows_per_second": _rate(progress.processedRowsPerSecond),
+        "input_rows_per_second": _rate(rates[0] if rates else progress.inputRowsPerSecond),
+        "processed_rows_per_second": _rate(rates[1] if rates else progress.processedRowsPerSecond),
         "input_files": input_files,
         "rows": dict(rows) if rows is not None else None,
         "rows_inserted": dict(rows_inserted) if rows_inserted is not None else None,
@@ -270,11 +277,12 @@ class ProgressRecorder:
         self._thread = threading.Thread(target=self._work, name=f"progress-{stream}", daemon=True)
         self._thread.start()
 
-    def record(self, progress, *, rows: dict[str, int] | None = None, rows_inserted: dict[str, int] | None = None,
-               input_files: int | None = None) -> None:
-        """Take one finished micro-batch's progress (cheap: the row is built here, written later)."""
-        row = progress_row(progress, job=self.job, stream=self.stream, rows=rows, rows_inserted=rows_inserted,
-                           input_files=input_files)
+    def record(self, progress, *, rates: tuple[float, float] | None = None, rows: dict[str, int] | None = None,
+               rows_inserted: dict[str, int] | None = None, input_files: int | None = None) -> None:
+        """Take one finished micro-batch's progress (cheap: the row is built here, written later);
+        the arguments are :func:`progress_row`'s."""
+        row = progress_row(progress, job=self.job, stream=self.stream, rates=rates, rows=rows,
+                           rows_inserted=rows_inserted, input_files=input_files)
         self._queue.put(_Entry(row, sample_backlog=self.input_path is not None))
 
     def close(self, timeout: float = 60.0) -> None:
