@@ -111,6 +111,8 @@ class JobSpec:
     :param restart: how the supervisor restarts a continuous run's driver.
     :param input_roots: the folders a backfill may read under (relative to the project root unless
         absolute); ``$<NAME>_INPUT_ROOTS`` (``os.pathsep``-separated) overrides them.
+    :param backfill_nice: the CPU nice value a backfill's driver runs at (0: the live job's priority),
+        so the live job keeps its freshness during a large backfill (:mod:`spark_jobs.priority`).
     """
 
     name: str
@@ -126,6 +128,7 @@ class JobSpec:
     continuous_trigger: str | None = None
     restart: RestartPolicy = RestartPolicy()
     input_roots: tuple[str, ...] = ("landing", "history")
+    backfill_nice: int = 10
 
     @property
     def module(self) -> str:
@@ -178,6 +181,25 @@ CLOUDTRAIL_ETL = JobSpec(
 )
 
 JOBS: Mapping[str, JobSpec] = MappingProxyType({job.name: job for job in (CLOUDTRAIL_ETL,)})
+
+# Tables of the platform itself, not written by a job's stream (``python -m spark_jobs sql`` shows them too).
+OPS_AUDIT = TableSpec(
+    name="ops_audit",
+    description="one row per on-call action of streaming_oncall (refused and dry runs too): who, when, what, "
+                "why, outcome, table versions before and after",
+)
+PLATFORM_TABLES: Mapping[str, TableSpec] = MappingProxyType({OPS_AUDIT.name: OPS_AUDIT})
+
+# The on-call actions of the DAG streaming_oncall (spark_jobs.oncall), with the form's label of each.
+ONCALL_ACTIONS: Mapping[str, str] = MappingProxyType({
+    "restart": "restart: stop the driver after its micro-batch, start a new one",
+    "stop": "stop: pause the continuous DAG (the driver stops after its micro-batch)",
+    "pause_supervision": "pause supervision: no restart, no stall kill (the driver keeps running)",
+    "resume_supervision": "resume supervision (and unpause the continuous DAG)",
+    "reprocess_from": "reprocess from a time (needs From time)",
+    "reset_checkpoint": "reset the checkpoint (job stopped; backed up first)",
+    "rollback_table": "roll a table back to a version (needs Table and Table version)",
+})
 
 
 def get_job(name: str) -> JobSpec:

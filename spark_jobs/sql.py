@@ -33,7 +33,7 @@ from pathlib import Path
 
 from spark_jobs.errors import UsageError
 from spark_jobs.lake import Lake
-from spark_jobs.registry import JOBS
+from spark_jobs.registry import JOBS, PLATFORM_TABLES
 
 ENGINES = ("spark", "duckdb")
 FORMATS = ("table", "json")
@@ -78,7 +78,7 @@ def parse_as_of_args(values: list[str] | None) -> dict[str | None, AsOf]:
 
     :raises UsageError: for an unknown table or a bad value.
     """
-    known = registry_tables()
+    known = registry_tables() + list(PLATFORM_TABLES)
     chosen: dict[str | None, AsOf] = {}
     for item in values or []:
         table, sep, value = item.partition("=")
@@ -144,11 +144,15 @@ def _missing_note(table: str, path: Path) -> str:
 
 
 def table_versions(lake: Lake, as_of: dict[str | None, AsOf]) -> dict[str, int | None]:
-    """The version each existing Delta table is read at (None: the latest)."""
+    """The version each existing Delta table is read at (None: the latest).
+
+    A platform table (``ops_audit``) is read at a version only when named (``--as-of ops_audit=N``):
+    ``--as-of N`` is about the jobs' tables.
+    """
     versions = {}
-    for name in registry_tables():
+    for name in registry_tables() + list(PLATFORM_TABLES):
         path = lake.table_path(name)
-        wanted = as_of.get(name) or as_of.get(None)
+        wanted = as_of.get(name) or (as_of.get(None) if name not in PLATFORM_TABLES else None)
         if is_delta_table(path):
             versions[name] = resolve_version(name, path, wanted) if wanted else None
         elif name in as_of:
@@ -187,7 +191,27 @@ def register_tables(spark, lake: Lake, as_of: dict[str | None, AsOf] | None = No
             if name not in versions:
                 notes.append(_missing_note(name, path))
             read_table(spark, path, schema, versions.get(name)).createOrReplaceTempView(name)
+    for name in PLATFORM_TABLES:  # no note while empty: nothing has been done yet
+        read_table(spark, lake.table_path(name), _platform_schema(name).spark(spark),
+                   versions.get(name)).createOrReplaceTempView(name)
     return notes
+
+
+@dataclass(frozen=True)
+class _PlatformSchema:
+    """The columns of a platform table, for its empty view before its first row."""
+
+    ddl: str
+    arrow: object
+
+    def spark(self, spark):
+        return spark.createDataFrame([], self.ddl).schema
+
+
+def _platform_schema(table: str) -> _PlatformSchema:
+    from spark_jobs import ops_audit
+
+    return {ops_audit.AUDIT_TABLE: _PlatformSchema(ops_audit.SPARK_DDL, ops_audit.arrow_schema())}[table]
 
 
 def print_result(frame, output_format: str, limit: int, out=sys.stdout) -> None:
@@ -242,6 +266,12 @@ def duckdb_connection(lake: Lake, as_of: dict[str | None, AsOf] | None = None):
             continue
         dataset = DeltaTable(str(path), version=versions[name]).to_pyarrow_dataset()
         con.register(name, dataset)
+    for name in PLATFORM_TABLES:
+        path = lake.table_path(name)
+        if name in versions:
+            con.register(name, DeltaTable(str(path), version=versions[name]).to_pyarrow_dataset())
+        else:  # no note while empty: nothing has been done yet
+            con.register(name, _platform_schema(name).arrow.empty_table())
     return con, notes
 
 
