@@ -35,7 +35,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk import DAG, Asset, Param, task
+from airflow.sdk import DAG, Asset, CronDataIntervalTimetable, Param, task
 
 from spark_jobs.jars import APPLICATION, spark_submit_conf, spark_submit_jars
 from spark_jobs.registry import JOBS, JobSpec
@@ -67,7 +67,9 @@ def build_catchup_dag(job: JobSpec) -> DAG:
         dag_id=f"{job.name}_catchup",
         description=job.description,
         doc_md=f"{__doc__}\n## `{job.name}`\n\n{job.description}\n",
-        schedule=job.schedule,
+        # Runs of data intervals ([start, end): a backfill run selects its files by it); a plain cron string
+        # would be Airflow 3's CronTriggerTimetable, whose runs have no interval.
+        schedule=CronDataIntervalTimetable(job.schedule, timezone="UTC"),
         start_date=datetime(2025, 1, 1, tzinfo=timezone.utc),
         catchup=False,
         max_active_runs=1,

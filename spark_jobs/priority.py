@@ -49,6 +49,20 @@ def thread_nice(tid: int) -> int | None:
     return int(text[text.rindex(")") + 2:].split()[16])
 
 
+def renice_threads(pid: int, nice: int) -> int:
+    """Raise the nice value of every thread of process ``pid`` to ``nice`` (threads it starts later inherit
+    it from the thread that starts them); returns how many were changed."""
+    changed = 0
+    for tid in _threads(pid):
+        try:
+            if (thread_nice(tid) or 0) < nice:
+                os.setpriority(os.PRIO_PROCESS, tid, nice)
+                changed += 1
+        except OSError:  # the thread ended meanwhile
+            continue
+    return changed
+
+
 def lower_priority(nice: int, parent_jvm: bool = True) -> dict:
     """Raise this process's nice value to ``nice`` (never lower it), and under spark-submit every thread
     of the parent JVM's too.
@@ -66,12 +80,6 @@ def lower_priority(nice: int, parent_jvm: bool = True) -> dict:
     parent = os.getppid()
     if parent_jvm and _is_spark_submit_jvm(parent):
         done["jvm_pid"] = parent
-        for tid in _threads(parent):
-            try:
-                if (thread_nice(tid) or 0) < nice:
-                    os.setpriority(os.PRIO_PROCESS, tid, nice)
-                    done["jvm_threads"] += 1
-            except OSError:  # the thread ended meanwhile
-                continue
+        done["jvm_threads"] = renice_threads(parent, nice)
     log.info("running at nice %d (the live job keeps priority): %s", nice, done)
     return done

@@ -338,9 +338,14 @@ def run_duckdb(query: str, lake: Lake, as_of: dict[str | None, AsOf], output_for
         result = relation.limit(limit).to_arrow_table()
     except duckdb.Error as exc:
         raise UsageError(f"bad query: {str(exc).strip().splitlines()[0]}") from None
+    import pyarrow as pa
+
     columns = result.column_names
     rows = [tuple(row.values()) for row in result.to_pylist()] if len(set(columns)) == len(columns) else \
         list(zip(*(col.to_pylist() for col in result.columns)))
+    maps = [i for i, f in enumerate(result.schema) if pa.types.is_map(f.type)]
+    if maps:  # Arrow gives a map as a list of pairs; an empty one would print as [] where Spark prints {}
+        rows = [tuple(dict(v) if i in maps and v is not None else v for i, v in enumerate(row)) for row in rows]
     if output_format == "json":
         for row in rows:
             print(json.dumps({c: _json_value(v) for c, v in zip(columns, row)}, separators=(",", ":"),
