@@ -54,6 +54,10 @@ def plan_run(job_name: str, input_path: str | None, max_files_per_trigger: int |
         except BackfillRefused as exc:
             raise BackfillRefused("input", str(exc).split(": ", 1)[1]) from None
     if run_type != BACKFILL_RUN_TYPE:
+        folder = job_input(job.name, input_path)
+        if not os.path.isdir(folder):  # fails in a second, not after a JVM start (the next run tries again)
+            raise BackfillRefused("input", f"the input folder {folder} does not exist (set ${job.input_env_var} or "
+                                           "the run's input)")
         args = ["run", job.name, "--trigger", "available-now"]
         if input_path:
             args += ["--input", input_path]

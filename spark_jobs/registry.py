@@ -112,7 +112,8 @@ class JobSpec:
     :param input_roots: the folders a backfill may read under (relative to the project root unless
         absolute); ``$<NAME>_INPUT_ROOTS`` (``os.pathsep``-separated) overrides them.
     :param backfill_nice: the CPU nice value a backfill's driver runs at (0: the live job's priority),
-        so the live job keeps its freshness during a large backfill (:mod:`spark_jobs.priority`).
+        so the live job keeps its freshness during a large backfill (:mod:`spark_jobs.priority`);
+        ``$<NAME>_BACKFILL_NICE`` or ``backfill --nice`` override it.
     """
 
     name: str

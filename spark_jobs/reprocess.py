@@ -49,6 +49,7 @@ from pyspark.sql import functions as F
 
 from spark_jobs.errors import UsageError
 from spark_jobs.lake import Lake
+from spark_jobs.lake_tools import _session_conf
 from spark_jobs.oncall import ReplayPlan, _iso, add_actions, missing_files
 from spark_jobs.registry import JobSpec
 from spark_jobs.runner import file_time_column, job_module, output_schemas, read_files, table_targets
@@ -121,25 +122,6 @@ def reprocess(spark: SparkSession, job: JobSpec, lake: Lake, source: Path, from_
             "tables": results, "seconds": round(time.monotonic() - started, 1)}
 
 
-class _Conf:
-    """Session settings for the length of a block, put back afterwards."""
-
-    def __init__(self, spark: SparkSession, settings: dict[str, str]) -> None:
-        self.spark, self.settings, self.before = spark, settings, {}
-
-    def __enter__(self):
-        for key, value in self.settings.items():
-            self.before[key] = self.spark.conf.get(key, None)
-            self.spark.conf.set(key, value)
-
-    def __exit__(self, *_exc):
-        for key, value in self.before.items():
-            if value is None:
-                self.spark.conf.unset(key)
-            else:
-                self.spark.conf.set(key, value)
-
-
 def rebuild(spark: SparkSession, lake: Lake, target: TableTarget, replay: DataFrame, replayed: DataFrame,
             source_column: str, note: str, retry: RetryPolicy) -> dict:
     """Rebuild the partitions of ``target`` that the replay touches, in one Delta commit (retried on conflicts)."""
@@ -152,7 +134,7 @@ def rebuild(spark: SparkSession, lake: Lake, target: TableTarget, replay: DataFr
     path = str(target.path)
     damaged = damaged_partitions(lake, target)
     # The table's files deleted by hand are skipped when reading it (their rows come from the replay).
-    with _Conf(spark, {IGNORE_MISSING_FILES: "true"}):
+    with _session_conf(spark, {IGNORE_MISSING_FILES: "true"}):
         for attempt in range(retry.attempts):
             version_before = DeltaTable(path).version()
             table = spark.read.format("delta").load(path)

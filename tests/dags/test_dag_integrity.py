@@ -115,6 +115,7 @@ def spark_submit_command(dag, params: dict, monkeypatch) -> list[str]:
 ], ids=["defaults", "input", "max-files", "both"])
 def test_params_reach_the_command_line_only_when_set(dag, job, params, extra_args, monkeypatch, tmp_path):
     monkeypatch.setenv(f"{job.name.upper()}_INPUT_ROOTS", str(tmp_path))
+    monkeypatch.setenv(job.input_env_var, str(tmp_path))  # the default input must exist
     for folder in ("landing with space", "in"):
         (tmp_path / folder).mkdir()
     params = {k: v.format(root=tmp_path) if isinstance(v, str) else v for k, v in params.items()}

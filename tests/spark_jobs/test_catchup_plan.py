@@ -32,6 +32,14 @@ def test_a_scheduled_or_manual_run_processes_everything_new_on_the_live_checkpoi
         "run", "cloudtrail_etl", "--trigger", "available-now", "--input", str(landing), "--max-files-per-trigger", "5"]
 
 
+def test_a_run_whose_input_folder_does_not_exist_fails_before_spark_submit(landing, monkeypatch, tmp_path):
+    monkeypatch.setenv("CLOUDTRAIL_ETL_INPUT", str(tmp_path / "nowhere"))
+    with pytest.raises(BackfillRefused) as refused:
+        plan_run("cloudtrail_etl", "", None, "scheduled", HOUR)
+    assert str(refused.value) == (f"input: the input folder {tmp_path / 'nowhere'} does not exist (set "
+                                  "$CLOUDTRAIL_ETL_INPUT or the run's input)")
+
+
 def test_a_backfill_run_loads_the_files_delivered_in_its_interval_as_its_own_writer(landing):
     planned = plan_run("cloudtrail_etl", "", None, "backfill", HOUR)
     assert planned["files"] == 2 and planned["out_of_range"] == 2

@@ -93,13 +93,19 @@ def test_stop_while_backing_off_ends_at_once_without_a_driver(tmp_path):
     assert_no_process_left()
 
 
-def test_a_sigstopped_driver_is_stalled_killed_and_replaced_then_stopped_gracefully(tmp_path):
+def _supervising_a_lease_holder(tmp_path):
+    """A supervisor (in a thread) of a stand-in driver that holds the lease (ttl 2 s) until SIGTERM, once it runs."""
     control = Lake(tmp_path / "lake").control_path(JOB.name)
     stop = threading.Event()
     supervisor, seen = _supervisor(tmp_path, lease_holder(control, hold_seconds=-1, exit_code=0, ttl=2), stop=stop)
     thread, result = _in_thread(supervisor)
     first = wait_for(lambda: seen.states and seen.states[-1]["state"] == "running" and seen.states[-1]["driver_pid"],
                      60, "the first driver running")
+    return control, stop, supervisor, seen, thread, result, first
+
+
+def test_a_sigstopped_driver_is_stalled_killed_and_replaced_then_stopped_gracefully(tmp_path):
+    control, stop, supervisor, seen, thread, result, first = _supervising_a_lease_holder(tmp_path)
     os.kill(first, signal.SIGSTOP)
     second = wait_for(lambda: seen.states[-1]["state"] == "running" and seen.states[-1]["driver_pid"] != first
                       and seen.states[-1]["driver_pid"], 60, "a second driver running")
@@ -148,12 +154,7 @@ def test_a_long_healthy_run_resets_the_consecutive_failures_and_the_budget(tmp_p
 def test_paused_supervision_neither_kills_a_stalled_driver_nor_restarts_an_ended_one_until_resumed(tmp_path):
     from spark_jobs.supervision.hold import lift_hold, place_hold
 
-    control = Lake(tmp_path / "lake").control_path(JOB.name)
-    stop = threading.Event()
-    supervisor, seen = _supervisor(tmp_path, lease_holder(control, hold_seconds=-1, exit_code=0, ttl=2), stop=stop)
-    thread, result = _in_thread(supervisor)
-    first = wait_for(lambda: seen.states and seen.states[-1]["state"] == "running" and seen.states[-1]["driver_pid"],
-                     60, "the first driver running")
+    control, stop, supervisor, seen, thread, result, first = _supervising_a_lease_holder(tmp_path)
     place_hold(str(control), "alice", "taking a thread dump")
     os.kill(first, signal.SIGSTOP)
     time.sleep(4)  # twice the lease's ttl: without the hold it would be killed as stalled
