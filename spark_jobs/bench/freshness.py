@@ -5,8 +5,9 @@ processing-time:1s``, its own process and JVM); the reader is the benchmark's ow
 SparkSession, which reads the table's Delta log as ``python -m spark_jobs sql``
 does. Files land one at a time, ``gap_s`` apart. Each poll lists the table as a reader does (the
 files of every committed batch) and, when that list changed, runs a query for the input files now
-visible; a file's time is that of the listing that first showed it, so a latency is at most one poll
-period late. The job is warmed up first (its first micro-batches after a JVM start are several times
+visible; a file's time is when the poll that first showed it returned (the reader knows it then, and
+the poll's own time is part of the latency, as it is for any reader; until 2026-11-23 it was when that
+poll started, which under load made some latencies look like 0 s). The job is warmed up first (its first micro-batches after a JVM start are several times
 slower), on files landed while this process's SparkSession starts.
 """
 
@@ -181,11 +182,12 @@ class LatencyClock:
     def poll_until(self, deadline: float, wanted: set[str]) -> None:
         while not wanted <= self.latencies.keys() and time.monotonic() < deadline:
             self.run.job.check_alive()
-            polled_at = time.monotonic()
-            self.poll_starts.append(polled_at)
-            for name in self.watcher.poll() - self.latencies.keys():
+            self.poll_starts.append(time.monotonic())
+            visible = self.watcher.poll()
+            seen_at = time.monotonic()  # the reader knows it when its query returns
+            for name in visible - self.latencies.keys():
                 if name in self.run.landed:
-                    self.latencies[name] = round(polled_at - self.run.landed[name], 3)
+                    self.latencies[name] = round(seen_at - self.run.landed[name], 3)
             time.sleep(POLL_PAUSE_S)
 
     def wait_warmed_up(self) -> None:
