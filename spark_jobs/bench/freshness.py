@@ -96,18 +96,22 @@ class TableWatcher:
         self.queries = 0
 
     def poll(self) -> set[str]:
-        """List the table's committed files; if they changed, query the input files they hold."""
+        """List the table's committed files; if new ones appeared, query the input files they hold.
+
+        Only the new data files are read (the cost of a poll does not grow with the table, which a
+        backfill into the same table makes large); files a compaction replaced hold rows already seen.
+        """
         from spark_jobs.sql import read_table
 
         if not (self.table / "_delta_log").is_dir():
             return self.visible
-        frame = read_table(self.spark, self.table, self.schema)
-        files = frozenset(frame.inputFiles())
-        if files != self._files:
-            rows = frame.select("_source_file").distinct().collect()
-            self.visible = {row[0].rsplit("/", 1)[-1] for row in rows}
-            self._files = files
+        files = frozenset(read_table(self.spark, self.table, self.schema).inputFiles())
+        new = sorted(files - self._files)
+        if new:
+            rows = self.spark.read.parquet(*new).select("_source_file").distinct().collect()
+            self.visible |= {row[0].rsplit("/", 1)[-1] for row in rows}
             self.queries += 1
+        self._files = files
         return self.visible
 
 
