@@ -1,5 +1,5 @@
 """streaming_oncall run for real by ``airflow dags test``: rollback_table, a damaged table healed by
-reprocess_from, a dry run and a refusal, every one a row of ops_audit.
+reprocess_from, a dry run, a refusal and reset_checkpoint, every one a row of ops_audit.
 
 The lake is filled in this process (the shared SparkSession runs the job once), then a "bad deploy"
 appends two junk rows (delta-rs); the DAG's actions run as Airflow runs them: the task checks the form,
@@ -200,6 +200,22 @@ def test_an_action_that_does_not_fit_is_refused_runs_nothing_and_is_audited(onca
     assert (row["action"], row["outcome"]) == ("reset_checkpoint", "refused")
     assert row["message"].startswith("action: reset_checkpoint does not fit the state of cloudtrail_etl")
     assert row["versions_after"] == row["versions_before"]
+
+
+def test_reset_checkpoint_backs_it_up_and_the_fresh_run_after_it_adds_nothing(oncall, reprocessed, run_job, spark):
+    before = oncall.events(spark)
+    done = oncall.act(action="reset_checkpoint", reason="the checkpoint of a bad deploy")
+    assert done.returncode == 0, tail(done)
+    [backup] = sorted((oncall.lake.control_path(JOB) / "backups").glob("*-reset/checkpoint"))
+    assert (backup / "metadata").is_file() and not oncall.lake.checkpoint_path(JOB).exists()
+
+    again = run_job(oncall.landing, oncall.lake.root)  # a new checkpoint: every input file read again
+
+    assert again.input_files == len(FILES) + 1
+    assert again.rows == {"cloudtrail_events": 0, "cloudtrail_quarantine": 0}  # the tables stay exact
+    assert oncall.events(spark) == before == EVENTS
+    [row] = [r for r in oncall.audit() if r["action"] == "reset_checkpoint" and r["outcome"] == "succeeded"]
+    assert str(backup) in row["message"]
 
 
 def test_the_audit_is_readable_without_a_jvm(oncall, reprocessed):
