@@ -18,7 +18,7 @@ Backfill runs read with a wide ``maxFileAge`` (:data:`BACKFILL_MAX_FILE_AGE`): S
 forgets, and never reads, a file whose modification time is more than ``maxFileAge`` (7 days by
 default) older than the newest file its checkpoint has seen, and copies of historical logs keep
 their old S3 modification times. They also run at a lower CPU priority than the live job
-(:attr:`~spark_jobs.registry.JobSpec.backfill_nice`, :mod:`spark_jobs.priority`).
+(:attr:`~spark_jobs.registry.JobSpec.backfill_priority`, :mod:`spark_jobs.priority`).
 
 Everything a form or a command line supplies is checked here before anything runs, and nothing
 else reaches a shell or spark-submit: a refused request raises :class:`BackfillRefused` naming the

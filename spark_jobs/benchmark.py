@@ -19,7 +19,7 @@ bare-Spark counterpart it is a ratio to the best bare Spark does on the same fil
 - ``orchestration``: ``airflow dags test`` of the catch-up DAG against the same spark-submit.
 - ``freshness``: file landed to events visible to a reader, with a ``processing-time:1s`` job.
 - ``backfill_priority``: that freshness idle and during a backfill of the input into the same tables
-  (at the registry's ``backfill_nice``, and at nice 0 on a second input), and the backfill's throughput
+  (at the registry's ``backfill_priority``, and at ``normal`` on a second input), and the backfill's throughput
   (:mod:`spark_jobs.bench.backfill_priority`).
 - ``adhoc_query``: one query on the raw JSON files and on the table (same answer checked).
 - ``memory``: peak resident memory of the Spark JVM (driver and executor are one JVM in local

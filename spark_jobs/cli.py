@@ -127,8 +127,8 @@ def build_parser() -> argparse.ArgumentParser:
     backfill.add_argument("--time-to", help="the end of the time window (exclusive), ISO-8601 (UTC)")
     backfill.add_argument("--max-files-per-trigger", help="files per micro-batch (default: the registry's)")
     backfill.add_argument("--dry-run", action="store_true", help="list the files and their count; write nothing")
-    backfill.add_argument("--nice", type=int, help="CPU nice value of the driver (default: $<JOB>_BACKFILL_NICE, "
-                                                   "else the registry's backfill_nice; 0: the live job's priority)")
+    backfill.add_argument("--priority", help="CPU priority of the driver: idle (SCHED_IDLE), nice:N or normal "
+                                             "(default: $<JOB>_BACKFILL_PRIORITY, else the registry's)")
     backfill.add_argument("--lake", help="lake root (default: $LAKE_ROOT or ./lake)")
     reprocess = commands.add_parser("reprocess", help="replay a job's input delivered from a time on into its tables "
                                                       "(one Delta commit per table; see spark_jobs.reprocess)")
@@ -263,21 +263,19 @@ def _cmd_backfill(args) -> int:
         print(json.dumps({**head, "dry_run": True, **listing.summary()}, sort_keys=True))
         return 0
     from spark_jobs.lake import Lake
-    from spark_jobs.priority import lower_priority
+    from spark_jobs.priority import lower_priority, parse_priority
     from spark_jobs.runner import RunOptions, configure_logging, run_streaming
     from spark_jobs.triggers import parse_trigger
 
-    nice = args.nice
-    if nice is None:  # the registry's, unless the environment says otherwise (drills, tests on a busy machine)
-        given = os.environ.get(f"{request.job.name.upper()}_BACKFILL_NICE")
-        nice = int(given) if given and given.strip().isdigit() else request.job.backfill_nice
-    if not 0 <= nice <= 19:
-        raise UsageError(f"--nice must be a whole number from 0 to 19, got {nice}")
+    # The registry's, unless the environment says otherwise (drills, tests on a busy machine).
+    priority = (args.priority or os.environ.get(f"{request.job.name.upper()}_BACKFILL_PRIORITY")
+                or request.job.backfill_priority)
+    parse_priority(priority)  # a bad value: one line, before Spark starts
     run_options = RunOptions(Path(read_path(request, listing)), Lake.at(args.lake), parse_trigger("available-now"),
                              request.file_source_options(), writer=request.writer, file_dates=request.file_dates,
                              file_times=window, expected_files=len(listing.files))
     configure_logging()
-    lower_priority(nice)
+    lower_priority(priority)
     summary = run_streaming(request.job, run_options)
     print(json.dumps({**head, "dry_run": False, "listed_files": len(listing.files), **summary.__dict__},
                      sort_keys=True))

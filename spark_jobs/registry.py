@@ -111,9 +111,9 @@ class JobSpec:
     :param restart: how the supervisor restarts a continuous run's driver.
     :param input_roots: the folders a backfill may read under (relative to the project root unless
         absolute); ``$<NAME>_INPUT_ROOTS`` (``os.pathsep``-separated) overrides them.
-    :param backfill_nice: the CPU nice value a backfill's driver runs at (0: the live job's priority),
-        so the live job keeps its freshness during a large backfill (:mod:`spark_jobs.priority`);
-        ``$<NAME>_BACKFILL_NICE`` or ``backfill --nice`` override it.
+    :param backfill_priority: the CPU priority of a backfill's driver, so the live job keeps its freshness
+        during a large backfill: ``idle`` (Linux ``SCHED_IDLE``), ``nice:N`` or ``normal``
+        (:mod:`spark_jobs.priority`); ``$<NAME>_BACKFILL_PRIORITY`` or ``backfill --priority`` override it.
     """
 
     name: str
@@ -129,7 +129,7 @@ class JobSpec:
     continuous_trigger: str | None = None
     restart: RestartPolicy = RestartPolicy()
     input_roots: tuple[str, ...] = ("landing", "history")
-    backfill_nice: int = 10
+    backfill_priority: str = "idle"
 
     @property
     def module(self) -> str:

@@ -7,8 +7,8 @@ measured with files landing ``gap_s`` apart:
 
 1. **idle**: nothing else runs;
 2. **during a backfill** of the benchmark's large input (``python -m spark_jobs backfill`` into the
-   *same* tables, its own checkpoint), at the registry's ``backfill_nice`` (the default way);
-3. optionally **during a backfill at nice 0** (the live job's own priority) of a second input, to
+   *same* tables, its own checkpoint), at the registry's ``backfill_priority`` (the default way);
+3. optionally **during a backfill at priority normal** (the live job's own) of a second input, to
    show what the priority buys.
 
 The goal: p50 during the backfill within 2x the idle p50. The backfill's own throughput (records/s,
@@ -36,15 +36,15 @@ GOAL_RATIO = 2.0
 
 
 class Backfill:
-    """``python -m spark_jobs backfill JOB --source DATA --lake LAKE --nice N`` in the background."""
+    """``python -m spark_jobs backfill JOB --source DATA --lake LAKE --priority P`` in the background."""
 
-    def __init__(self, data: BenchData, lake: Path, nice: int, log_path: Path):
+    def __init__(self, data: BenchData, lake: Path, priority: str, log_path: Path):
         env = {**os.environ, f"{JOB.name.upper()}_INPUT_ROOTS": str(data.landing)}
-        self.data, self.nice, self.log_path = data, nice, log_path
+        self.data, self.priority, self.log_path = data, priority, log_path
         self.out = log_path.open("w")
         self.started = time.monotonic()
         self.proc = subprocess.Popen([sys.executable, "-m", "spark_jobs", "backfill", JOB.name, "--source",
-                                      str(data.landing), "--lake", str(lake), "--nice", str(nice)],
+                                      str(data.landing), "--lake", str(lake), "--priority", priority],
                                      cwd=PROJECT_ROOT, env=env, stdout=subprocess.PIPE, stderr=self.out, text=True)
         self.ended: float | None = None
 
@@ -73,7 +73,7 @@ class Backfill:
             raise RuntimeError(f"the backfill failed ({self.proc.returncode}):\n{self.tail()}")
         summary = json.loads(out.strip().splitlines()[-1])
         seconds = summary["seconds"]
-        return {"nice": self.nice, "files": summary["input_files"], "rows": summary["rows"], "seconds": seconds,
+        return {"priority": self.priority, "files": summary["input_files"], "rows": summary["rows"], "seconds": seconds,
                 "records_per_s": round(self.data.records / seconds, 1), "files_per_s": round(
                     summary["input_files"] / seconds, 2), "batches": summary["batches"]}
 
@@ -83,10 +83,10 @@ class Backfill:
 
 def measure_backfill_priority(spark, run: "freshness.FreshnessRun", datas: list[BenchData], files: int, gap_s: float,
                               run_dir: Path, compare_without_priority: bool = True) -> dict:
-    """Idle freshness, then during a backfill at ``backfill_nice`` (and at nice 0 on ``datas[1]``).
+    """Idle freshness, then during a backfill at ``backfill_priority`` (and at ``normal`` on ``datas[1]``).
 
     :param run: the live job (:func:`freshness.start_job`); stopped here.
-    :param datas: the large inputs to backfill (a second one for the nice-0 comparison).
+    :param datas: the large inputs to backfill (a second one for the comparison at priority normal).
     """
     phases: dict = {}
     backfills: dict = {}
@@ -94,14 +94,15 @@ def measure_backfill_priority(spark, run: "freshness.FreshnessRun", datas: list[
         clock = freshness.LatencyClock(spark, run)
         clock.wait_warmed_up()
         phases["idle"] = clock.summary(clock.land(files, gap_s, "idle"))
-        plan = [("during_backfill", JOB.backfill_nice, datas[0])]
+        plan = [("during_backfill", JOB.backfill_priority, datas[0])]
         if compare_without_priority and len(datas) > 1:
-            plan.append(("during_backfill_nice_0", 0, datas[1]))
-        for name, nice, data in plan:
-            backfill = Backfill(data, run.lake.root, nice, run_dir / f"{name}.log")
+            plan.append(("during_backfill_normal", "normal", datas[1]))
+        for name, priority, data in plan:
+            backfill = Backfill(data, run.lake.root, priority, run_dir / f"{name}.log")
             try:
                 backfill.wait_until_batching()
-                log.info("%s: the backfill (nice %d) is running; measuring the live table's freshness", name, nice)
+                log.info("%s: the backfill (priority %s) is running; measuring the live table's freshness", name,
+                         priority)
                 started = time.monotonic()
                 phases[name] = clock.summary(clock.land(files, gap_s, name))
                 phases[name]["backfill_ran_throughout"] = backfill.running()
@@ -120,8 +121,8 @@ def measure_backfill_priority(spark, run: "freshness.FreshnessRun", datas: list[
                 "while a backfill of the large input writes into the same tables; the backfill's throughput",
         "gap_s": gap_s, "records_per_file": run.records_per_file, "phases": phases, "backfills": backfills,
         "ratio_p50_during_to_idle": ratio,
-        "ratio_p50_nice_0_to_idle": (round(phases["during_backfill_nice_0"]["p50_s"] / idle, 2)
-                                     if "during_backfill_nice_0" in phases else None),
+        "ratio_p50_normal_priority_to_idle": (round(phases["during_backfill_normal"]["p50_s"] / idle, 2)
+                                              if "during_backfill_normal" in phases else None),
         "goal": f"p50 during the backfill <= {GOAL_RATIO:g}x idle",
         "met": ratio is not None and ratio <= GOAL_RATIO,
     }

@@ -68,9 +68,10 @@ def test_a_backfill_of_the_real_samples_holds_each_event_once(first):
     assert "progress: 1239 of 1239 files (100%)" in first["output"]
 
 
-def test_the_backfill_driver_and_every_thread_of_its_spark_submit_jvm_run_at_the_lower_priority(first):
-    # The Python driver is spark-submit's child: it reniced itself and each thread of the JVM before Spark started.
-    found = re.search(r"running at nice 10 \(the live job keeps priority\): \{'nice': 10, 'pid': \d+, "
+def test_the_backfill_driver_and_every_thread_of_its_spark_submit_jvm_run_at_idle_priority(first):
+    # The Python driver is spark-submit's child: it put itself and each thread of the JVM under SCHED_IDLE
+    # before Spark started (the registry's backfill_priority).
+    found = re.search(r"running at priority idle \(the live job keeps priority\): \{'priority': 'idle', 'pid': \d+, "
                       r"'jvm_pid': (\d+), 'jvm_threads': (\d+)\}", first["output"])
     assert found, "no priority line in the task log"
     assert int(found.group(2)) >= 10  # a JVM runs dozens of threads at that point

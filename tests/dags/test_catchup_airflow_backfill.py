@@ -72,8 +72,8 @@ class Setup:
             "LAKE_ROOT": str(self.lake),
             "CLOUDTRAIL_ETL_INPUT": str(self.landing),  # does not exist
             "CLOUDTRAIL_ETL_INPUT_ROOTS": str(root),
-            # No live job runs here, and a niced driver crawls on a machine busy with other work.
-            "CLOUDTRAIL_ETL_BACKFILL_NICE": "0",
+            # No live job runs here, and an idle-priority driver crawls on a machine busy with other work.
+            "CLOUDTRAIL_ETL_BACKFILL_PRIORITY": "normal",
         }
         self.airflow = LocalAirflow(self.home, free_port(28400), self.env)
         self.api = RestApi(self.airflow.url)
