@@ -13,6 +13,15 @@ The task runs:
         --name <job> <project>/spark_jobs/__main__.py \\
         run <job> --trigger available-now [--input DIR] [--max-files-per-trigger N]
 
+A `plan` task decides what the run spark-submits (`spark_jobs.catchup_plan`): a scheduled or
+manual run the command above; a run of **Airflow's own backfill** (`airflow backfill create
+--dag-id <job>_catchup --from-date ... --to-date ...`, or the UI's Backfill dialog) loads only the
+files *delivered in its data interval* (the CloudTrail object name's timestamp), as a writer with a
+checkpoint of its own per interval (`backfill <job> --source DIR --time-from START --time-to END`),
+so the live checkpoint is left alone; a backfill run whose interval holds no file ends at `plan`
+(`spark_submit` skipped). Several backfill runs may run at once (`--max-active-runs`): each has its
+own checkpoint, and the tables keep one row per event.
+
 `max_active_runs=1` because two runs on one checkpoint must never overlap. spark-submit inherits
 the worker's environment (the Makefile's: `PATH` with `spark-submit`, `PYSPARK_PYTHON`, `LAKE_ROOT`,
 `<JOB>_INPUT`), and the `spark_default` connection names the master. Each table the job writes is
@@ -26,7 +35,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk import DAG, Asset, Param
+from airflow.sdk import DAG, Asset, CronDataIntervalTimetable, Param, task
 
 from spark_jobs.jars import APPLICATION, spark_submit_conf, spark_submit_jars
 from spark_jobs.registry import JOBS, JobSpec
@@ -48,19 +57,8 @@ def table_asset(table: str) -> Asset:
     return Asset(name=table)
 
 
-def application_args_template(job: JobSpec) -> str:
-    """``application_args`` as one Jinja expression that renders (natively) to the argument list.
-
-    ``--input`` and ``--max-files-per-trigger`` are added only when the run's params set them, so
-    the job's own defaults (``$<JOB>_INPUT``, the registry) apply otherwise.
-    """
-    base = ["run", job.name, "--trigger", "available-now"]
-    return (
-        "{{ " + repr(base)
-        + " + (['--input', params.input] if params.input else [])"
-        + " + (['--max-files-per-trigger', params.max_files_per_trigger | string]"
-        + " if params.max_files_per_trigger is not none else []) }}"
-    )
+# spark_submit's arguments: those `plan` worked out and checked (an argument list, no shell).
+PLANNED_ARGS = "{{ ti.xcom_pull(task_ids='plan')['args'] }}"
 
 
 def build_catchup_dag(job: JobSpec) -> DAG:
@@ -69,7 +67,9 @@ def build_catchup_dag(job: JobSpec) -> DAG:
         dag_id=f"{job.name}_catchup",
         description=job.description,
         doc_md=f"{__doc__}\n## `{job.name}`\n\n{job.description}\n",
-        schedule=job.schedule,
+        # Runs of data intervals ([start, end): a backfill run selects its files by it); a plain cron string
+        # would be Airflow 3's CronTriggerTimetable, whose runs have no interval.
+        schedule=CronDataIntervalTimetable(job.schedule, timezone="UTC"),
         start_date=datetime(2025, 1, 1, tzinfo=timezone.utc),
         catchup=False,
         max_active_runs=1,
@@ -87,11 +87,34 @@ def build_catchup_dag(job: JobSpec) -> DAG:
             ),
         },
     ) as dag:
-        SparkSubmitOperator(
+
+        @task.short_circuit(task_id="plan")
+        def plan(params=None, dag_run=None, data_interval_start=None, data_interval_end=None) -> dict | None:
+            """The live job, or (a run of Airflow's backfill) the files of this data interval; nothing to do: skip."""
+            from airflow.sdk.exceptions import AirflowFailException
+
+            from spark_jobs.backfill import BackfillRefused
+            from spark_jobs.catchup_plan import plan_run
+
+            try:
+                planned = plan_run(job.name, params["input"], params["max_files_per_trigger"], dag_run.run_type,
+                                   (data_interval_start, data_interval_end))
+            except BackfillRefused as exc:
+                raise AirflowFailException(f"refused, nothing was run: {exc}") from None
+            if planned["kind"] == "backfill":
+                print(f"backfill run of {job.name} for [{planned['time_from']}, {planned['time_to']}): "
+                      f"{planned['files']} files delivered in the interval ({planned['out_of_range']} outside it, "
+                      f"{planned['undated']} without a date) in {planned['source']}; writer {planned['writer']}")
+            if planned["args"] is None:
+                print("no file was delivered in this interval: nothing to do, spark_submit is skipped")
+                return None
+            return planned
+
+        submit = SparkSubmitOperator(
             task_id="spark_submit",
             conn_id=SPARK_CONN_ID,
             application=APPLICATION,
-            application_args=application_args_template(job),
+            application_args=PLANNED_ARGS,
             # The args template renders to a list; every other field is a plain string.
             render_template_as_native_obj=True,
             name=job.name,
@@ -101,8 +124,9 @@ def build_catchup_dag(job: JobSpec) -> DAG:
             # The pinned Delta jars fetched at set-up (paths only: nothing is read while parsing).
             jars=spark_submit_jars(),
             outlets=[table_asset(table.name) for table in job.tables],
-            doc_md=f"spark-submit `{job.name}` once with the available-now trigger.",
+            doc_md=f"spark-submit `{job.name}` once with the available-now trigger (or one backfilled interval).",
         )
+        plan() >> submit
     return dag
 
 

@@ -10,6 +10,15 @@ Files are selected by the delivery date CloudTrail puts in the object name
 above the file; a file with neither is not part of any dated backfill. Spark's file source has no
 option for this (``modifiedAfter``/``modifiedBefore`` select by modification time, which a copy of old
 logs does not keep), so the runner filters the listed files by this date before any is parsed.
+A request may give a time window instead of dates (``time_from`` inclusive, ``time_to`` exclusive:
+an Airflow data interval); then a file's delivery time is the object name's timestamp, else midnight
+(UTC) of its date folders (:func:`file_time`).
+
+Backfill runs read with a wide ``maxFileAge`` (:data:`BACKFILL_MAX_FILE_AGE`): Spark's file source
+forgets, and never reads, a file whose modification time is more than ``maxFileAge`` (7 days by
+default) older than the newest file its checkpoint has seen, and copies of historical logs keep
+their old S3 modification times. They also run at a lower CPU priority than the live job
+(:attr:`~spark_jobs.registry.JobSpec.backfill_priority`, :mod:`spark_jobs.priority`).
 
 Everything a form or a command line supplies is checked here before anything runs, and nothing
 else reaches a shell or spark-submit: a refused request raises :class:`BackfillRefused` naming the
@@ -33,11 +42,15 @@ from spark_jobs.registry import JobSpec, get_job
 
 # The delivery timestamp in a CloudTrail object name, and the date folders of its S3 layout.
 NAME_DATE = r"_(\d{8})T\d{4}Z[_.]"
+NAME_TIME = r"_(\d{8}T\d{4})Z[_.]"
 FOLDER_DATE = r"/(\d{4})/(\d{2})/(\d{2})/[^/]*$"
 # Characters a shell or a URL parser would give a meaning to; none belongs in a log folder's path.
 SHELL_METACHARACTERS = set(";&|$`<>*?[]{}()!'\"\\#~^%\n\r\t\0")
 MAX_FILES_PER_TRIGGER = 100_000
 ROOTS_ENV_SUFFIX = "_INPUT_ROOTS"
+# Spark's file source skips files more than maxFileAge older than the newest one its checkpoint saw;
+# a backfill of copied historical logs (old modification times) must not.
+BACKFILL_MAX_FILE_AGE = "36500d"
 
 
 class BackfillRefused(UsageError):
@@ -63,6 +76,8 @@ class BackfillRequest:
     :param date_to: the last delivery date (UTC) to load, inclusive.
     :param max_files_per_trigger: files per micro-batch; ``None``: the registry's.
     :param dry_run: list the files, write nothing.
+    :param time_window: ``(start, end)`` (aware UTC datetimes, end exclusive) instead of dates: the files
+        whose delivery time (:func:`file_time`) lies in it (an Airflow run's data interval).
     """
 
     job: JobSpec
@@ -71,6 +86,7 @@ class BackfillRequest:
     date_to: dt.date | None
     max_files_per_trigger: int | None = None
     dry_run: bool = False
+    time_window: tuple[dt.datetime, dt.datetime] | None = None
 
     @property
     def writer(self) -> str:
@@ -79,9 +95,36 @@ class BackfillRequest:
         The same source and range always get the same name, so a rerun resumes (and adds nothing).
         """
         digest = hashlib.sha256(str(self.source).encode()).hexdigest()[:10]
+        if self.time_window is not None:
+            start, end = self.time_window
+            return f"backfill-{start:%Y%m%dT%H%M%SZ}-{end:%Y%m%dT%H%M%SZ}-{digest}"
         if self.file_dates is None:
             return f"backfill-all-{digest}"
         return f"backfill-{self.date_from:%Y%m%d}-{self.date_to:%Y%m%d}-{digest}"
+
+    @property
+    def selects_all(self) -> bool:
+        """Whether every file of the source is selected (no dates, no time window)."""
+        return self.file_dates is None and self.time_window is None
+
+    def selects(self, path: str) -> bool | None:
+        """Whether ``path`` is in the request's range; ``None`` for a file without a date."""
+        if self.selects_all:
+            return True
+        if self.time_window is not None:
+            moment = file_time(path)
+            return None if moment is None else self.time_window[0] <= moment < self.time_window[1]
+        day = file_date(path)
+        return None if day is None else self.date_from <= day <= self.date_to
+
+    def file_source_options(self) -> dict[str, str]:
+        """The file-source options of the backfill's run: the registry's, its files per micro-batch, and
+        a wide ``maxFileAge`` (:data:`BACKFILL_MAX_FILE_AGE`: copied historical logs keep old mtimes)."""
+        options = dict(self.job.file_source_options)
+        if self.max_files_per_trigger is not None:
+            options["maxFilesPerTrigger"] = str(self.max_files_per_trigger)
+        options["maxFileAge"] = BACKFILL_MAX_FILE_AGE
+        return options
 
     @property
     def file_dates(self) -> tuple[dt.date, dt.date] | None:
@@ -91,7 +134,9 @@ class BackfillRequest:
     def cli_args(self) -> list[str]:
         """The arguments of ``python -m spark_jobs backfill`` for this request (all checked values)."""
         args = ["backfill", self.job.name, "--source", str(self.source)]
-        if self.file_dates is not None:
+        if self.time_window is not None:
+            args += ["--time-from", _iso(self.time_window[0]), "--time-to", _iso(self.time_window[1])]
+        elif self.file_dates is not None:
             args += ["--date-from", self.date_from.isoformat(), "--date-to", self.date_to.isoformat()]
         if self.max_files_per_trigger is not None:
             args += ["--max-files-per-trigger", str(self.max_files_per_trigger)]
@@ -107,7 +152,8 @@ def input_roots(job: JobSpec) -> list[Path]:
 
 
 def check_request(job: str, source: str | None, date_from, date_to, max_files_per_trigger=None,
-                  dry_run: bool = False, today: dt.date | None = None) -> BackfillRequest:
+                  dry_run: bool = False, today: dt.date | None = None, time_from=None, time_to=None,
+                  now: dt.datetime | None = None) -> BackfillRequest:
     """Check every field of a backfill request; the first bad one is refused.
 
     :param job: a registry job's name.
@@ -118,6 +164,10 @@ def check_request(job: str, source: str | None, date_from, date_to, max_files_pe
         today (UTC).
     :param max_files_per_trigger: ``None`` or an integer from 1 to :data:`MAX_FILES_PER_TRIGGER`.
     :param today: the current UTC date (for tests).
+    :param time_from: instead of dates: the first delivery time, ISO-8601 (UTC unless it names an
+        offset) or an aware datetime; needs ``time_to``.
+    :param time_to: the end of the time window (exclusive), after ``time_from``, not in the future.
+    :param now: the current time (for tests).
     :raises BackfillRefused: naming the field and what to do.
     """
     try:
@@ -125,7 +175,9 @@ def check_request(job: str, source: str | None, date_from, date_to, max_files_pe
     except UsageError as exc:
         raise BackfillRefused("job", str(exc)) from None
     path = check_source(spec, source)
-    today = today or dt.datetime.now(dt.timezone.utc).date()
+    now = now or dt.datetime.now(dt.timezone.utc)
+    today = today or now.date()
+    window = _time_window(time_from, time_to, now, dated=date_from not in (None, "") or date_to not in (None, ""))
     no_from, no_to = date_from in (None, ""), date_to in (None, "")
     if no_from and no_to:
         first = last = None
@@ -148,7 +200,50 @@ def check_request(job: str, source: str | None, date_from, date_to, max_files_pe
         max_files_per_trigger = None
     if not isinstance(dry_run, bool):
         raise BackfillRefused("dry_run", f"{dry_run!r} is not true or false")
-    return BackfillRequest(spec, path, first, last, max_files_per_trigger, dry_run)
+    return BackfillRequest(spec, path, first, last, max_files_per_trigger, dry_run, window)
+
+
+def parse_time(field: str, value) -> dt.datetime:
+    """An aware UTC datetime from an ISO-8601 text (UTC unless it names an offset) or a datetime.
+
+    :raises BackfillRefused: (``field``) for anything else.
+    """
+    if isinstance(value, dt.datetime):
+        moment = value
+    elif isinstance(value, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}([T ][0-9:.]+)?(Z|[+-]\d{2}:?\d{2})?",
+                                                 value.strip()):
+        try:
+            moment = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise BackfillRefused(field, f"{value!r} is not a time (ISO-8601, e.g. 2024-03-01T08:00:00Z)") from None
+    else:
+        raise BackfillRefused(field, f"{value!r} is not a time (ISO-8601, e.g. 2024-03-01T08:00:00Z)")
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.timezone.utc)
+    return moment.astimezone(dt.timezone.utc)
+
+
+def _time_window(time_from, time_to, now: dt.datetime, dated: bool) -> tuple[dt.datetime, dt.datetime] | None:
+    no_from, no_to = time_from in (None, ""), time_to in (None, "")
+    if no_from and no_to:
+        return None
+    if dated:
+        raise BackfillRefused("time_from", "give either dates (date_from, date_to) or a time window (time_from, "
+                                           "time_to), not both")
+    if no_from or no_to:
+        missing = "time_from" if no_from else "time_to"
+        raise BackfillRefused(missing, "is required with the other end of the time window")
+    start, end = parse_time("time_from", time_from), parse_time("time_to", time_to)
+    if end <= start:
+        raise BackfillRefused("time_to", f"{_iso(end)} is not after time_from {_iso(start)}: the window is empty "
+                                         "or runs backwards")
+    if end > now:
+        raise BackfillRefused("time_to", f"{_iso(end)} is in the future (now is {_iso(now)})")
+    return start, end
+
+
+def _iso(moment: dt.datetime) -> str:
+    return moment.astimezone(dt.timezone.utc).isoformat().replace("+00:00", "Z")
 
 
 def check_source(job: JobSpec, source: str | None) -> Path:
@@ -202,6 +297,30 @@ def _date(field: str, value) -> dt.date:
     raise BackfillRefused(field, f"{value!r} is not a date (YYYY-MM-DD)")
 
 
+def file_time(path: str) -> dt.datetime | None:
+    """The delivery time of a log file (UTC): its object name's ``YYYYMMDDTHHMMZ``, else midnight of its
+    ``YYYY/MM/DD`` folders; ``None`` with neither. The runner's Spark filter
+    (:func:`spark_jobs.runner.file_time_column`) computes the same."""
+    name = re.search(NAME_TIME, path.rsplit("/", 1)[-1])
+    if name:
+        try:
+            return dt.datetime.strptime(name.group(1), "%Y%m%dT%H%M").replace(tzinfo=dt.timezone.utc)
+        except ValueError:
+            pass
+    day = _folder_date(path)
+    return None if day is None else dt.datetime(day.year, day.month, day.day, tzinfo=dt.timezone.utc)
+
+
+def _folder_date(path: str) -> dt.date | None:
+    folders = re.search(FOLDER_DATE, path)
+    if folders:
+        try:
+            return dt.date(*(int(g) for g in folders.groups()))
+        except ValueError:
+            return None
+    return None
+
+
 def file_date(path: str) -> dt.date | None:
     """The delivery date of a log file: from its object name's timestamp, else its ``YYYY/MM/DD`` folders.
 
@@ -213,13 +332,7 @@ def file_date(path: str) -> dt.date | None:
             return dt.datetime.strptime(name.group(1), "%Y%m%d").date()
         except ValueError:
             pass
-    folders = re.search(FOLDER_DATE, path)
-    if folders:
-        try:
-            return dt.date(*(int(g) for g in folders.groups()))
-        except ValueError:
-            return None
-    return None
+    return _folder_date(path)
 
 
 @dataclass(frozen=True)
@@ -246,12 +359,10 @@ def list_files(request: BackfillRequest) -> FileListing:
     listed = list_input(Location.of(request.source), dict(request.job.file_source_options))
     files, out_of_range, undated = [], 0, 0
     for path in sorted(item.key for item in listed):
-        day = file_date(path)
-        if request.file_dates is None:
-            files.append(path)
-        elif day is None:
+        selected = request.selects(path)
+        if selected is None:
             undated += 1
-        elif request.date_from <= day <= request.date_to:
+        elif selected:
             files.append(path)
         else:
             out_of_range += 1
@@ -268,7 +379,7 @@ def read_path(request: BackfillRequest, listing: FileListing) -> str:
     holding slashes.) A folder whose name has glob characters falls back to the whole source; the
     runner's date filter selects the files either way.
     """
-    if request.file_dates is None or not listing.files:
+    if request.selects_all or not listing.files:
         return str(request.source)
     folders = sorted({os.path.relpath(os.path.dirname(f), request.source) for f in listing.files})
     if any(set(folder) & GLOB_CHARACTERS for folder in folders) or "." in folders:

@@ -18,6 +18,9 @@ bare-Spark counterpart it is a ratio to the best bare Spark does on the same fil
 - ``noop_catchup``: an available-now run with nothing new against starting and stopping a session.
 - ``orchestration``: ``airflow dags test`` of the catch-up DAG against the same spark-submit.
 - ``freshness``: file landed to events visible to a reader, with a ``processing-time:1s`` job.
+- ``backfill_priority``: that freshness idle and during a backfill of the input into the same tables
+  (at the registry's ``backfill_priority``, and at ``normal`` on a second input), and the backfill's throughput
+  (:mod:`spark_jobs.bench.backfill_priority`).
 - ``adhoc_query``: one query on the raw JSON files and on the table (same answer checked).
 - ``memory``: peak resident memory of the Spark JVM (driver and executor are one JVM in local
   mode) and of the Python processes, during the in-process measurements.
@@ -52,7 +55,7 @@ from spark_jobs.lake import PROJECT_ROOT
 log = logging.getLogger("spark_jobs.bench")
 
 BENCH_ROOT = PROJECT_ROOT / ".spark" / "bench"
-IN_PROCESS = ("throughput", "profile", "adhoc_query", "memory", "freshness")
+IN_PROCESS = ("throughput", "profile", "adhoc_query", "memory", "freshness", "backfill_priority")
 LAUNCHES = ("noop_catchup", "orchestration")
 MEASUREMENTS = IN_PROCESS + LAUNCHES
 # What --quick leaves out, and why: each needs minutes of process starts and warm-up to mean anything.
@@ -60,18 +63,20 @@ QUICK_LEAVES_OUT = {
     "orchestration": "two more process launches (~60 s)",
     "freshness": "a freshly started job needs ~8 micro-batches to warm up, so a meaningful figure needs "
                  "warm-up files plus 30 files 3 s apart (~2.5 min)",
+    "backfill_priority": "a live job, two backfills of the whole input and three freshness phases (~10+ min)",
 }
 QUICK = tuple(name for name in MEASUREMENTS if name not in QUICK_LEAVES_OUT)
 # These read the lake the throughput runs leave (caught up with the input), so they run it too.
 NEEDS_THROUGHPUT = ("throughput", "profile", "adhoc_query", "memory", "noop_catchup", "orchestration")
 # The issue's order: throughput (and its profile), no-op catch-up, orchestration, freshness,
 # ad-hoc queries, recovery, state, memory.
-REPORT_ORDER = ("throughput", "profile", "noop_catchup", "orchestration", "freshness", "adhoc_query", "recovery",
-                "state", "memory")
+REPORT_ORDER = ("throughput", "profile", "noop_catchup", "orchestration", "freshness", "backfill_priority",
+                "adhoc_query", "recovery", "state", "memory")
 # Each goal (as the issue states it) and the figures it is about.
 GOALS = {"throughput": (">= 0.9", ("ratio",)), "noop_catchup": ("<= 1.5", ("ratio",)),
          "orchestration": ("<= 5 s more", ("difference_s",)),
-         "freshness": ("p50 <= 2 s, p95 <= 4 s", ("p50_s", "p95_s")), "adhoc_query": (">= 25", ("ratio",))}
+         "freshness": ("p50 <= 2 s, p95 <= 4 s", ("p50_s", "p95_s")), "adhoc_query": (">= 25", ("ratio",)),
+         "backfill_priority": ("live p50 during a backfill <= 2x idle", ("ratio_p50_during_to_idle",))}
 NOT_YET = {
     "recovery": "measured by its own trial, `python -m spark_jobs trial recovery --kills 5` (kill -9 of a "
                 "supervised job's driver to the next commit, goal median <= 45 s, max <= 60 s, exact output; "
@@ -130,7 +135,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--freshness-files", type=int, help="files landed for freshness (default: 30; quick 10)")
     parser.add_argument("--seed", type=int, help="seed of the generated input (default 1)")
     parser.add_argument("--only", help=f"comma-separated measurements to run, of: {', '.join(MEASUREMENTS)} "
-                                       "(all but freshness also run throughput, whose lake they use)")
+                                       "(all but freshness and backfill_priority also run throughput, whose lake they use)")
 
 
 def config_from_args(args: argparse.Namespace) -> BenchConfig:
@@ -289,6 +294,9 @@ def _in_process(config: BenchConfig, spark, data, source, run_dir: Path, measure
         if fresh_job:
             measured["freshness"] = _attempt("freshness", lambda: freshness.measure_freshness(
                 spark, fresh_job, config.freshness_files, config.freshness_gap_s), failures)
+        if "backfill_priority" in config.only:
+            measured["backfill_priority"] = _attempt("backfill_priority", lambda: _backfill_priority(
+                config, spark, data, source, run_dir), failures)
         if not any(name in config.only for name in NEEDS_THROUGHPUT):
             return None
         warmup.update(_attempt("throughput warm-up", lambda: warm_up(spark, data, run_dir, config.warmup_fraction),
@@ -320,6 +328,20 @@ def _in_process(config: BenchConfig, spark, data, source, run_dir: Path, measure
         if own_session:
             spark.stop()
     return raw.get("lake")
+
+
+def _backfill_priority(config: BenchConfig, spark, data, source, run_dir: Path) -> dict:
+    """The live job's freshness idle and during backfills of the input (see :mod:`spark_jobs.bench.backfill_priority`)."""
+    from spark_jobs.bench import freshness
+    from spark_jobs.bench.backfill_priority import measure_backfill_priority
+    from spark_jobs.bench.data import write_landing
+
+    second = write_landing(config.root / "data" / f"r{config.records}-f{config.records_per_file}-s{config.seed + 1}",
+                           config.records, config.records_per_file, config.seed + 1, source)
+    live = freshness.start_job(run_dir, source, config.freshness_warmup_files, config.records_per_file, config.seed,
+                               name="backfill_priority")
+    return measure_backfill_priority(spark, live, [data, second], config.freshness_files, config.freshness_gap_s,
+                                     run_dir)
 
 
 def save_report(report: dict, path: Path) -> None:

@@ -18,6 +18,10 @@ Backfills of historical logs into the live tables (own checkpoint per source and
     python -m spark_jobs backfill cloudtrail_etl --source /data/history --date-from 2024-01-01 \
         --date-to 2024-03-31 [--max-files-per-trigger 500] [--dry-run]
 
+Reprocessing the input delivered from a time on (each table rebuilt in one Delta commit)::
+
+    python -m spark_jobs reprocess cloudtrail_etl --from-time 2024-03-02T00:00:00Z [--dry-run]
+
 Supervised, always-on runs (the driver is restarted with backoff; see spark_jobs.supervision)::
 
     python -m spark_jobs supervise cloudtrail_etl --input landing/cloudtrail  # until SIGTERM / Ctrl-C
@@ -119,9 +123,23 @@ def build_parser() -> argparse.ArgumentParser:
     backfill.add_argument("--date-from", help="first delivery date, YYYY-MM-DD (UTC); without both dates every "
                                               "file of the source is loaded, dated or not")
     backfill.add_argument("--date-to", help="last delivery date, YYYY-MM-DD (UTC), inclusive (default: today)")
+    backfill.add_argument("--time-from", help="instead of dates: the first delivery time, ISO-8601 (UTC), e.g. an "
+                                              "Airflow data interval's start")
+    backfill.add_argument("--time-to", help="the end of the time window (exclusive), ISO-8601 (UTC)")
     backfill.add_argument("--max-files-per-trigger", help="files per micro-batch (default: the registry's)")
     backfill.add_argument("--dry-run", action="store_true", help="list the files and their count; write nothing")
+    backfill.add_argument("--priority", help="CPU priority of the driver: idle (SCHED_IDLE), nice:N or normal "
+                                             "(default: $<JOB>_BACKFILL_PRIORITY, else the registry's)")
     backfill.add_argument("--lake", help="lake root (default: $LAKE_ROOT or ./lake)")
+    reprocess = commands.add_parser("reprocess", help="replay a job's input delivered from a time on into its tables "
+                                                      "(one Delta commit per table; see spark_jobs.reprocess)")
+    reprocess.add_argument("job", help=f"a registered job: {', '.join(JOBS)}")
+    reprocess.add_argument("--from-time", required=True, help="delivery time to replay from, ISO-8601 (UTC unless "
+                                                              "it names an offset)")
+    reprocess.add_argument("--input", help="the input folder (default: $<JOB>_INPUT, else the registry's)")
+    reprocess.add_argument("--lake", help="lake root (default: $LAKE_ROOT or ./lake)")
+    reprocess.add_argument("--dry-run", action="store_true", help="say what would be replayed and rebuilt; write nothing")
+    reprocess.add_argument("--audit-id", help="the ops_audit row this run belongs to (a uuid; goes into the commits)")
     checkpoint = commands.add_parser("checkpoint", help="a job's checkpoint: inspect its health, repair damage")
     add_checkpoint_arguments(checkpoint)
 
@@ -234,33 +252,73 @@ def _cmd_backfill(args) -> int:
     Prints one JSON line: the listing (dry run), or the run's summary with the backfill's writer name.
     """
     import json
+    import os
     from pathlib import Path
 
     from spark_jobs.backfill import check_request, list_files, read_path
 
     request = check_request(args.job, args.source, args.date_from, args.date_to, args.max_files_per_trigger,
-                            args.dry_run)
+                            args.dry_run, time_from=args.time_from, time_to=args.time_to)
     listing = list_files(request)
-    dates = request.file_dates
+    dates, window = request.file_dates, request.time_window
     head = {"job": request.job.name, "writer": request.writer, "source": str(request.source),
             "date_from": dates and dates[0].isoformat(), "date_to": dates and dates[1].isoformat()}
+    if window:
+        head.update(time_from=window[0].isoformat(), time_to=window[1].isoformat())
     if request.dry_run:
         print(json.dumps({**head, "dry_run": True, **listing.summary()}, sort_keys=True))
         return 0
     from spark_jobs.lake import Lake
+    from spark_jobs.priority import lower_priority, parse_priority
     from spark_jobs.runner import RunOptions, configure_logging, run_streaming
     from spark_jobs.triggers import parse_trigger
 
-    options = dict(request.job.file_source_options)
-    if request.max_files_per_trigger is not None:
-        options["maxFilesPerTrigger"] = str(request.max_files_per_trigger)
-    run_options = RunOptions(Path(read_path(request, listing)), Lake.at(args.lake), parse_trigger("available-now"), options,
-                             writer=request.writer, file_dates=request.file_dates,
-                             expected_files=len(listing.files))
+    # The registry's, unless the environment says otherwise (drills, tests on a busy machine).
+    priority = (args.priority or os.environ.get(f"{request.job.name.upper()}_BACKFILL_PRIORITY")
+                or request.job.backfill_priority)
+    parse_priority(priority)  # a bad value: one line, before Spark starts
+    run_options = RunOptions(Path(read_path(request, listing)), Lake.at(args.lake), parse_trigger("available-now"),
+                             request.file_source_options(), writer=request.writer, file_dates=request.file_dates,
+                             file_times=window, expected_files=len(listing.files))
     configure_logging()
+    lower_priority(priority)
     summary = run_streaming(request.job, run_options)
     print(json.dumps({**head, "dry_run": False, "listed_files": len(listing.files), **summary.__dict__},
                      sort_keys=True))
+    return 0
+
+
+def _cmd_reprocess(args) -> int:
+    """Check the time and the replay (no JVM); unless a dry run, rebuild the tables. One JSON line on stdout."""
+    import datetime as dt
+    import json
+    import re
+    from pathlib import Path
+
+    from spark_jobs.lake import Lake
+    from spark_jobs.oncall import check_reprocess
+
+    job = get_job(args.job)
+    lake = Lake.at(args.lake)
+    if args.audit_id is not None and not re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
+                                                      args.audit_id):
+        raise UsageError(f"--audit-id {args.audit_id!r} is not a uuid")
+    source = str(Path(args.input).resolve()) if args.input else None
+    checked = check_reprocess(job, lake, args.from_time, source, dt.datetime.now(dt.timezone.utc))
+    replay = checked["replay"]
+    if args.dry_run:
+        print(json.dumps({"job": job.name, "from_time": checked["from_time"].isoformat(), "source": str(replay.source),
+                          "dry_run": True, **replay.listing.summary(), "missing_files": replay.missing},
+                         sort_keys=True, default=str))
+        return 0
+    from spark_jobs.reprocess import reprocess
+    from spark_jobs.runner import configure_logging
+    from spark_jobs.session import build_session
+
+    configure_logging()
+    spark = build_session(f"{job.name}_reprocess")
+    result = reprocess(spark, job, lake, replay.source, checked["from_time"], args.audit_id)
+    print(json.dumps(result, sort_keys=True, default=str))
     return 0
 
 
@@ -272,7 +330,7 @@ def _cmd_trial(args) -> int:
 
 COMMANDS = {"supervise": _cmd_supervise, "trial": _cmd_trial,  # noqa: E501 - supervision's commands
             "list": _cmd_list, "run": _cmd_run, "sql": _cmd_sql, "sample-data": _cmd_sample_data,
-            "bench": _cmd_bench, "backfill": _cmd_backfill,
+            "bench": _cmd_bench, "backfill": _cmd_backfill, "reprocess": _cmd_reprocess,
             "lake": _cmd_lake}  # delta-tools
 
 

@@ -161,6 +161,9 @@ class JobSpec:
         absolute); ``$<NAME>_INPUT_ROOTS`` (``os.pathsep``-separated) overrides them.
     :param alerts: when the job's health opens an incident (see :class:`AlertThresholds`).
     :param progress: the job's progress history in ``streaming_progress`` (see :class:`ProgressHistory`).
+    :param backfill_priority: the CPU priority of a backfill's driver, so the live job keeps its freshness
+        during a large backfill: ``idle`` (Linux ``SCHED_IDLE``), ``nice:N`` or ``normal``
+        (:mod:`spark_jobs.priority`); ``$<NAME>_BACKFILL_PRIORITY`` or ``backfill --priority`` override it.
     """
 
     name: str
@@ -178,6 +181,7 @@ class JobSpec:
     input_roots: tuple[str, ...] = ("landing", "history")
     alerts: AlertThresholds = AlertThresholds()
     progress: ProgressHistory = ProgressHistory()
+    backfill_priority: str = "idle"
 
     @property
     def module(self) -> str:
@@ -231,6 +235,31 @@ CLOUDTRAIL_ETL = JobSpec(
 )
 
 JOBS: Mapping[str, JobSpec] = MappingProxyType({job.name: job for job in (CLOUDTRAIL_ETL,)})
+
+# Tables of the platform itself, not written by a job's stream (``python -m spark_jobs sql`` shows them too).
+OPS_AUDIT = TableSpec(
+    name="ops_audit",
+    description="one row per on-call action of streaming_oncall (refused and dry runs too): who, when, what, "
+                "why, outcome, table versions before and after",
+)
+STREAMING_PROGRESS = TableSpec(
+    name="streaming_progress",
+    partition_by=("date",),
+    description="one row per executed micro-batch of every job's stream (Spark's progress, rows per table, "
+                "backlog), written by the driver's progress recorder (spark_jobs.monitoring.progress)",
+)
+PLATFORM_TABLES: Mapping[str, TableSpec] = MappingProxyType({t.name: t for t in (OPS_AUDIT, STREAMING_PROGRESS)})
+
+# The on-call actions of the DAG streaming_oncall (spark_jobs.oncall), with the form's label of each.
+ONCALL_ACTIONS: Mapping[str, str] = MappingProxyType({
+    "restart": "restart: stop the driver after its micro-batch, start a new one",
+    "stop": "stop: pause the continuous DAG (the driver stops after its micro-batch)",
+    "pause_supervision": "pause supervision: no restart, no stall kill (the driver keeps running)",
+    "resume_supervision": "resume supervision (and unpause the continuous DAG)",
+    "reprocess_from": "reprocess from a time (needs From time)",
+    "reset_checkpoint": "reset the checkpoint (job stopped; backed up first)",
+    "rollback_table": "roll a table back to a version (needs Table and Table version)",
+})
 
 
 def get_job(name: str) -> JobSpec:

@@ -71,6 +71,9 @@ class RunOptions:
         lines (done / total, ETA); ``None``: no total known.
     :param progress_history: record each micro-batch's progress in ``streaming_progress`` (when the
         job's ``ProgressHistory`` is enabled); the benchmark switches it off to measure its cost.
+    :param file_times: ``(start, end)``, aware datetimes, end exclusive: only files whose delivery time
+        (:func:`file_time_column`) lies in this window are parsed (a backfill of one Airflow data
+        interval); ``None``: no window.
     """
 
     input_path: Path
@@ -83,6 +86,7 @@ class RunOptions:
     file_dates: tuple[dt.date, dt.date] | None = None
     expected_files: int | None = None
     progress_history: bool = True
+    file_times: tuple[dt.datetime, dt.datetime] | None = None
 
     def stream_name(self, job: str) -> str:
         """The query's name, and its checkpoint's and control folder's: ``job`` or ``job@writer``."""
@@ -149,14 +153,28 @@ def read_files(spark: SparkSession, job: JobSpec, input_path: Path, options: dic
 def file_date_column(path: Column) -> Column:
     """A file's delivery date from its path, as :func:`spark_jobs.backfill.file_date` computes it: the
     timestamp in the object name, else the ``YYYY/MM/DD`` folders above it; NULL when neither is a date."""
-    from spark_jobs.backfill import FOLDER_DATE, NAME_DATE
+    from spark_jobs.backfill import NAME_DATE
 
-    def extract(pattern: str, group: int) -> Column:
-        return F.nullif(F.regexp_extract(path, pattern, group), F.lit(""))
+    named = F.try_to_date(F.nullif(F.regexp_extract(path, NAME_DATE + "[^/]*$", 1), F.lit("")), "yyyyMMdd")
+    return F.coalesce(named, _folder_date_column(path))
 
-    named = F.try_to_date(extract(NAME_DATE + "[^/]*$", 1), "yyyyMMdd")
-    dated = F.try_to_date(F.concat_ws("-", *(extract(FOLDER_DATE, g) for g in (1, 2, 3))), "yyyy-MM-dd")
-    return F.coalesce(named, dated)
+
+def _folder_date_column(path: Column) -> Column:
+    """The date of a file's ``YYYY/MM/DD`` folders, NULL when they are not a date."""
+    from spark_jobs.backfill import FOLDER_DATE
+
+    parts = (F.nullif(F.regexp_extract(path, FOLDER_DATE, g), F.lit("")) for g in (1, 2, 3))
+    return F.try_to_date(F.concat_ws("-", *parts), "yyyy-MM-dd")
+
+
+def file_time_column(path: Column) -> Column:
+    """A file's delivery time (UTC) from its path, as :func:`spark_jobs.backfill.file_time` computes it: the
+    object name's ``YYYYMMDDTHHMMZ``, else midnight of the ``YYYY/MM/DD`` folders; NULL with neither."""
+    from spark_jobs.backfill import NAME_TIME
+
+    named = F.try_to_timestamp(F.nullif(F.regexp_extract(path, NAME_TIME + "[^/]*$", 1), F.lit("")),
+                               F.lit("yyyyMMdd'T'HHmm"))
+    return F.coalesce(named, _folder_date_column(path).cast("timestamp"))
 
 
 def transform_batch(spark: SparkSession, job: JobSpec, input_path: Path) -> dict[str, DataFrame]:
@@ -413,6 +431,10 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
         # Before the transform: a file out of the range is listed (and its bytes read) but never parsed.
         first, last = options.file_dates
         files = files.where(file_date_column(files["path"]).between(F.lit(first), F.lit(last)))
+    if options.file_times is not None:
+        start, end = options.file_times
+        moment = file_time_column(files["path"])
+        files = files.where((moment >= F.lit(start)) & (moment < F.lit(end)))
     stopper.query_started = True  # from here on a signal stops the query after its micro-batch
     try:
         query = (files.writeStream.queryName(options.stream_name(job.name))

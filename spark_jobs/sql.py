@@ -33,13 +33,10 @@ from pathlib import Path
 
 from spark_jobs.errors import UsageError
 from spark_jobs.lake import Lake
-from spark_jobs.monitoring.progress import PROGRESS_TABLE, SCHEMA as PROGRESS_SCHEMA
-from spark_jobs.registry import JOBS
+from spark_jobs.registry import JOBS, PLATFORM_TABLES
 
 ENGINES = ("spark", "duckdb")
 FORMATS = ("table", "json")
-# Tables of the lake that no job declares, with their Arrow schemas (a view even before they exist).
-LAKE_TABLES = {PROGRESS_TABLE: PROGRESS_SCHEMA}
 
 
 # --- --as-of ---------------------------------------------------------------------------------------
@@ -81,7 +78,7 @@ def parse_as_of_args(values: list[str] | None) -> dict[str | None, AsOf]:
 
     :raises UsageError: for an unknown table or a bad value.
     """
-    known = registry_tables()
+    known = registry_tables() + list(PLATFORM_TABLES)
     chosen: dict[str | None, AsOf] = {}
     for item in values or []:
         table, sep, value = item.partition("=")
@@ -129,9 +126,8 @@ def resolve_version(table: str, path: Path, as_of: AsOf) -> int:
 # --- the tables ------------------------------------------------------------------------------------
 
 def registry_tables() -> list[str]:
-    """Every table name in the registry, in registry order, then the lake's own tables (the jobs'
-    progress history, ``streaming_progress``)."""
-    return [table.name for job in JOBS.values() for table in job.tables] + list(LAKE_TABLES)
+    """Every job's table name, in registry order (the platform's own tables: ``PLATFORM_TABLES``)."""
+    return [table.name for job in JOBS.values() for table in job.tables]
 
 
 def is_delta_table(path: Path) -> bool:
@@ -148,11 +144,15 @@ def _missing_note(table: str, path: Path) -> str:
 
 
 def table_versions(lake: Lake, as_of: dict[str | None, AsOf]) -> dict[str, int | None]:
-    """The version each existing Delta table is read at (None: the latest)."""
+    """The version each existing Delta table is read at (None: the latest).
+
+    A platform table (``ops_audit``) is read at a version only when named (``--as-of ops_audit=N``):
+    ``--as-of N`` is about the jobs' tables.
+    """
     versions = {}
-    for name in registry_tables():
+    for name in registry_tables() + list(PLATFORM_TABLES):
         path = lake.table_path(name)
-        wanted = as_of.get(name) or as_of.get(None)
+        wanted = as_of.get(name) or (as_of.get(None) if name not in PLATFORM_TABLES else None)
         if is_delta_table(path):
             versions[name] = resolve_version(name, path, wanted) if wanted else None
         elif name in as_of:
@@ -191,10 +191,31 @@ def register_tables(spark, lake: Lake, as_of: dict[str | None, AsOf] | None = No
             if name not in versions:
                 notes.append(_missing_note(name, path))
             read_table(spark, path, schema, versions.get(name)).createOrReplaceTempView(name)
-    for name, schema in LAKE_TABLES.items():  # an empty view until the first driver writes it, without a note
-        empty = spark.createDataFrame(schema.empty_table()).schema
-        read_table(spark, lake.table_path(name), empty, versions.get(name)).createOrReplaceTempView(name)
+    for name in PLATFORM_TABLES:  # no note while empty: nothing has been done yet
+        read_table(spark, lake.table_path(name), _platform_schema(name).spark(spark),
+                   versions.get(name)).createOrReplaceTempView(name)
     return notes
+
+
+@dataclass(frozen=True)
+class _PlatformSchema:
+    """The columns of a platform table, for its empty view before its first row."""
+
+    ddl: str | None  # None: Spark's schema is the Arrow schema's
+    arrow: object
+
+    def spark(self, spark):
+        if self.ddl is None:
+            return spark.createDataFrame(self.arrow.empty_table()).schema
+        return spark.createDataFrame([], self.ddl).schema
+
+
+def _platform_schema(table: str) -> _PlatformSchema:
+    from spark_jobs import ops_audit
+    from spark_jobs.monitoring import progress
+
+    return {ops_audit.AUDIT_TABLE: _PlatformSchema(ops_audit.SPARK_DDL, ops_audit.arrow_schema()),
+            progress.PROGRESS_TABLE: _PlatformSchema(None, progress.SCHEMA)}[table]
 
 
 def print_result(frame, output_format: str, limit: int, out=sys.stdout) -> None:
@@ -244,14 +265,17 @@ def duckdb_connection(lake: Lake, as_of: dict[str | None, AsOf] | None = None):
     notes = []
     for name in registry_tables():
         path = lake.table_path(name)
-        if name not in versions and name in LAKE_TABLES:  # an empty view until the first driver writes it
-            con.register(name, LAKE_TABLES[name].empty_table())
-            continue
         if name not in versions:
             notes.append(_missing_note(name, path))
             continue
         dataset = DeltaTable(str(path), version=versions[name]).to_pyarrow_dataset()
         con.register(name, dataset)
+    for name in PLATFORM_TABLES:
+        path = lake.table_path(name)
+        if name in versions:
+            con.register(name, DeltaTable(str(path), version=versions[name]).to_pyarrow_dataset())
+        else:  # no note while empty: nothing has been done yet
+            con.register(name, _platform_schema(name).arrow.empty_table())
     return con, notes
 
 
@@ -318,9 +342,14 @@ def run_duckdb(query: str, lake: Lake, as_of: dict[str | None, AsOf], output_for
         result = relation.limit(limit).to_arrow_table()
     except duckdb.Error as exc:
         raise UsageError(f"bad query: {str(exc).strip().splitlines()[0]}") from None
+    import pyarrow as pa
+
     columns = result.column_names
     rows = [tuple(row.values()) for row in result.to_pylist()] if len(set(columns)) == len(columns) else \
         list(zip(*(col.to_pylist() for col in result.columns)))
+    maps = [i for i, f in enumerate(result.schema) if pa.types.is_map(f.type)]
+    if maps:  # Arrow gives a map as a list of pairs; an empty one would print as [] where Spark prints {}
+        rows = [tuple(dict(v) if i in maps and v is not None else v for i, v in enumerate(row)) for row in rows]
     if output_format == "json":
         for row in rows:
             print(json.dumps({c: _json_value(v) for c, v in zip(columns, row)}, separators=(",", ":"),

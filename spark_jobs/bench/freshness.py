@@ -5,8 +5,9 @@ processing-time:1s``, its own process and JVM); the reader is the benchmark's ow
 SparkSession, which reads the table's Delta log as ``python -m spark_jobs sql``
 does. Files land one at a time, ``gap_s`` apart. Each poll lists the table as a reader does (the
 files of every committed batch) and, when that list changed, runs a query for the input files now
-visible; a file's time is that of the listing that first showed it, so a latency is at most one poll
-period late. The job is warmed up first (its first micro-batches after a JVM start are several times
+visible; a file's time is when the poll that first showed it returned (the reader knows it then, and
+the poll's own time is part of the latency, as it is for any reader; until 2026-11-23 it was when that
+poll started, which under load made some latencies look like 0 s). The job is warmed up first (its first micro-batches after a JVM start are several times
 slower), on files landed while this process's SparkSession starts.
 """
 
@@ -35,7 +36,7 @@ log = logging.getLogger("spark_jobs.bench")
 JOB = get_job("cloudtrail_etl")
 TRIGGER = "processing-time:1s"
 POLL_PAUSE_S = 0.1
-VISIBLE_TIMEOUT_S = 90.0
+VISIBLE_TIMEOUT_S = 300.0  # a first Delta batch on a loaded 2-core machine can take minutes
 
 
 class JobProcess:
@@ -95,29 +96,35 @@ class TableWatcher:
         self.queries = 0
 
     def poll(self) -> set[str]:
-        """List the table's committed files; if they changed, query the input files they hold."""
+        """List the table's committed files; if new ones appeared, query the input files they hold.
+
+        Only the new data files are read (the cost of a poll does not grow with the table, which a
+        backfill into the same table makes large); files a compaction replaced hold rows already seen.
+        """
         from spark_jobs.sql import read_table
 
         if not (self.table / "_delta_log").is_dir():
             return self.visible
-        frame = read_table(self.spark, self.table, self.schema)
-        files = frozenset(frame.inputFiles())
-        if files != self._files:
-            rows = frame.select("_source_file").distinct().collect()
-            self.visible = {row[0].rsplit("/", 1)[-1] for row in rows}
-            self._files = files
+        files = frozenset(read_table(self.spark, self.table, self.schema).inputFiles())
+        new = sorted(files - self._files)
+        if new:
+            rows = self.spark.read.parquet(*new).select("_source_file").distinct().collect()
+            self.visible |= {row[0].rsplit("/", 1)[-1] for row in rows}
             self.queries += 1
+        self._files = files
         return self.visible
 
 
 def start_job(workdir: Path, source: RecordSource, warmup_files: int, records_per_file: int,
-              seed: int) -> "FreshnessRun":
+              seed: int, name: str = "freshness") -> "FreshnessRun":
     """Start the ``processing-time:1s`` job on an empty landing folder and warm it up in the background.
 
     Started before the benchmark's own SparkSession, so the JVM starts and the warm-up overlap it
     (none of them is measured).
+
+    :param name: the folder under ``workdir`` for its landing folder and lake.
     """
-    root = workdir / "freshness"
+    root = workdir / name
     shutil.rmtree(root, ignore_errors=True)
     (root / "landing").mkdir(parents=True)
     job = JobProcess(["run", JOB.name, "--input", str(root / "landing"), "--lake", str(root / "lake"),
@@ -160,51 +167,79 @@ class FreshnessRun:
             self.warmup_error = exc
 
 
+class LatencyClock:
+    """Lands files into a running job's landing folder and times each until a reader of the table sees it.
+
+    :param spark: the reader's session.
+    :param run: what :func:`start_job` returned (the job keeps running; the caller stops it).
+    """
+
+    def __init__(self, spark: SparkSession, run: FreshnessRun):
+        from spark_jobs.runner import output_schemas
+
+        self.run = run
+        self.watcher = TableWatcher(spark, run.lake.table_path("cloudtrail_events"),
+                                    output_schemas(spark, JOB)["cloudtrail_events"])
+        self.latencies: dict[str, float] = {}
+        self.poll_starts: list[float] = []
+
+    def poll_until(self, deadline: float, wanted: set[str]) -> None:
+        while not wanted <= self.latencies.keys() and time.monotonic() < deadline:
+            self.run.job.check_alive()
+            self.poll_starts.append(time.monotonic())
+            visible = self.watcher.poll()
+            seen_at = time.monotonic()  # the reader knows it when its query returns
+            for name in visible - self.latencies.keys():
+                if name in self.run.landed:
+                    self.latencies[name] = round(seen_at - self.run.landed[name], 3)
+            time.sleep(POLL_PAUSE_S)
+
+    def wait_warmed_up(self) -> None:
+        """Wait until the warm-up files (one micro-batch each) are visible."""
+        run = self.run
+        run.warmup.join(timeout=VISIBLE_TIMEOUT_S + 180)
+        if run.warmup_error or run.warmup.is_alive():
+            raise RuntimeError(f"the warm-up did not finish: {run.warmup_error!r}\n{run.job.tail()}")
+        self.poll_until(time.monotonic() + VISIBLE_TIMEOUT_S, set(run.warmup_names))
+
+    def land(self, files: int, gap_s: float, label: str = "freshness") -> list[str]:
+        """Land ``files`` files ``gap_s`` apart on a fixed clock, wait until each is visible; their names."""
+        started = time.monotonic()
+        order = []
+        for index in range(files):  # on a fixed clock: file k lands gap_s * k after the first
+            log.info("%s: landing file %d of %d", label, index + 1, files)
+            order.append(self.run.land())
+            self.poll_until(started + gap_s * (index + 1), set(order))
+        self.poll_until(time.monotonic() + VISIBLE_TIMEOUT_S, set(order))
+        missing = [name for name in order if name not in self.latencies]
+        if missing:
+            raise TimeoutError(f"{len(missing)} files never became visible within {VISIBLE_TIMEOUT_S} s")
+        return order
+
+    def summary(self, order: list[str]) -> dict:
+        """p50, p95 and max of the files in ``order``, with the raw latencies."""
+        values = [self.latencies[name] for name in order]
+        return {"files": len(values), "latencies_s": values, "p50_s": percentile(values, 50),
+                "p95_s": percentile(values, 95), "max_s": max(values)}
+
+
 def measure_freshness(spark: SparkSession, run: FreshnessRun, files: int, gap_s: float) -> dict:
     """Once the warm-up is done, land ``files`` files ``gap_s`` apart and time each until a reader sees it.
 
     :param run: what :func:`start_job` returned; its job is stopped (SIGTERM) here.
     """
-    from spark_jobs.runner import output_schemas
-
     job = run.job
-    latencies: dict[str, float] = {}
-    poll_starts: list[float] = []
-
     try:
-        table = run.lake.table_path("cloudtrail_events")
-        watcher = TableWatcher(spark, table, output_schemas(spark, JOB)["cloudtrail_events"])
-
-        def poll_until(deadline: float, wanted: set[str]) -> None:
-            while not wanted <= latencies.keys() and time.monotonic() < deadline:
-                job.check_alive()
-                polled_at = time.monotonic()
-                poll_starts.append(polled_at)
-                for name in watcher.poll() - latencies.keys():
-                    if name in run.landed:
-                        latencies[name] = round(polled_at - run.landed[name], 3)
-                time.sleep(POLL_PAUSE_S)
-
-        run.warmup.join(timeout=VISIBLE_TIMEOUT_S + 180)
-        if run.warmup_error or run.warmup.is_alive():
-            raise RuntimeError(f"the warm-up did not finish: {run.warmup_error!r}\n{job.tail()}")
-        poll_until(time.monotonic() + VISIBLE_TIMEOUT_S, set(run.warmup_names))
+        clock = LatencyClock(spark, run)
+        clock.wait_warmed_up()
         warmup_batches = len(run.warmup_names)
         started = time.monotonic()
-        order = []
-        for index in range(files):  # on a fixed clock: file k lands gap_s * k after the first
-            log.info("freshness: landing file %d of %d", index + 1, files)
-            order.append(run.land())
-            poll_until(started + gap_s * (index + 1), set(order))
-        poll_until(time.monotonic() + VISIBLE_TIMEOUT_S, set(order))
+        order = clock.land(files, gap_s)
     finally:
         summary = job.stop()
-    missing = [name for name in order if name not in latencies]
-    if missing:
-        raise TimeoutError(f"{len(missing)} files never became visible within {VISIBLE_TIMEOUT_S} s")
-    values = [latencies[name] for name in order]
-    p50, p95 = percentile(values, 50), percentile(values, 95)
-    periods = [b - a for a, b in zip(poll_starts, poll_starts[1:])]
+    measured = clock.summary(order)
+    p50, p95 = measured["p50_s"], measured["p95_s"]
+    periods = [b - a for a, b in zip(clock.poll_starts, clock.poll_starts[1:])]
     batches = [line.split("INFO spark_jobs: ", 1)[-1] for line in job.lines if "INFO spark_jobs: batch" in line]
     return {
         "what": f"file landed (os.replace) -> its events visible to a Spark reader polling the table; "
@@ -212,13 +247,13 @@ def measure_freshness(spark: SparkSession, run: FreshnessRun, files: int, gap_s:
         "files": files,
         "records_per_file": run.records_per_file,
         "gap_s": gap_s,
-        "latencies_s": values,
+        "latencies_s": measured["latencies_s"],
         "p50_s": p50,
         "p95_s": p95,
-        "max_s": max(values),
+        "max_s": measured["max_s"],
         "warmup": {"files": len(run.warmup_names), "batches_ms": [_batch_ms(b) for b in batches[:warmup_batches]]},
         "poll_period_median_s": median(periods) if periods else None,
-        "reader_queries": watcher.queries,
+        "reader_queries": clock.watcher.queries,
         "measured_for_s": round(time.monotonic() - started, 1),
         "job_batches": batches[warmup_batches:],
         "job_summary": summary.strip().splitlines()[-1] if summary.strip() else None,

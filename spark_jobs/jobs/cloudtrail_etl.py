@@ -208,6 +208,8 @@ def quarantine(parsed: DataFrame) -> DataFrame:
 OUTPUTS = {"cloudtrail_events": events, "cloudtrail_quarantine": quarantine}
 # The column of transform()'s result that names the input file a row came from (binaryFile's path).
 SOURCE_FILE = "_source_file"
+# ... and the column of each table that keeps it (a reprocess replaces the rows of the files it replays).
+TABLE_SOURCE_FILE = {"cloudtrail_events": "_source_file", "cloudtrail_quarantine": "source_file"}
 # Which table each row goes to, for counting rows per table in one pass.
 ROUTE = lambda parsed: F.when(is_event(parsed), "cloudtrail_events").otherwise("cloudtrail_quarantine")  # noqa: E731
 # Rows each table holds once. An event is one row per eventID (CloudTrail delivers some events more

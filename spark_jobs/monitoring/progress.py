@@ -41,11 +41,11 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from spark_jobs.registry import JobSpec, ProgressHistory
+from spark_jobs.registry import STREAMING_PROGRESS, JobSpec, ProgressHistory
 
 log = logging.getLogger("spark_jobs.monitoring")
 
-PROGRESS_TABLE = "streaming_progress"
+PROGRESS_TABLE = STREAMING_PROGRESS.name
 MAX_BUFFERED_ROWS = 10_000  # a lake that refuses writes for long loses the oldest rows, not the driver's memory
 MAINTENANCE_EVERY_SECONDS = 3600.0
 VACUUM_RETENTION_HOURS = 1  # files replaced by a compaction stay an hour for readers of older versions

@@ -2,12 +2,12 @@
 
 ``<control>/supervisor.json`` (rewritten atomically on every change)::
 
-    {"job", "state": "starting|running|backing_off|stopped|given_up", "consecutive_failures",
+    {"job", "state": "starting|running|backing_off|held|stopped|given_up", "consecutive_failures",
      "is_backing_off", "next_attempt_at", "restarts_in_window", "window_seconds", "max_restarts",
      "last_reason", "last_exit_code", "driver_pid", "updated_at", ...}
 
 ``<control>/events.jsonl``: one JSON object per line, appended: ``time``, ``job``, ``kind``
-(``start``, ``restart``, ``give_up``, ``stop``), ``reason``, ``outcome`` and the counts at that
+(``start``, ``restart``, ``give_up``, ``stop``, ``held``, ``resume``), ``reason``, ``outcome`` and the counts at that
 moment. ``<control>`` is a local path or an fsspec URL. No pyspark here.
 """
 
@@ -24,8 +24,9 @@ from fsspec.implementations.local import LocalFileSystem
 
 SUPERVISOR_FILE = "supervisor.json"
 EVENTS_FILE = "events.jsonl"
-STATES = ("starting", "running", "backing_off", "stopped", "given_up")
-EVENT_KINDS = ("start", "restart", "give_up", "stop")
+STATES = ("starting", "running", "backing_off", "held", "stopped", "given_up")
+# "held" / "resume": supervision paused (a driver that ended is not restarted) and resumed (spark_jobs.supervision.hold).
+EVENT_KINDS = ("start", "restart", "give_up", "stop", "held", "resume")
 
 
 def utc_iso(moment: datetime | None = None) -> str:

@@ -20,6 +20,11 @@ Each poll (``RestartPolicy.poll_seconds``) it looks at, in this order:
    batch committed for longer than the registry's ``HealthThresholds.max_batch_age_seconds`` (counted
    from this driver's start at the earliest) is **stalled** too → killed, a failure.
 
+While supervision is paused (a hold in ``<control>/supervision_hold.json``, placed by the on-call DAG's
+``pause_supervision``: :mod:`spark_jobs.supervision.hold`) a driver that ends is not restarted and a
+stalled one is not killed: the supervisor waits (state ``held``) until the hold is lifted, then starts
+a driver again (a ``resume`` event). Such an end is not a failure: it uses none of the restart budget.
+
 After a failure it restarts the driver from the same checkpoint after ``initial_backoff_seconds *
 multiplier ** (consecutive_failures - 1)`` (capped), unless ``max_restarts`` restarts happened within
 ``window_seconds``: then it gives up (state ``given_up``) and notifies once. A run healthy for
@@ -42,6 +47,7 @@ from typing import Callable
 from spark_jobs.lake import Lake
 from spark_jobs.registry import JobSpec, RestartPolicy
 from spark_jobs.supervision.driver import Driver
+from spark_jobs.supervision.hold import read_hold
 from spark_jobs.supervision.policy import RestartBudget, backoff_seconds, healthy_long_enough
 from spark_jobs.supervision.state import SupervisorState, append_event, utc_iso, write_supervisor_state
 
@@ -116,6 +122,7 @@ class Supervisor:
         self._running_since: float | None = None  # monotonic, while the driver is healthy
         self._last_inspect = 0.0
         self._last_save = 0.0
+        self._held_warned = False  # a stall seen while supervision is paused was logged once
 
     # -- state and events ------------------------------------------------------------------------
 
@@ -156,13 +163,20 @@ class Supervisor:
         self._save()
         self._event("start", reason="supervision started", outcome=f"starting the driver: {' '.join(self.command)}")
         try:
+            ended: _Failure | None = None
             while True:
                 if self.should_stop():
                     return self._stopped("asked to stop before the driver started", "no driver was running")
+                if read_hold(self.control) is not None:
+                    if not self._wait_while_held(ended):
+                        return self._stopped("asked to stop while supervision was paused", "no driver was running")
                 self._start_driver()
                 failure = self._watch()
                 if failure is None:
                     return self._graceful_stop()
+                ended = failure
+                if read_hold(self.control) is not None:
+                    continue  # supervision is paused: not a failure, nothing restarted until it resumes
                 if self._after_failure(failure) == "given_up":
                     return "given_up"
                 if not self._back_off():
@@ -194,7 +208,11 @@ class Supervisor:
             if self.should_stop():
                 return None
             problem = self._health()
-            if problem is not None:
+            if problem is not None and read_hold(self.control) is not None:
+                if not self._held_warned:
+                    log.warning("%s: %s; not killed: supervision is paused", self.job.name, problem)
+                    self._held_warned = True
+            elif problem is not None:
                 code = self.driver.kill()
                 return _Failure(problem, code, self.driver.log_tail(LOG_TAIL_LINES))
             self._maybe_reset()
@@ -254,6 +272,30 @@ class Supervisor:
             self.state.consecutive_failures = 0
             self.budget.clear()
             self._save()
+
+    def _wait_while_held(self, ended: _Failure | None) -> bool:
+        """Wait, starting no driver, until the hold is lifted (True) or a stop is asked for (False)."""
+        hold = read_hold(self.control) or {}
+        said = f"supervision is paused by {hold.get('by') or 'someone'}: {hold.get('reason') or 'no reason given'}"
+        self.state.state = "held"
+        self.state.is_backing_off = False
+        self.state.next_attempt_at = None
+        self.state.driver_pid = None
+        self.state.running_since = None
+        self._running_since = None
+        if ended is not None:
+            self.state.last_reason = ended.reason
+            self.state.last_exit_code = ended.exit_code
+        self._save()
+        self._event("held", reason=ended.reason if ended else "supervision is paused",
+                    outcome=f"not restarted: {said}; resume supervision to start the driver again",
+                    hold=hold, **({"exit_code": ended.exit_code, "log_tail": ended.log_tail} if ended else {}))
+        while read_hold(self.control) is not None:
+            if self.should_stop():
+                return False
+            time.sleep(self.policy.poll_seconds)
+        self._event("resume", reason="supervision resumed", outcome="starting the driver from the same checkpoint")
+        return True
 
     def _after_failure(self, failure: _Failure) -> str | None:
         self.state.consecutive_failures += 1

@@ -7,6 +7,7 @@ The job's input roots are the real samples' folder (``$CLOUDTRAIL_ETL_INPUT_ROOT
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import subprocess
 
@@ -65,6 +66,15 @@ def test_a_backfill_of_the_real_samples_holds_each_event_once(first):
     assert first["counts"] == {"events": REAL_EVENTS, "distinct_ids": REAL_EVENTS, "quarantined": 1}
     assert first["states"][0] == {"check_request": "success", "unless_dry_run": "success", "spark_submit": "success"}
     assert "progress: 1239 of 1239 files (100%)" in first["output"]
+
+
+def test_the_backfill_driver_and_every_thread_of_its_spark_submit_jvm_run_at_idle_priority(first):
+    # The Python driver is spark-submit's child: it put itself and each thread of the JVM under SCHED_IDLE
+    # before Spark started (the registry's backfill_priority).
+    found = re.search(r"running at priority idle \(the live job keeps priority\): \{'priority': 'idle', 'pid': \d+, "
+                      r"'jvm_pid': (\d+), 'jvm_threads': (\d+)\}", first["output"])
+    assert found, "no priority line in the task log"
+    assert int(found.group(2)) >= 10  # a JVM runs dozens of threads at that point
 
 
 def test_running_the_same_backfill_again_adds_nothing(first):

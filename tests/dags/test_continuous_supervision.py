@@ -4,10 +4,12 @@ One Airflow (api-server, scheduler, dag-processor, triggerer; :mod:`streaming.lo
 code behind ``make airflow``) runs for the whole module with its own home, port, lake and landing
 folder in pytest's tmp dir, and a webhook server on 127.0.0.1 that records every alert. The tests
 run in order and share it: a driver is started by unpausing the DAG, killed with kill -9 and
-restarted, stopped by marking ``supervise`` failed, started again and stopped by pausing the DAG,
-then a driver that always fails at start is given up on once. The live driver's UI is scraped as
-Prometheus would (Spark's streaming gauges), and the health trigger's alerts are told apart from the
-supervisor's events on the webhook.
+restarted, replaced by the on-call DAG's ``restart`` (``streaming_oncall``: it clears ``supervise``
+through the REST API), stopped by marking ``supervise`` failed, started again and stopped by the
+on-call ``stop`` (it pauses the DAG), then ``resume_supervision`` unpauses it for a driver that always
+fails at start, which is given up on once. The live driver's UI is scraped as Prometheus would
+(Spark's streaming gauges), and the health trigger's alerts are told apart from the supervisor's
+events on the webhook.
 
 Short policy values come from the operator's test overrides (``$STREAMING_SUPERVISOR_POLICY``,
 ``$STREAMING_CONTINUOUS_TRIGGER``), set only in this Airflow's environment.
@@ -23,22 +25,25 @@ import sys
 import threading
 import time
 import urllib.error
-import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from tests.dags.conftest import PROJECT_ROOT, require_airflow_env
+from tests.dags.real_airflow import RestApi, wait_for
 
 sys.path.insert(0, str(PROJECT_ROOT / "plugins"))
 from streaming.local_airflow import LocalAirflow, free_port, marked_processes  # noqa: E402
+
+from spark_jobs.lake import Lake  # noqa: E402
+from spark_jobs.ops_audit import read_rows  # noqa: E402
 
 DAG_ID = "cloudtrail_etl_continuous"
 JOB = "cloudtrail_etl"
 POLICY = {"initial_backoff_seconds": 1, "multiplier": 2, "max_backoff_seconds": 2, "max_restarts": 2,
           "window_seconds": 900, "poll_seconds": 1, "stop_grace_seconds": 40}
-WAIT = 600  # seconds any one step may take on a busy 2-core machine (a Delta batch under load: minutes)
+ONCALL = "streaming_oncall"
 
 
 class Webhook:
@@ -97,11 +102,15 @@ class Setup:
     # -- the REST API ----------------------------------------------------------------------------
 
     def api(self, method: str, path: str, body: dict | None = None) -> dict:
-        request = urllib.request.Request(f"{self.airflow.url}/api/v2{path}", method=method,
-                                         data=json.dumps(body).encode() if body is not None else None,
-                                         headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return json.load(response) if response.status != 204 else {}
+        return RestApi(self.airflow.url)(method, path, body)
+
+    def oncall(self, action: str) -> dict:
+        """Trigger ``streaming_oncall`` for ``action`` on the job as a person does; its run once it ended."""
+        self.api("PATCH", f"/dags/{ONCALL}", {"is_paused": False})
+        run = self.api("POST", f"/dags/{ONCALL}/dagRuns", {"logical_date": None, "conf": {
+            "job": JOB, "action": action, "reason": f"the test's {action}"}})
+        return wait_for(f"the on-call {action} to end", lambda: (r := self.api(
+            "GET", f"/dags/{ONCALL}/dagRuns/{run['dag_run_id']}"))["state"] in ("success", "failed") and r)
 
     def set_paused(self, paused: bool) -> None:
         self.api("PATCH", f"/dags/{DAG_ID}", {"is_paused": paused})
@@ -113,18 +122,10 @@ class Setup:
         return self.api("GET", f"/dags/{DAG_ID}/dagRuns?order_by=id")["dag_runs"]
 
     def task_states(self, run_id: str) -> dict[str, str | None]:
-        tis = self.api("GET", f"/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances")["task_instances"]
-        return {ti["task_id"]: ti["state"] for ti in tis}
+        return RestApi(self.airflow.url).task_states(DAG_ID, run_id)
 
     def xcom(self, run_id: str, task_id: str, key: str):
-        try:
-            entry = self.api("GET", f"/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances/{task_id}/xcomEntries/{key}")
-        except urllib.error.HTTPError as error:
-            if error.code == 404:
-                return None
-            raise
-        value = entry["value"]
-        return json.loads(value) if isinstance(value, str) else value
+        return RestApi(self.airflow.url).xcom(DAG_ID, run_id, task_id, key)
 
     # -- the lake and the process table ----------------------------------------------------------
 
@@ -173,22 +174,6 @@ class Setup:
         """Every spark-submit JVM or Python driver of this test's lake (the process table)."""
         return {pid: command for pid, command in marked_processes(str(self.home)).items()
                 if "spark_jobs/__main__.py" in command or "SparkSubmit" in command}
-
-
-def wait_for(what: str, check, timeout: float = WAIT, every: float = 1.0):
-    """Poll ``check()`` until it returns something truthy; fail naming ``what`` otherwise."""
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        try:
-            last = check()
-        except (urllib.error.URLError, OSError, ValueError, KeyError) as error:
-            last = error
-        else:
-            if last:
-                return last
-        time.sleep(every)
-    pytest.fail(f"timed out after {timeout:.0f} s waiting for {what} (last: {last!r})", pytrace=False)
 
 
 @pytest.fixture(scope="module")
@@ -290,12 +275,15 @@ def test_kill_9_of_the_driver_is_restarted_and_tables_stay_exact(setup, first_ru
     assert setup.webhook.health_alerts() == []  # one restart is the supervisor's business, not an incident
 
 
-def test_clearing_supervise_replaces_the_driver_in_the_same_run(setup, first_run):
+def test_oncall_restart_clears_supervise_and_replaces_the_driver_in_the_same_run(setup, first_run):
     run_id = first_run["dag_run_id"]
     before = live_driver(setup)
     seen = len(setup.events())
-    setup.api("POST", f"/dags/{DAG_ID}/clearTaskInstances",
-              {"dry_run": False, "only_failed": False, "task_ids": ["supervise"], "dag_run_id": run_id})
+    oncall = setup.oncall("restart")  # clears `supervise` through the REST API, waits for the new driver's lease
+
+    assert oncall["state"] == "success"
+    [audit] = [r for r in read_rows(Lake(setup.lake)) if r["action"] == "restart"]
+    assert audit["outcome"] == "succeeded" and f"pid {before['driver_pid']} " in audit["message"]
 
     # The cleared task is stopped (its on_kill stops the driver), then runs again: a new supervisor.
     wait_for("a new supervision", lambda: [e for e in setup.events()[seen:] if e["kind"] == "start"])
@@ -320,7 +308,7 @@ def test_marking_supervise_failed_leaves_no_driver(setup, first_run):
     assert setup.event_ids() == sorted(setup.expected)
 
 
-def test_pausing_the_dag_stops_the_driver_after_its_micro_batch(setup, first_run):
+def test_oncall_stop_pauses_the_dag_and_the_driver_stops_after_its_micro_batch(setup, first_run):
     setup.land("c")
     setup.set_paused(False)
     run = wait_for("a second continuous run", lambda: len(runs := setup.runs()) == 2 and runs[-1])
@@ -328,7 +316,10 @@ def test_pausing_the_dag_stops_the_driver_after_its_micro_batch(setup, first_run
     live_driver(setup)
     wait_for("batch c in cloudtrail_events", lambda: setup.event_ids() == sorted(setup.expected))
 
-    setup.set_paused(True)
+    oncall = setup.oncall("stop")  # pauses the DAG through the REST API, waits until the lease is released
+    assert oncall["state"] == "success"
+    [audit] = [r for r in read_rows(Lake(setup.lake)) if r["action"] == "stop"]
+    assert audit["outcome"] == "succeeded" and '"released": true' in audit["message"]
     stop = wait_for("the stop event", lambda: [e for e in setup.events()[started:] if e["kind"] == "stop"])[-1]
     assert stop["exit_code"] == 0, stop
     assert stop["outcome"].startswith("the driver stopped after its micro-batch"), stop
@@ -347,7 +338,7 @@ def test_restart_storm_ends_in_one_alert_and_a_paused_dag(setup, first_run):
     # A driver that always fails at start: its input folder does not exist.
     run = setup.api("POST", f"/dags/{DAG_ID}/dagRuns",
                     {"logical_date": None, "conf": {"input": str(setup.root / "no-such-folder")}})
-    setup.set_paused(False)
+    assert setup.oncall("resume_supervision")["state"] == "success"  # unpauses the DAG (it was stopped)
 
     wait_for("the give-up", lambda: setup.task_states(run["dag_run_id"]).get("supervise") == "failed")
     wait_for("the DAG to pause itself", setup.is_paused)

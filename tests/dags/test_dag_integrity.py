@@ -40,7 +40,10 @@ def test_every_registry_job_has_its_catchup_dag(dagbag):
 
 
 def test_catchup_dag_policies(dag, job):
-    assert dag.schedule == job.schedule
+    from airflow.sdk import CronDataIntervalTimetable
+
+    # Runs of data intervals (a backfill run selects its files by its interval).
+    assert dag.schedule == CronDataIntervalTimetable(job.schedule, timezone="UTC")
     assert dag.catchup is False
     assert dag.max_active_runs == 1
     assert set(dag.tags) == {*job.tags, "catchup"}
@@ -58,7 +61,9 @@ def test_every_task_retries_with_backoff_and_has_a_timeout(dag):
 def test_task_spark_submits_the_job_on_spark_default(dag, job):
     from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
-    [task] = dag.tasks
+    assert sorted(dag.task_ids) == ["plan", "spark_submit"]
+    assert dag.get_task("plan").downstream_task_ids == {"spark_submit"}
+    task = dag.get_task("spark_submit")
     assert isinstance(task, SparkSubmitOperator)
     assert task.task_id == "spark_submit"
     assert task._conn_id == "spark_default"  # the operator keeps conn_id private
@@ -69,7 +74,7 @@ def test_task_spark_submits_the_job_on_spark_default(dag, job):
 def test_outlets_are_the_jobs_tables_named_by_table(dag, job):
     from airflow.sdk import Asset
 
-    [task] = dag.tasks
+    task = dag.get_task("spark_submit")
     # Name-only: an Asset whose URI held $LAKE_ROOT would change identity with the environment.
     assert task.outlets == [Asset(name=table.name) for table in job.tables]
 
@@ -81,22 +86,40 @@ def validate_param(dag, name: str, value) -> None:
 
 
 def spark_submit_command(dag, params: dict, monkeypatch) -> list[str]:
-    """The exact spark-submit command of a run with ``params``, as the provider's hook builds it."""
-    [task] = dag.tasks
+    """The exact spark-submit command of a manual run with ``params``: what ``plan`` returns, rendered into
+    ``spark_submit``'s arguments and built by the provider's hook."""
+    from spark_jobs.catchup_plan import plan_run
+
+    task = dag.get_task("spark_submit")
     values = {**dag.params.dump(), **params}
     for name, value in values.items():
         validate_param(dag, name, value)
-    monkeypatch.setattr(task, "application_args", task.render_template(task.application_args, {"params": values}))
+    planned = plan_run(dag.dag_id.removesuffix("_catchup"), values["input"], values["max_files_per_trigger"],
+                       "manual", None)
+
+    class TaskInstance:
+        @staticmethod
+        def xcom_pull(task_ids):
+            return planned if task_ids == "plan" else None
+
+    rendered = task.render_template(task.application_args, {"params": values, "ti": TaskInstance()})
+    monkeypatch.setattr(task, "application_args", rendered)
     return task._get_hook()._build_spark_submit_command(task.application)
 
 
 @pytest.mark.parametrize("params, extra_args", [
     ({}, []),
-    ({"input": "/data/landing with space"}, ["--input", "/data/landing with space"]),
+    ({"input": "{root}/landing with space"}, ["--input", "{root}/landing with space"]),
     ({"max_files_per_trigger": 5}, ["--max-files-per-trigger", "5"]),
-    ({"input": "/data/in", "max_files_per_trigger": 1}, ["--input", "/data/in", "--max-files-per-trigger", "1"]),
+    ({"input": "{root}/in", "max_files_per_trigger": 1}, ["--input", "{root}/in", "--max-files-per-trigger", "1"]),
 ], ids=["defaults", "input", "max-files", "both"])
-def test_params_reach_the_command_line_only_when_set(dag, job, params, extra_args, monkeypatch):
+def test_params_reach_the_command_line_only_when_set(dag, job, params, extra_args, monkeypatch, tmp_path):
+    monkeypatch.setenv(f"{job.name.upper()}_INPUT_ROOTS", str(tmp_path))
+    monkeypatch.setenv(job.input_env_var, str(tmp_path))  # the default input must exist
+    for folder in ("landing with space", "in"):
+        (tmp_path / folder).mkdir()
+    params = {k: v.format(root=tmp_path) if isinstance(v, str) else v for k, v in params.items()}
+    extra_args = [a.format(root=tmp_path) for a in extra_args]
     command = spark_submit_command(dag, params, monkeypatch)
 
     master = json.loads(os.environ["AIRFLOW_CONN_SPARK_DEFAULT"])["host"]
@@ -136,6 +159,7 @@ def test_parsing_looks_nothing_up_opens_nothing_and_imports_no_pyspark(airflow_e
     assert report["pyspark"] == []
     assert set(report["spark_jobs"]) <= {"spark_jobs", "spark_jobs.errors", "spark_jobs.registry", "spark_jobs.jars"}
     assert {f"{name}_continuous" for name, job in JOBS.items() if job.continuous_trigger} <= set(report["dag_ids"])
+    assert "streaming_oncall" in report["dag_ids"]
 
 
 # -- the continuous DAGs (dags/continuous.py) ----------------------------------------------------
@@ -249,3 +273,37 @@ def test_lake_maintenance_spark_submits_the_lake_command_with_the_delta_jars(dag
     assert command[command.index(APPLICATION) + 1:] == ["lake", step, "--table", table]
     parsed = build_parser().parse_args(command[command.index(APPLICATION) + 1:])
     assert (parsed.command, parsed.lake_command, parsed.table) == ("lake", step, table)
+
+
+# --- streaming_oncall (dags/oncall.py): one checked, audited on-call action per run ---------------
+
+def test_oncall_dag_runs_one_action_at_a_time_without_retries(dagbag):
+    from streaming.oncall import OncallActionOperator
+
+    dag = dagbag.dags["streaming_oncall"]
+    assert (dag.schedule, dag.catchup, dag.max_active_runs) == (None, False, 1)
+    assert set(dag.tags) == {"oncall", "operations"}
+    [task] = dag.tasks
+    assert isinstance(task, OncallActionOperator) and task.retries == 0
+    assert (task.conn_id, task.api_conn_id) == ("spark_default", "airflow_api")
+
+
+def test_oncall_form_offers_the_registrys_jobs_actions_and_tables(dagbag):
+    from spark_jobs.registry import ONCALL_ACTIONS
+
+    schema = {name: param.schema for name, param in dagbag.dags["streaming_oncall"].params.items()}
+    assert schema["job"]["enum"] == sorted(JOBS)
+    assert schema["action"]["enum"] == list(ONCALL_ACTIONS)
+    assert schema["table"]["enum"] == [None, *sorted(TABLES)]
+    assert schema["reason"]["minLength"] == 1
+
+
+@pytest.mark.parametrize("name, value", [
+    ("job", "no_such_job"), ("action", "reboot"), ("action", None), ("reason", ""), ("reason", None),
+    ("table", "../cloudtrail_events"), ("table_version", -1), ("table_version", "3"), ("dry_run", "yes"),
+])
+def test_oncall_form_refuses_bad_values_before_a_run(dagbag, name, value):
+    from airflow.sdk.exceptions import ParamValidationError
+
+    with pytest.raises(ParamValidationError):
+        validate_param(dagbag.dags["streaming_oncall"], name, value)

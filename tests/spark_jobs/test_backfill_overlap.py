@@ -27,7 +27,9 @@ def test_live_job_and_two_overlapping_backfills_at_once_hold_each_event_once(rea
     live_files = sorted(landing.rglob("*.json"))
     assert len(live_files) == 90
     expected = len({record["eventID"] for path in live_files for record in source_records(path)})
-    env = {**os.environ, "CLOUDTRAIL_ETL_INPUT_ROOTS": str(real_cloudtrail.parent)}
+    # The three at one priority, so their commits interleave (a backfill runs at SCHED_IDLE by default).
+    env = {**os.environ, "CLOUDTRAIL_ETL_INPUT_ROOTS": str(real_cloudtrail.parent),
+           "CLOUDTRAIL_ETL_BACKFILL_PRIORITY": "normal"}
     commands = {
         "live": ["run", "cloudtrail_etl", "--input", str(landing), "--trigger", "available-now",
                  "--max-files-per-trigger", "30"],

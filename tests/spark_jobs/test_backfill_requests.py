@@ -150,3 +150,60 @@ def test_a_dated_backfill_streams_only_the_folders_of_its_range(roots, spark, tm
     stream.awaitTermination(120)
     listed = sorted(r.path.removeprefix("file:") for r in spark.table("backfill_glob").collect())
     assert listed == listing.files
+
+
+TIMES = {
+    "AWSLogs/1/CloudTrail/us-east-1/2024/03/01/1_CloudTrail_us-east-1_20240301T2355Z_a.json.gz":
+        dt.datetime(2024, 3, 1, 23, 55, tzinfo=dt.timezone.utc),
+    "AWSLogs/1/CloudTrail/us-east-1/2024/03/03/plain-name.json.gz": dt.datetime(2024, 3, 3, tzinfo=dt.timezone.utc),
+    "exports/undated.json": None,
+    # a name whose time is not a time (25:99): the date folders, at midnight (as the Spark filter does)
+    "2024/02/29/1_CloudTrail_x_20240229T2599Z_e.json": dt.datetime(2024, 2, 29, tzinfo=dt.timezone.utc),
+}
+
+
+@pytest.mark.parametrize("path", sorted(TIMES))
+def test_a_files_delivery_time_comes_from_its_name_else_midnight_of_its_folders(path):
+    from spark_jobs.backfill import file_time
+
+    assert file_time("/landing/" + path) == TIMES[path]
+
+
+def test_sparks_file_time_filter_agrees_with_the_listing(spark):
+    from spark_jobs.backfill import file_time
+    from spark_jobs.runner import file_time_column
+
+    paths = ["file:/landing/" + p for p in {**NAMES, **TIMES}]
+    frame = spark.createDataFrame([(p,) for p in paths], "path string")
+    got = {r.path: r.moment for r in frame.select("path", file_time_column(frame["path"]).alias("moment")).collect()}
+    expected = {p: file_time(p) for p in paths}
+    assert {p: m and m.replace(tzinfo=dt.timezone.utc) for p, m in got.items()} == expected
+
+
+def test_a_time_window_selects_files_by_delivery_time_with_its_own_writer(roots):
+    root, _ = roots
+    request = check_request("cloudtrail_etl", str(root), None, None, time_from="2024-03-01T23:00:00Z",
+                            time_to="2024-03-02T00:00:00Z", today=TODAY)
+    listing = list_files(request)
+    assert [Path(f).name for f in listing.files] == ["1_CloudTrail_us-east-1_20240301T2355Z_a.json.gz",
+                                                     "1_CloudTrail_us-east-1_20240301T2359Z_b.json.gz"]
+    assert request.writer.startswith("backfill-20240301T230000Z-20240302T000000Z-")
+    assert request.cli_args()[-4:] == ["--time-from", "2024-03-01T23:00:00Z", "--time-to", "2024-03-02T00:00:00Z"]
+    assert request.file_source_options()["maxFileAge"] == "36500d"
+
+
+@pytest.mark.parametrize("times, field, message", [
+    (dict(time_from="2024-03-01T00:00:00Z"), "time_to", "is required with the other end of the time window"),
+    (dict(time_from="2024-03-02T00:00:00Z", time_to="2024-03-01T00:00:00Z"), "time_to", "the window is empty or "
+                                                                                         "runs backwards"),
+    (dict(time_from="2024-03-01T00:00:00Z", time_to="2099-01-01T00:00:00Z"), "time_to", "is in the future"),
+    (dict(time_from="noon", time_to="2024-03-01T00:00:00Z"), "time_from", "'noon' is not a time (ISO-8601"),
+    (dict(date_from="2024-03-01", time_from="2024-03-01T00:00:00Z", time_to="2024-03-02T00:00:00Z"), "time_from",
+     "give either dates (date_from, date_to) or a time window"),
+])
+def test_a_bad_time_window_is_refused_by_name(roots, times, field, message):
+    root, _ = roots
+    dates = {"date_from": times.pop("date_from", None), "date_to": None}
+    with pytest.raises(BackfillRefused) as refused:
+        check_request("cloudtrail_etl", str(root), **dates, **times)
+    assert refused.value.field == field and message in str(refused.value)

@@ -93,13 +93,19 @@ def test_stop_while_backing_off_ends_at_once_without_a_driver(tmp_path):
     assert_no_process_left()
 
 
-def test_a_sigstopped_driver_is_stalled_killed_and_replaced_then_stopped_gracefully(tmp_path):
+def _supervising_a_lease_holder(tmp_path):
+    """A supervisor (in a thread) of a stand-in driver that holds the lease (ttl 2 s) until SIGTERM, once it runs."""
     control = Lake(tmp_path / "lake").control_path(JOB.name)
     stop = threading.Event()
     supervisor, seen = _supervisor(tmp_path, lease_holder(control, hold_seconds=-1, exit_code=0, ttl=2), stop=stop)
     thread, result = _in_thread(supervisor)
     first = wait_for(lambda: seen.states and seen.states[-1]["state"] == "running" and seen.states[-1]["driver_pid"],
                      60, "the first driver running")
+    return control, stop, supervisor, seen, thread, result, first
+
+
+def test_a_sigstopped_driver_is_stalled_killed_and_replaced_then_stopped_gracefully(tmp_path):
+    control, stop, supervisor, seen, thread, result, first = _supervising_a_lease_holder(tmp_path)
     os.kill(first, signal.SIGSTOP)
     second = wait_for(lambda: seen.states[-1]["state"] == "running" and seen.states[-1]["driver_pid"] != first
                       and seen.states[-1]["driver_pid"], 60, "a second driver running")
@@ -143,6 +149,37 @@ def test_a_long_healthy_run_resets_the_consecutive_failures_and_the_budget(tmp_p
                                    replace(policy, healthy_reset_seconds=600))
     assert supervisor.run() == "given_up"
     assert seen.kinds() == ["start", "restart", "restart", "give_up"]
+
+
+def test_paused_supervision_neither_kills_a_stalled_driver_nor_restarts_an_ended_one_until_resumed(tmp_path):
+    from spark_jobs.supervision.hold import lift_hold, place_hold
+
+    control, stop, supervisor, seen, thread, result, first = _supervising_a_lease_holder(tmp_path)
+    place_hold(str(control), "alice", "taking a thread dump")
+    os.kill(first, signal.SIGSTOP)
+    time.sleep(4)  # twice the lease's ttl: without the hold it would be killed as stalled
+    assert os.path.exists(f"/proc/{first}") and seen.kinds() == ["start"]
+    os.kill(first, signal.SIGCONT)
+    os.kill(first, signal.SIGKILL)  # the on-call ends it by hand: not restarted while held
+    held = wait_for(lambda: [e for e in seen.events if e["kind"] == "held"], 60, "the held event")[0]
+    time.sleep(1)
+    state = read_supervisor_state(supervisor.control)
+    assert (state["state"], state["restarts_total"], state["consecutive_failures"], state["driver_pid"]) == (
+        "held", 0, 0, None)
+    assert held["reason"] == "the driver was killed by SIGKILL"
+    assert held["outcome"] == ("not restarted: supervision is paused by alice: taking a thread dump; resume "
+                               "supervision to start the driver again")
+    assert seen.kinds() == ["start", "held"]
+
+    lift_hold(str(control))
+    second = wait_for(lambda: seen.states[-1]["state"] == "running" and seen.states[-1]["driver_pid"] != first
+                      and seen.states[-1]["driver_pid"], 60, "a driver after resuming")
+    stop.set()
+    thread.join(timeout=60)
+    assert result == {"outcome": "stopped"}
+    assert seen.kinds() == ["start", "held", "resume", "stop"]
+    assert read_supervisor_state(supervisor.control)["restarts_total"] == 0  # a hold uses none of the budget
+    assert_no_process_left(first, second)
 
 
 CHILD_OF_A_SUPERVISOR = """

@@ -1,0 +1,224 @@
+"""On-call requests: every bad field and every action that does not fit the job's state is refused by name
+before anything runs; the plan of each action says what it would do; reset_checkpoint backs up under the lease.
+
+No Spark: the lake's tables are written with delta-rs, the job's state is real lease, supervisor and
+hold files.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from deltalake import write_deltalake
+
+from spark_jobs.checkpoint.lease import Lease, read_lease
+from spark_jobs.lake import Lake
+from spark_jobs.oncall import AirflowView, OncallRefused, check_request, reset_checkpoint
+from spark_jobs.registry import get_job
+from spark_jobs.supervision.hold import place_hold
+from spark_jobs.supervision.state import SupervisorState, write_supervisor_state
+
+NOW = dt.datetime(2026, 11, 23, 12, 0, tzinfo=dt.timezone.utc)
+JOB = get_job("cloudtrail_etl")
+DAG = "cloudtrail_etl_continuous"
+RUNNING = AirflowView(DAG, paused=False, running_run_id="scheduled__1", supervise_state="running")
+PAUSED = AirflowView(DAG, paused=True)
+UNREACHABLE = AirflowView(DAG, paused=None, error="cannot reach Airflow's REST API at http://127.0.0.1:9")
+INPUT_FILES = ("AWSLogs/1/CloudTrail/us-east-1/2024/03/01/1_CloudTrail_us-east-1_20240301T0800Z_a.json.gz",
+               "AWSLogs/1/CloudTrail/us-east-1/2024/03/02/1_CloudTrail_us-east-1_20240302T0900Z_b.json.gz",
+               "AWSLogs/1/CloudTrail/us-east-1/2024/03/02/1_CloudTrail_us-east-1_20240302T1800Z_c.json.gz",
+               "exports/undated.json")
+
+
+@pytest.fixture()
+def lake(tmp_path, monkeypatch) -> Lake:
+    """A lake whose events table has versions 0..2 (delta-rs), and an input folder with three dated files."""
+    lake = Lake(tmp_path / "lake")
+    events = lake.table_path("cloudtrail_events")
+    for version, ids in enumerate((["a"], ["b", "c"], ["d"])):
+        write_deltalake(str(events), pa.table({"eventID": ids, "date": ["2024-03-01"] * len(ids)}),
+                        mode="append", partition_by=["date"])
+    landing = tmp_path / "landing"
+    for name in INPUT_FILES:
+        (landing / name).parent.mkdir(parents=True, exist_ok=True)
+        (landing / name).write_text("{}")
+    monkeypatch.setenv("CLOUDTRAIL_ETL_INPUT", str(landing))
+    return lake
+
+
+def check(lake, action="stop", reason="the on-call's reason", dry_run=False, airflow=RUNNING, job="cloudtrail_etl",
+          **fields):
+    return check_request(job, action, reason, dry_run, lake=lake, airflow=airflow, now=NOW, **fields)
+
+
+def refused(lake, **request) -> OncallRefused:
+    with pytest.raises(OncallRefused) as caught:
+        check(lake, **request)
+    return caught.value
+
+
+@pytest.mark.parametrize("request_, field, message", [
+    (dict(job="no_such_job"), "job", "unknown job 'no_such_job'"),
+    (dict(action="reboot"), "action", "'reboot' is not an action; one of: restart, stop, pause_supervision"),
+    (dict(reason=None), "reason", "is required: say why"),
+    (dict(reason="   "), "reason", "is required: say why"),
+    (dict(reason="x" * 2001), "reason", "is 2001 characters; at most 2000"),
+    (dict(dry_run="yes"), "dry_run", "'yes' is not true or false"),
+    (dict(action="stop", from_time="2024-03-02T00:00:00Z"), "from_time", "is only for reprocess_from, not stop"),
+    (dict(action="reprocess_from", table="cloudtrail_events"), "table", "is only for rollback_table"),
+    (dict(action="reset_checkpoint", table_version=1), "table_version", "is only for rollback_table"),
+    (dict(action="reprocess_from"), "from_time", "is required for reprocess_from"),
+    (dict(action="reprocess_from", from_time="yesterday"), "from_time", "'yesterday' is not a time (ISO-8601"),
+    (dict(action="reprocess_from", from_time="2024-03-02T00:00:00Z; rm -rf /"), "from_time", "is not a time"),
+    (dict(action="reprocess_from", from_time="2026-11-24T00:00:00Z"), "from_time", "is in the future"),
+    (dict(action="reprocess_from", from_time="2025-01-01T00:00:00Z"), "from_time",
+     "was delivered at or after 2025-01-01T00:00:00Z: nothing to replay"),
+    (dict(action="rollback_table"), "table", "is required for rollback_table: one of cloudtrail_events, "
+                                             "cloudtrail_quarantine"),
+    (dict(action="rollback_table", table="../cloudtrail_events"), "table", "is not a table of cloudtrail_etl"),
+    (dict(action="rollback_table", table="cloudtrail_events"), "table_version", "is required for rollback_table"),
+    (dict(action="rollback_table", table="cloudtrail_events", table_version="1; ls"), "table_version",
+     "is not a version (a whole number >= 0)"),
+    (dict(action="rollback_table", table="cloudtrail_events", table_version=7), "table_version",
+     "no such version; table cloudtrail_events has versions 0..2"),
+    (dict(action="rollback_table", table="cloudtrail_events", table_version=2), "table_version",
+     "cloudtrail_events is already at version 2; nothing to restore"),
+    (dict(action="rollback_table", table="cloudtrail_quarantine", table_version=0), "table_version",
+     "table cloudtrail_quarantine has no Delta table"),
+], ids=lambda v: v if isinstance(v, str) else None)
+def test_each_bad_field_is_refused_by_name(lake, request_, field, message):
+    error = refused(lake, **request_)
+    assert error.field == field
+    assert str(error).startswith(f"{field}: ")
+    assert message in str(error)
+
+
+def test_a_version_whose_files_are_gone_cannot_be_rolled_back_to(lake):
+    events = lake.table_path("cloudtrail_events")
+    os.remove(sorted((events / "date=2024-03-01").glob("*.parquet"), key=os.path.getmtime)[0])  # version 0's file
+    error = refused(lake, action="rollback_table", table="cloudtrail_events", table_version=0)
+    assert (error.field, str(error)) == ("table_version", "table_version: version 0 of cloudtrail_events references "
+                                                          "1 files that are no longer on disk (vacuumed or deleted): it "
+                                                          "cannot be restored; choose a later version")
+
+
+def _hold_lease(lake: Lake) -> Lease:
+    return Lease.acquire(str(lake.control_path(JOB.name)), JOB.name, 30, details={"holder": "a test driver"})
+
+
+def _supervisor(lake: Lake, state: str = "running") -> None:
+    write_supervisor_state(str(lake.control_path(JOB.name)), SupervisorState(JOB.name, 1800, 5, state=state))
+
+
+@pytest.mark.parametrize("action, setup, airflow, message", [
+    ("restart", None, RUNNING, "no driver is running (no live lease)"),
+    ("restart", "lease", PAUSED, "does not run under cloudtrail_etl_continuous, which is paused"),
+    ("restart", "lease", replace(RUNNING, running_run_id=None, supervise_state=None),
+     "has no running run whose `supervise` runs"),
+    ("restart", "lease", UNREACHABLE, "Airflow cannot be asked about cloudtrail_etl_continuous: cannot reach"),
+    ("stop", None, PAUSED, "it is already stopped: cloudtrail_etl_continuous is paused and no driver holds the lease"),
+    ("stop", "lease", PAUSED, "does not run under cloudtrail_etl_continuous, which is paused: stop it where"),
+    ("pause_supervision", None, None, "no supervisor is running (supervisor.json: none); nothing to pause"),
+    ("pause_supervision", "stale supervisor", None, "no supervisor is running (supervisor.json: running)"),
+    ("pause_supervision", "hold", None, "supervision is already paused (by alice at"),
+    ("resume_supervision", None, RUNNING, "supervision is not paused (no hold) and cloudtrail_etl_continuous is "
+                                          "not paused"),
+    ("reset_checkpoint", "lease", None, "a driver holds the checkpoint (pid "),
+    ("reset_checkpoint", "supervisor", None, "its supervisor is running (it would start a driver)"),
+    ("reset_checkpoint", None, None, "there is no checkpoint at "),
+])
+def test_an_action_that_does_not_fit_the_jobs_state_is_refused(lake, action, setup, airflow, message):
+    lease = None
+    if setup == "lease":
+        lease = _hold_lease(lake)
+    elif setup in ("supervisor", "hold"):
+        _supervisor(lake)
+        if setup == "hold":
+            place_hold(str(lake.control_path(JOB.name)), "alice", "looking at a thread dump")
+    elif setup == "stale supervisor":
+        _supervisor(lake)
+        path = lake.control_path(JOB.name) / "supervisor.json"
+        state = json.loads(path.read_text())
+        path.write_text(json.dumps({**state, "updated_at": "2026-11-23T10:00:00+00:00"}))
+    try:
+        error = refused(lake, action=action, airflow=airflow)
+    finally:
+        if lease:
+            lease.release()
+    assert error.field == "action"
+    assert str(error).startswith(f"action: {action} does not fit the state of cloudtrail_etl: ")
+    assert message in str(error)
+
+
+def test_each_action_that_fits_says_what_it_will_do(lake):
+    control = lake.control_path(JOB.name)
+    lease = _hold_lease(lake)
+    try:
+        restart = check(lake, action="restart").plan()
+        stop = check(lake, action="stop").plan()
+        _supervisor(lake)
+        pause = check(lake, action="pause_supervision", airflow=None).plan()
+    finally:
+        lease.release()
+    assert restart[0].startswith("clear the task `supervise` of run scheduled__1 of cloudtrail_etl_continuous: its "
+                                 "driver (pid ")
+    assert stop[0].startswith("pause cloudtrail_etl_continuous: its supervisor stops the driver (pid ")
+    assert pause[0].startswith(f"write the hold {control}/supervision_hold.json: the supervisor (state running)")
+    place_hold(str(control), "alice", "debugging")
+    resume = check(lake, action="resume_supervision", airflow=PAUSED).plan()
+    assert resume[0].startswith(f"remove the hold {control}/supervision_hold.json (placed by alice at ")
+    assert resume[1] == "unpause cloudtrail_etl_continuous: a new run starts the driver from the same checkpoint"
+
+    rollback = check(lake, action="rollback_table", table="cloudtrail_events", table_version=1)
+    assert rollback.plan()[0].startswith(f"restore cloudtrail_events at {lake.table_path('cloudtrail_events')} from "
+                                         "version 2 to the contents of version 1 (WRITE, committed ")
+    assert rollback.spark_args("id") == ["lake", "restore", "--table", "cloudtrail_events", "--to-version", "1",
+                                         "--yes"]
+    assert rollback.parameters() == {"job": JOB.name, "action": "rollback_table", "dry_run": False,
+                                     "table": "cloudtrail_events", "table_version": 1}
+
+    replay = check(lake, action="reprocess_from", from_time="2024-03-02T00:00:00+00:00", dry_run=True)
+    lines = replay.plan()
+    landing = Path(os.environ["CLOUDTRAIL_ETL_INPUT"]).resolve()
+    assert lines[0] == (f"replay 2 input files of {landing} delivered at or after 2024-03-02T00:00:00Z (1 delivered "
+                        "before, 1 without a delivery time: not replayed)")
+    assert replay.spark_args("0c0ffee0-0000-4000-8000-000000000000") == [
+        "reprocess", JOB.name, "--from-time", "2024-03-02T00:00:00Z", "--audit-id", "0c0ffee0-0000-4000-8000-000000000000"]
+    # A naive time is UTC; an offset is converted.
+    assert check(lake, action="reprocess_from", from_time="2024-03-02T01:00:00+01:00").from_time == \
+        dt.datetime(2024, 3, 2, tzinfo=dt.timezone.utc)
+
+
+def test_a_damaged_partition_is_named_in_the_reprocess_plan(lake):
+    events = lake.table_path("cloudtrail_events")
+    for part in (events / "date=2024-03-01").glob("*.parquet"):
+        os.remove(part)
+    lines = check(lake, action="reprocess_from", from_time="2024-03-01T00:00:00Z", dry_run=True).plan()
+    assert any(line.startswith("damaged: cloudtrail_events partition date=2024-03-01: 3 files in the Delta log are "
+                               "missing on disk") for line in lines), lines
+
+
+def test_reset_checkpoint_moves_the_checkpoint_to_a_backup_under_the_lease(lake):
+    checkpoint = lake.checkpoint_path(JOB.name)
+    (checkpoint / "offsets").mkdir(parents=True)
+    (checkpoint / "metadata").write_text('{"id":"q1"}')
+    (checkpoint / "offsets" / "0").write_text("v1")
+    request = check(lake, action="reset_checkpoint", airflow=None)
+    assert request.plan()[1].startswith(f"move the checkpoint {checkpoint} to {lake.control_path(JOB.name)}/backups/")
+
+    done = reset_checkpoint(request, now=NOW)
+
+    backup = Path(done["backup"])
+    assert backup == lake.control_path(JOB.name) / "backups" / "20261123T120000.000000Z-reset" / "checkpoint"
+    assert not checkpoint.exists()
+    assert (backup / "metadata").read_text() == '{"id":"q1"}' and (backup / "offsets" / "0").read_text() == "v1"
+    lease = read_lease(str(lake.control_path(JOB.name)))
+    assert lease.released and lease.details == {"holder": "streaming_oncall reset_checkpoint"}
+    error = refused(lake, action="reset_checkpoint", airflow=None)
+    assert "there is no checkpoint at" in str(error)
