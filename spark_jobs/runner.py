@@ -9,6 +9,7 @@ lose nothing, also beside other writers of the same tables (see :mod:`spark_jobs
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import importlib
 import json
@@ -107,13 +108,17 @@ class RunSummary:
         return json.dumps(self.__dict__, sort_keys=True)
 
 
-def resolve_input(job: JobSpec, given: str | None) -> Path:
-    """The landing folder: ``given``, else ``$<JOB>_INPUT``, else the registry default.
+def resolve_input(job: JobSpec, given: str | None, lake: str | None = None) -> Path:
+    """The landing folder: ``given``, else ``$<JOB>_INPUT``, else the registry default. For a job that
+    reads a Delta table: ``given``, else the table's folder in ``lake`` (created empty at the start
+    when missing).
 
-    :raises UsageError: if it does not exist or is not a folder.
+    :raises UsageError: if a landing folder does not exist or is not a folder.
     """
     import os
 
+    if job.source.kind == "delta":
+        return Path(given).expanduser().resolve() if given else Lake.at(lake).table_path(job.source.table)
     chosen = given or os.environ.get(job.input_env_var) or job.default_input
     path = Path(chosen).expanduser()
     if not path.is_absolute():
@@ -142,6 +147,31 @@ def read_files(spark: SparkSession, job: JobSpec, input_path: Path, options: dic
     return reader.options(**options).load(str(input_path))
 
 
+def read_input(spark: SparkSession, job: JobSpec, options: "RunOptions", streaming: bool) -> DataFrame:
+    """The job's source (the registry's ``source``) over ``options.input_path``, streaming or batch."""
+    if job.source.kind == "files" and job.source.format == "binaryFile":
+        return read_files(spark, job, options.input_path, options.file_source_options, streaming)
+    from spark_jobs.source_readers import read_source
+
+    return read_source(spark, job, options.input_path, options.file_source_options, streaming)
+
+
+@contextlib.contextmanager
+def _session_conf(spark: SparkSession, conf: dict[str, str]):
+    """``conf`` set on ``spark`` for the block, then each key back to what it was."""
+    before = {key: spark.conf.get(key, None) for key in conf}
+    for key, value in conf.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+
 def file_date_column(path: Column) -> Column:
     """A file's delivery date from its path, as :func:`spark_jobs.backfill.file_date` computes it: the
     timestamp in the object name, else the ``YYYY/MM/DD`` folders above it; NULL when neither is a date."""
@@ -156,15 +186,24 @@ def file_date_column(path: Column) -> Column:
 
 
 def transform_batch(spark: SparkSession, job: JobSpec, input_path: Path) -> dict[str, DataFrame]:
-    """Every table of ``job`` computed in batch from the files in ``input_path`` (nothing written)."""
+    """Every table of ``job`` computed in batch from the files (or source table) in ``input_path`` (nothing written)."""
     module = job_module(job)
+    if job.stateful:
+        from spark_jobs.analytics.batch_writer import batch_outputs
+        from spark_jobs.source_readers import read_source
+
+        source = read_source(spark, job, input_path, dict(job.file_source_options), streaming=False)
+        return batch_outputs(spark, job, module, source)
     parsed = module.transform(read_files(spark, job, input_path, dict(job.file_source_options), streaming=False))
     return {name: select(parsed) for name, select in module.OUTPUTS.items()}
 
 
 def output_schemas(spark: SparkSession, job: JobSpec) -> dict[str, StructType]:
-    """Each output table's schema, from the transform itself (no data is read)."""
+    """Each output table's schema: the job module's ``TABLE_SCHEMAS``, else from the transform itself
+    (no data is read)."""
     module = job_module(job)
+    if hasattr(module, "TABLE_SCHEMAS"):
+        return dict(module.TABLE_SCHEMAS)
     parsed = module.transform(spark.createDataFrame([], BINARY_FILE_SCHEMA))
     return {name: select(parsed).schema for name, select in module.OUTPUTS.items()}
 
@@ -286,7 +325,8 @@ def table_targets(job: JobSpec, module: ModuleType, lake: Lake) -> list[TableTar
     keys, first_by = getattr(module, "UNIQUE_KEYS", {}), getattr(module, "FIRST_BY", {})
     null_safe = getattr(module, "NULL_SAFE_KEYS", {})
     return [TableTarget(t.name, lake.table_path(t.name), t.partition_by, tuple(keys.get(t.name, ())),
-                        tuple(first_by.get(t.name, ())), tuple(null_safe.get(t.name, ())), t.stats_columns)
+                        tuple(first_by.get(t.name, ())), tuple(null_safe.get(t.name, ())), t.stats_columns,
+                        t.write_mode)
             for t in job.tables]
 
 
@@ -377,6 +417,10 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
     checkpoint = options.checkpoint_path(job.name)
     # Every table exists (empty) before the first batch: readers and other writers find it.
     create_tables(spark, targets, output_schemas(spark, job))
+    if job.source.kind == "delta":
+        from spark_jobs.source_readers import prepare_source
+
+        prepare_source(spark, job, options.input_path)
     summary = RunSummary(job=job.name, trigger=options.trigger.spec, rows={t.name: 0 for t in job.tables})
     per_run: dict = {}  # made on the first batch: the writer
     batch_files: dict[int, int] = {}
@@ -387,10 +431,19 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
             # The checkpoint's query id: the same after every restart, different for every checkpoint.
             query_id = files.sparkSession.sparkContext.getLocalProperty("sql.streaming.queryId")
             per_run.update(writer=ExactlyOnceWriter(files.sparkSession, targets, query_id or options.stream_name(job.name)))
-        batch_files[batch_id], rows = write_micro_batch(module, per_run["writer"], targets, files, batch_id)
+        if job.stateful:  # files: a micro-batch of the stateful transform's result
+            from spark_jobs.analytics.batch_writer import StatefulBatchWriter
+
+            stateful = per_run.setdefault("stateful", StatefulBatchWriter(job, module, targets, per_run["writer"],
+                                                                          checkpoint))
+            inputs, rows = stateful.write(files, batch_id)
+            if inputs is not None:
+                batch_files[batch_id] = inputs
+        else:
+            batch_files[batch_id], rows = write_micro_batch(module, per_run["writer"], targets, files, batch_id)
         for table, count in rows.items():
             summary.rows[table] += count
-        summary.input_files += batch_files[batch_id]
+        summary.input_files += batch_files.get(batch_id, 0)
         summary.batches += 1
         if options.expected_files:
             _log_total_progress(summary, options.expected_files, started)
@@ -398,18 +451,22 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
     # Progress is read from the query in this thread (not through a StreamingQueryListener, whose
     # callbacks into Python can arrive after the query, and this process, have ended).
     logged = -1
-    files = read_files(spark, job, options.input_path, options.file_source_options, streaming=True)
+    files = read_input(spark, job, options, streaming=True)
     if options.file_dates is not None:
         # Before the transform: a file out of the range is listed (and its bytes read) but never parsed.
         first, last = options.file_dates
         files = files.where(file_date_column(files["path"]).between(F.lit(first), F.lit(last)))
+    if job.stateful:  # the state lives in the stream: its transform runs there, foreachBatch writes the result
+        files = module.transform(files, job)
     stopper.query_started = True  # from here on a signal stops the query after its micro-batch
     try:
-        query = (files.writeStream.queryName(options.stream_name(job.name))
-                 .foreachBatch(write_batch)
-                 .option("checkpointLocation", str(checkpoint))
-                 .trigger(**options.trigger.writer_kwargs())
-                 .start())
+        with _session_conf(spark, job.spark_conf):  # the query keeps them (a started query has its own session)
+            query = (files.writeStream.queryName(options.stream_name(job.name))
+                     .outputMode(job.output_mode)
+                     .foreachBatch(write_batch)
+                     .option("checkpointLocation", str(checkpoint))
+                     .trigger(**options.trigger.writer_kwargs())
+                     .start())
     except Exception as exc:  # noqa: BLE001 - a checkpoint Spark cannot resume from, in plain words
         explained = explain_failure(str(exc))
         if explained:

@@ -22,7 +22,7 @@ def test_table_names_are_unique_across_jobs():
 
 
 def test_unknown_job_names_the_value_and_the_known_jobs():
-    with pytest.raises(UsageError, match="unknown job 'nope'; known jobs: cloudtrail_etl"):
+    with pytest.raises(UsageError, match="unknown job .nope.; known jobs: cloudtrail_activity, cloudtrail_alerts, cloudtrail_etl, word_count"):
         get_job("nope")
 
 
