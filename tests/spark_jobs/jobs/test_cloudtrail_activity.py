@@ -13,6 +13,7 @@ import pytest
 
 from spark_jobs.analytics import sample_events as se
 from spark_jobs.bench.probes import ProgressRecorder
+from spark_jobs.checkpoint.inspect import inspect_checkpoint
 from spark_jobs.registry import get_job
 from tests.spark_jobs.analytics_helpers import accounts_file, events_lake, run, table
 
@@ -128,12 +129,15 @@ def test_an_update_of_the_accounts_file_is_used_from_the_next_micro_batch_on(spa
     more = se.event_stream(commits=2, per_commit=9, start=last + timedelta(minutes=1), seed=12,
                            accounts=("777788889999",))
     se.append_commits(spark, lake.table_path("cloudtrail_events"), more.commits)
+    waiting = inspect_checkpoint(JOB, str(lake.root)).to_dict()  # the supervisor's and sensors' view
+    assert (waiting["status"], waiting["backlog_files"], waiting["source_table"]["backlog_versions"]) == ("idle", 2, 2)
     updated = accounts_file(root / "reference", text="account_id,account_name,owner_team,environment\n"
                                                      "777788889999,sandbox,research,test\n")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("ACCOUNTS_PATH", str(updated))
         run(spark, JOB.name, lake, maxFilesPerTrigger="1")
 
+    assert inspect_checkpoint(JOB, str(lake.root)).backlog_files == 0
     after = {_key(r): r for r in table(spark, lake, "cloudtrail_activity").collect()}
     touched = {k for k, r in after.items() if k not in before or r["updated_at"] != before[k]["updated_at"]}
     assert touched and {after[k]["account_id"] for k in touched} == {"777788889999"}
