@@ -30,6 +30,7 @@ from pyspark.sql.types import BinaryType, LongType, StringType, StructField, Str
 from spark_jobs.errors import UsageError
 from spark_jobs.lake import Lake, PROJECT_ROOT
 from spark_jobs.registry import JobSpec
+from spark_jobs.streams import FileSource
 from spark_jobs.table_writers import (ExactlyOnceWriter, TableTarget, check_table_format, create_tables,
                                       refuse_old_layout)
 from spark_jobs.triggers import Trigger
@@ -300,13 +301,13 @@ class _GracefulStop:
         log.warning("%s received: stopping after the current micro-batch", self.signal_name)
 
 
-def _log_progress(progress, input_files: int) -> None:
+def _log_progress(progress, input_files: int, unit: str = "files") -> None:
     """One log line for a finished micro-batch, from Spark's typed progress object.
 
     :param input_files: the batch's files (the source's ``numInputRows`` counts every read of them,
-        and a batch with bad files reads those twice).
+        and a batch with bad files reads those twice), or rows for a job that does not read files whole.
     """
-    log.info("batch %d: %d input files in %d ms (%s)", progress.batchId, input_files,
+    log.info("batch %d: %d input %s in %d ms (%s)", progress.batchId, input_files, unit,
              progress.batchDuration, ", ".join(f"{k} {v} ms" for k, v in sorted(progress.durationMs.items())))
 
 
@@ -435,7 +436,7 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
             from spark_jobs.analytics.batch_writer import StatefulBatchWriter
 
             stateful = per_run.setdefault("stateful", StatefulBatchWriter(job, module, targets, per_run["writer"],
-                                                                          checkpoint))
+                                                                          checkpoint, options.input_path))
             inputs, rows = stateful.write(files, batch_id)
             if inputs is not None:
                 batch_files[batch_id] = inputs
@@ -479,7 +480,8 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
         active = query.isActive
         for progress in query.recentProgress:
             if progress.batchId > logged and progress.numInputRows > 0:
-                _log_progress(progress, batch_files.get(progress.batchId, progress.numInputRows))
+                _log_progress(progress, batch_files.get(progress.batchId, progress.numInputRows),
+                              "files" if job.source == FileSource() else "rows")
                 logged = progress.batchId
                 keeper.details["last_committed_batch"] = progress.batchId
         if not active:

@@ -17,7 +17,12 @@ when the batch is re-run:
   ``updated_at``/``detected_at`` of its rows;
 - ``dimensions``: each reference file as read for this batch (see :mod:`spark_jobs.analytics.dimensions`;
   a re-run reads the file as it is then);
-- ``settings``: the job's settings (registry, ``$<JOB>_SETTINGS``).
+- ``settings``: the job's settings (registry, ``$<JOB>_SETTINGS``);
+- ``source_batch()``: for a job reading a Delta table, the rows this micro-batch read from it: the
+  data files between the offsets ``offsets/<batch - 1>`` and ``offsets/<batch>`` of the checkpoint, as
+  Delta's source admits them (:func:`spark_jobs.checkpoint.delta_source.batch_input`). A stateful
+  query's result no longer holds its input, and a second branch reading the table would be a second
+  source with offsets of its own; the same offsets give the same files when the batch is re-run.
 
 In batch mode (:func:`batch_outputs`) nothing is late and ``batch_time`` is now.
 """
@@ -56,6 +61,7 @@ class BatchContext:
     :param batch_time: when the batch was planned (UTC).
     :param dimensions: each dimension's rows as a DataFrame, by name.
     :param settings: the job's settings.
+    :param source_batch: a function returning the micro-batch's input rows (a Delta source; else ``None``).
     """
 
     spark: SparkSession
@@ -65,6 +71,7 @@ class BatchContext:
     batch_time: datetime
     dimensions: dict[str, DataFrame] = field(default_factory=dict)
     settings: dict[str, str] = field(default_factory=dict)
+    source_batch: object = None  # () -> DataFrame: the rows the batch read from its Delta source (see above)
 
 
 def offsets_entry(checkpoint: Path | str, batch_id: int) -> OffsetsEntry | None:
@@ -97,11 +104,13 @@ class StatefulBatchWriter:
     :param targets: the job's tables.
     :param writer: the exactly-once Delta writer (its app id is the checkpoint's query id).
     :param checkpoint: the query's checkpoint folder (for the batch's watermark and time).
+    :param source_path: the source's folder (a Delta table's, for ``source_batch``).
     """
 
     def __init__(self, job: JobSpec, module: ModuleType, targets: list[TableTarget], writer: ExactlyOnceWriter,
-                 checkpoint: Path | str):
+                 checkpoint: Path | str, source_path: Path | str | None = None):
         self.job = job
+        self.source_path = source_path
         self.module = module
         self.targets = targets
         self.writer = writer
@@ -112,7 +121,14 @@ class StatefulBatchWriter:
     def context(self, spark: SparkSession, batch_id: int) -> BatchContext:
         watermark, planned = batch_timing(self.checkpoint, batch_id)
         dimensions = {reader.spec.name: dimension_frame(spark, reader.read()) for reader in self.readers}
-        return BatchContext(spark, self.job, batch_id, watermark, planned, dimensions, self.settings)
+        source = None
+        if self.job.source.kind == "delta" and self.source_path is not None:
+            skip = str(self.job.file_source_options.get("skipChangeCommits", "false")).lower() == "true"
+
+            def source():
+                return delta_batch_rows(spark, self.source_path, self.checkpoint, batch_id, skip)
+
+        return BatchContext(spark, self.job, batch_id, watermark, planned, dimensions, self.settings, source)
 
     def write(self, result: DataFrame, batch_id: int) -> tuple[int | None, dict[str, int]]:
         """Write micro-batch ``batch_id`` of the query's result to every table.
@@ -122,6 +138,42 @@ class StatefulBatchWriter:
         """
         context = self.context(result.sparkSession, batch_id)
         return write_outputs(self.module, self.targets, result, context, self.writer)
+
+
+def delta_batch_rows(spark: SparkSession, table: Path | str, checkpoint: Path | str, batch_id: int,
+                     skip_change_commits: bool) -> DataFrame:
+    """The rows micro-batch ``batch_id`` read from the Delta table at ``table`` (its data columns; the
+    partition columns of files read one by one are not in them)."""
+    from urllib.parse import unquote
+
+    from spark_jobs.checkpoint.delta_source import batch_input, delta_source_offset
+
+    def offset(batch: int):
+        entry = offsets_entry(checkpoint, batch) if batch >= 0 else None
+        return delta_source_offset(entry.sources[0]) if entry is not None else None
+
+    end = offset(batch_id)
+    if end is None:
+        raise LogDamage(f"offsets/{batch_id} of {checkpoint} holds no Delta source offset")
+    read = batch_input(Location.of(str(table)), offset(batch_id - 1), end, skip_change_commits)
+    whole = spark.read.format("delta").load(str(table))
+    from deltalake import DeltaTable
+
+    partitions = set(DeltaTable(str(table)).metadata().partition_columns)
+    columns = [f.name for f in whole.schema.fields if f.name not in partitions]
+    frames = []
+    if read.snapshot_version is not None:
+        frames.append(spark.read.format("delta").option("versionAsOf", read.snapshot_version).load(str(table))
+                      .select(*columns))
+    if read.files:
+        data = StructType([f for f in whole.schema.fields if f.name in columns])
+        frames.append(spark.read.schema(data).parquet(*[f"{table}/{unquote(path)}" for path in read.files]))
+    if not frames:
+        return spark.createDataFrame([], whole.select(*columns).schema)
+    result = frames[0]
+    for frame in frames[1:]:
+        result = result.unionByName(frame)
+    return result
 
 
 def write_outputs(module: ModuleType, targets: list[TableTarget], result: DataFrame, context: BatchContext,

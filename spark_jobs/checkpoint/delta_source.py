@@ -64,21 +64,25 @@ class DeltaBacklog:
         return {"latest_version": self.latest_version, "backlog_files": self.files, "backlog_versions": self.versions}
 
 
-def _data_adds(log: Location, version: int) -> list[str]:
-    """The paths of the data files commit ``version`` added (``dataChange`` true), in commit order."""
-    paths = []
+def _data_adds(log: Location, version: int, skip_change_commits: bool = False) -> list[str]:
+    """The paths of the data files commit ``version`` added (``dataChange`` true), in commit order; none
+    for a commit that also removed data when ``skip_change_commits`` (Delta's source skips it whole)."""
+    paths, removes = [], False
     for line in log.child(f"{version:020d}.json").read_bytes().decode("utf-8").splitlines():
-        if '"add"' in line:
-            add = json.loads(line).get("add")
+        if '"add"' in line or '"remove"' in line:
+            action = json.loads(line)
+            add, remove = action.get("add"), action.get("remove")
             if add and add.get("dataChange", True):
                 paths.append(add["path"])
-    return paths
+            if remove and remove.get("dataChange", True):
+                removes = True
+    return [] if skip_change_commits and removes else paths
 
 
-def _snapshot_files(log: Location, names: list[str], version: int) -> int | None:
-    """How many files the table's snapshot of ``version`` holds (None: its log is gone)."""
+def _snapshot_adds(log: Location, names: list[str], version: int) -> dict[str, int] | None:
+    """The files of the table's snapshot of ``version`` with their modification times (None: its log is gone)."""
     checkpoints = sorted(int(m.group(1)) for m in map(CHECKPOINT.match, names) if m and int(m.group(1)) <= version)
-    files: set[str] = set()
+    files: dict[str, int] = {}
     start = -1
     if checkpoints:
         import pyarrow.parquet as pq
@@ -88,7 +92,8 @@ def _snapshot_files(log: Location, names: list[str], version: int) -> int | None
             match = CHECKPOINT.match(name)
             if match and int(match.group(1)) == start:
                 table = pq.read_table(io.BytesIO(log.child(name).read_bytes()), columns=["add"])
-                files.update(a["path"] for a in table.column("add").to_pylist() if a)
+                files.update((a["path"], int(a.get("modificationTime") or 0))
+                             for a in table.column("add").to_pylist() if a)
     commits = {int(m.group(1)) for m in map(COMMIT.match, names) if m}
     for number in range(start + 1, version + 1):
         if number not in commits:
@@ -96,10 +101,75 @@ def _snapshot_files(log: Location, names: list[str], version: int) -> int | None
         for line in log.child(f"{number:020d}.json").read_bytes().decode("utf-8").splitlines():
             action = json.loads(line) if line.strip() else {}
             if "add" in action:
-                files.add(action["add"]["path"])
+                files[action["add"]["path"]] = int(action["add"].get("modificationTime") or 0)
             elif "remove" in action:
-                files.discard(action["remove"]["path"])
-    return len(files)
+                files.pop(action["remove"]["path"], None)
+    return files
+
+
+def _snapshot_files(log: Location, names: list[str], version: int) -> int | None:
+    """How many files the table's snapshot of ``version`` holds (None: its log is gone)."""
+    files = _snapshot_adds(log, names, version)
+    return None if files is None else len(files)
+
+
+@dataclass(frozen=True)
+class BatchInput:
+    """The data one micro-batch of a Delta source read, as Delta's source admits it.
+
+    :param snapshot_version: read the whole snapshot of this version (``None``: no snapshot part).
+    :param files: and these data files (paths relative to the table, as its log writes them).
+    """
+
+    snapshot_version: int | None
+    files: tuple[str, ...]
+
+
+def batch_input(table: Location, start: DeltaOffset | None, end: DeltaOffset,
+                skip_change_commits: bool = False) -> BatchInput:
+    """The files of the micro-batch that read from ``start`` (exclusive; ``None``: the stream's first batch)
+    to ``end`` (inclusive), the way Delta's source orders them: the starting snapshot's files sorted by
+    modification time and path, then each later commit's data files in commit order; an offset
+    ``(version, index)`` is the position of the last file read (``index`` -1: none of that version yet).
+
+    :raises LogDamage: when the table's log no longer holds the versions needed.
+    """
+    from spark_jobs.checkpoint.logs import LogDamage
+
+    log = table.child("_delta_log")
+    names = log.names()
+    if start is None and not end.starting:
+        # the first batch read the whole snapshot (and maybe commits after it): for a table that only
+        # grows, that is the snapshot before the end offset's version, plus the end version's files read
+        files = _version_files(log, end.version, -1, end.index, skip_change_commits) if end.index >= 0 else []
+        return BatchInput(end.version - 1, tuple(files))
+    files: list[str] = []
+    if start is None or start.starting:
+        snapshot_version = end.version if start is None else start.version
+        adds = _snapshot_adds(log, names, snapshot_version)
+        if adds is None:
+            raise LogDamage(f"the log of {table.url} no longer holds version {snapshot_version}")
+        ordered = sorted(adds, key=lambda path: (adds[path], path))
+        first = -1 if start is None else start.index
+        last = end.index if end.starting else len(ordered) - 1
+        files += ordered[first + 1:last + 1]
+        if end.starting:
+            return BatchInput(None, tuple(files))
+        version, after = snapshot_version + 1, -1
+    else:
+        version, after = start.version, start.index
+    while version < end.version or (version == end.version and end.index >= 0):
+        if not log.child(f"{version:020d}.json").exists():
+            raise LogDamage(f"the log of {table.url} no longer holds version {version}")
+        upto = end.index if version == end.version else None
+        files += _version_files(log, version, after, upto, skip_change_commits)
+        version, after = version + 1, -1
+    return BatchInput(None, tuple(files))
+
+
+def _version_files(log: Location, version: int, after: int, upto: int | None, skip: bool) -> list[str]:
+    adds = _data_adds(log, version, skip)
+    return adds[after + 1:None if upto is None else upto + 1]
 
 
 def delta_backlog(table: Location, offset: DeltaOffset | None) -> DeltaBacklog:

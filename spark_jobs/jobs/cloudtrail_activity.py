@@ -20,18 +20,18 @@ Reads ``cloudtrail_events`` as a stream (Delta's streaming source) and writes:
   rows inside its aggregation (``numRowsDroppedByWatermark`` counts them, after its partial
   aggregation: one per late window key); the ledger finds the same rows by Spark's own rule: in
   micro-batch N a row is late when ``window.end <= `` the watermark of batch N-1 (see
-  :mod:`spark_jobs.analytics.windows`). So per micro-batch, the ledger's distinct late window keys
-  equal Spark's ``numRowsDroppedByWatermark``.
+  :mod:`spark_jobs.analytics.windows`), applied to the rows batch N read from ``cloudtrail_events``
+  (the data files between its offsets, :mod:`spark_jobs.analytics.batch_writer`). So per micro-batch,
+  the ledger's distinct late window keys equal Spark's ``numRowsDroppedByWatermark``.
 
 **State**: the aggregation's (``stateStoreSave``, operator 0 of the checkpoint): one row per open
 window key (window kind, window, account, eventSource, eventName, error), evicted when the watermark
 passes the window's end. So it holds about ``(watermark delay + window size) / slide`` windows per
 key, whatever the stream's length. Read it with ``python -m spark_jobs state cloudtrail_activity``.
 
-The query's result is the union of the window counts and the micro-batch's events (a second, stateless
-branch of the same query; Delta's source is read by each branch, so ``numInputRows`` in the progress
-counts each event once per branch: three times here). :func:`transform` is pure: the same function
-runs on the stream and on a batch read of the table (where nothing is late).
+The query reads the table through one source (one offset per batch in the checkpoint).
+:func:`transform` is pure: the same function runs on the stream and on a batch read of the table
+(where nothing is late).
 """
 
 from __future__ import annotations
@@ -44,8 +44,6 @@ from spark_jobs.analytics.dimensions import enrich
 from spark_jobs.analytics.windows import WINDOW_KIND, is_late, windowed
 from spark_jobs.registry import JobSpec
 
-ROW = "_row"
-WINDOW_ROW, EVENT_ROW = "window", "event"
 ACCOUNT_COLUMNS = "account_name STRING, owner_team STRING, environment STRING, account_known BOOLEAN"
 KEY_COLUMNS = ["account_id", "eventSource", "eventName", "is_error"]
 EVENT_COLUMNS = ["eventID", "eventTime", "errorCode", "awsRegion", "sourceIPAddress"]
@@ -65,36 +63,25 @@ TABLE_SCHEMAS = {
 
 
 def _events(source: DataFrame, job: JobSpec) -> DataFrame:
-    """The columns the job uses, with the watermark on the event time (ignored in batch)."""
-    column = job.event_time.column
-    return source.withWatermark(column, job.event_time.watermark_delay).select(
-        F.col(column).alias("eventTime"), "eventID", F.col("recipientAccountId").alias("account_id"),
+    """The columns the job uses (the event time keeps its watermark, ignored in batch)."""
+    return source.select(
+        F.col(job.event_time.column).alias("eventTime"), "eventID", F.col("recipientAccountId").alias("account_id"),
         "eventSource", "eventName", F.col("errorCode").isNotNull().alias("is_error"), "errorCode", "awsRegion",
         "sourceIPAddress")
 
 
 def transform(source: DataFrame, job: JobSpec) -> DataFrame:
-    """Window counts, and the batch's events, of ``cloudtrail_events`` rows (stream or batch).
+    """Event counts per window and key of ``cloudtrail_events`` rows (stream or batch).
 
     :param source: rows of ``cloudtrail_events``.
     :param job: the registry entry (its ``event_time``: column, watermark, windows).
-    :returns: ``_row`` = ``window`` rows (``window_kind``, ``window_start``, ``window_end``, the key
-        columns, ``events``) and ``event`` rows (the key and event columns).
+    :returns: ``window_kind``, ``window_start``, ``window_end``, the key columns and ``events``.
     """
-    events = _events(source, job)
-    counts = (windowed(events, job.event_time, KEY_COLUMNS)
+    events = _events(source.withWatermark(job.event_time.column, job.event_time.watermark_delay), job)
+    counts = (windowed(events, job.event_time, ["eventTime", *KEY_COLUMNS])
               .groupBy(WINDOW_KIND, "window", *KEY_COLUMNS).agg(F.count(F.lit(1)).alias("events")))
-    nothing = {name: F.lit(None).cast(kind) for name, kind in (
-        ("eventID", "string"), ("eventTime", "timestamp"), ("errorCode", "string"), ("awsRegion", "string"),
-        ("sourceIPAddress", "string"), (WINDOW_KIND, "string"), ("window_start", "timestamp"),
-        ("window_end", "timestamp"), ("events", "bigint"))}
-    windows = counts.select(F.lit(WINDOW_ROW).alias(ROW), WINDOW_KIND, F.col("window.start").alias("window_start"),
-                            F.col("window.end").alias("window_end"), *KEY_COLUMNS, "events",
-                            *[nothing[c].alias(c) for c in EVENT_COLUMNS])
-    raw = events.select(F.lit(EVENT_ROW).alias(ROW), *[nothing[c].alias(c) for c in (WINDOW_KIND, "window_start",
-                                                                                      "window_end")],
-                        *KEY_COLUMNS, nothing["events"].alias("events"), *EVENT_COLUMNS)
-    return windows.unionByName(raw)
+    return counts.select(WINDOW_KIND, F.col("window.start").alias("window_start"),
+                         F.col("window.end").alias("window_end"), *KEY_COLUMNS, "events")
 
 
 def _with_accounts(frame: DataFrame, context: BatchContext) -> DataFrame:
@@ -103,19 +90,20 @@ def _with_accounts(frame: DataFrame, context: BatchContext) -> DataFrame:
 
 def activity(result: DataFrame, context: BatchContext) -> DataFrame:
     """Rows of ``cloudtrail_activity``: the windows this batch changed, with their current counts."""
-    windows = result.where(F.col(ROW) == WINDOW_ROW).withColumn("date", F.to_date("window_start"))
+    windows = result.withColumn("date", F.to_date("window_start"))
     return conform(_with_accounts(windows, context).withColumn("updated_at", F.lit(context.batch_time)),
                    TABLE_SCHEMAS["cloudtrail_activity"])
 
 
 def late_events(result: DataFrame, context: BatchContext) -> DataFrame:
-    """Rows of ``cloudtrail_late_events``: this batch's events whose window the watermark had closed
-    (Spark's rule, with the previous batch's watermark); none in batch mode."""
+    """Rows of ``cloudtrail_late_events``: the events this micro-batch read whose window the watermark had
+    closed (Spark's rule, with the previous batch's watermark); none in batch mode or while the
+    watermark is still 0 (the first two micro-batches of a stream)."""
     schema = TABLE_SCHEMAS["cloudtrail_late_events"]
-    if context.late_watermark_ms is None:
+    if not context.late_watermark_ms or context.source_batch is None:
         return context.spark.createDataFrame([], schema)
     watermark = F.timestamp_millis(F.lit(context.late_watermark_ms))
-    events = result.where(F.col(ROW) == EVENT_ROW)
+    events = _events(context.source_batch(), context.job)
     late = (windowed(events, context.job.event_time, [*KEY_COLUMNS, *EVENT_COLUMNS])
             .where(is_late(F.col("window"), context.late_watermark_ms))
             .select(F.to_date("eventTime").alias("date"), "eventID", WINDOW_KIND,
@@ -131,8 +119,6 @@ def late_events(result: DataFrame, context: BatchContext) -> DataFrame:
 
 
 OUTPUTS = {"cloudtrail_activity": activity, "cloudtrail_late_events": late_events}
-# The micro-batch's events (each appears once among the event rows).
-INPUT_ROWS = lambda result: result.where(F.col(ROW) == EVENT_ROW).count()  # noqa: E731
 # A window's row is one per window and key; its date (of window_start) bounds the MERGE to the batch's days.
 UNIQUE_KEYS = {"cloudtrail_activity": ("date", "window_kind", "window_start", "account_id", "eventSource",
                                        "eventName", "is_error"),

@@ -106,6 +106,15 @@ def test_the_ledger_matches_sparks_rows_dropped_by_watermark_in_every_batch(spar
     assert len(ledger) > sum(dropped.values())  # more late (event, window) pairs than late keys
 
 
+def test_the_windows_state_is_what_the_progress_reports_and_only_open_windows(spark, activity):
+    from spark_jobs.analytics.state import read_state
+
+    [store] = read_state(spark, str(activity["lake"].checkpoint_path(JOB.name)))
+    last = activity["progress"][-1]
+    assert (store.operator, store.variable, store.rows) == ("stateStoreSave", None, last.stateOperators[0].numRowsTotal)
+    assert 0 < store.rows < table(spark, activity["lake"], "cloudtrail_activity").count()  # closed windows evicted
+
+
 def _group(ledger) -> dict[int, set]:
     found: dict[int, set] = {}
     for r in ledger:

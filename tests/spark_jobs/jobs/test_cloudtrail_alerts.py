@@ -71,3 +71,17 @@ def test_a_state_ttl_not_above_the_silence_threshold_is_refused():
         RuleSettings(settings)
     with pytest.raises(UsageError, match="setting root_window 'soon' is not a positive duration"):
         RuleSettings({**JOB.settings, "root_window": "soon"})
+
+
+def test_the_state_is_read_with_sparks_state_data_sources(spark, alerts):
+    """Each state variable, its TTL, and its rows: one silence timer and last event per account, the rule windows."""
+    from spark_jobs.analytics.state import read_state
+
+    variables = read_state(spark, str(alerts["lake"].checkpoint_path(JOB.name)), show=1)
+    found = {(v.operator, v.variable, v.kind, v.ttl): v.rows for v in variables}
+    assert found == {("transformWithStateInPandasExec", "last_event", "ValueState", True): 3,
+                     ("transformWithStateInPandasExec", "timers", "timers", False): 3,
+                     # mallory's window, bob's, trent's two, the root window
+                     ("transformWithStateInPandasExec", "windows", "MapState", True): 5}
+    windows = next(v for v in variables if v.variable == "windows")
+    assert set(windows.sample[0]) >= {"key", "user_map_key", "user_map_value"}
