@@ -9,7 +9,6 @@ lose nothing, also beside other writers of the same tables (see :mod:`spark_jobs
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import importlib
 import json
@@ -155,22 +154,6 @@ def read_input(spark: SparkSession, job: JobSpec, options: "RunOptions", streami
     from spark_jobs.source_readers import read_source
 
     return read_source(spark, job, options.input_path, options.file_source_options, streaming)
-
-
-@contextlib.contextmanager
-def _session_conf(spark: SparkSession, conf: dict[str, str]):
-    """``conf`` set on ``spark`` for the block, then each key back to what it was."""
-    before = {key: spark.conf.get(key, None) for key in conf}
-    for key, value in conf.items():
-        spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key, value in before.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
 
 
 def file_date_column(path: Column) -> Column:
@@ -400,7 +383,7 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
     """The body of :func:`run_streaming`, run while this driver holds the lease."""
     from pyspark.errors import StreamingQueryException
 
-    from spark_jobs.session import build_session
+    from spark_jobs.session import build_session, session_conf
 
     check_table_format(options.table_format)
     refuse_old_layout(table_targets(job, job_module(job), options.lake))  # before Spark starts: one line
@@ -461,7 +444,7 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
         files = module.transform(files, job)
     stopper.query_started = True  # from here on a signal stops the query after its micro-batch
     try:
-        with _session_conf(spark, job.spark_conf):  # the query keeps them (a started query has its own session)
+        with session_conf(spark, job.spark_conf):  # the query keeps them (a started query has its own session)
             query = (files.writeStream.queryName(options.stream_name(job.name))
                      .outputMode(job.output_mode)
                      .foreachBatch(write_batch)
@@ -480,6 +463,8 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
         active = query.isActive
         for progress in query.recentProgress:
             if progress.batchId > logged and progress.numInputRows > 0:
+                if progress.batchId not in batch_files:  # a stateful job's result: its input is the source's rows
+                    summary.input_files += progress.numInputRows
                 _log_progress(progress, batch_files.get(progress.batchId, progress.numInputRows),
                               "files" if job.source == FileSource() else "rows")
                 logged = progress.batchId

@@ -25,7 +25,7 @@ import json
 import random
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from spark_jobs.streams import EventTimeSpec, duration_seconds
 
@@ -237,7 +237,3 @@ def append_commits(spark, table_path, commits: list[list[dict]]) -> None:
             raise ValueError(f"a commit spans dates {sorted(dates)}: it would be two files, two micro-batches")
         (spark.createDataFrame(rows, schema).coalesce(1).write.format("delta").mode("append")
          .save(str(table_path)))
-
-
-def day(stream: EventStream) -> date:
-    return stream.commits[0][0]["date"]

@@ -53,3 +53,25 @@ def accounts_file(folder: Path, text: str = ACCOUNTS_CSV, name: str = "accounts.
     temp.write_text(text)
     os.replace(temp, path)
     return path
+
+
+def streamed(spark, root: Path, job_name: str, stream: EventStream) -> dict:
+    """``stream`` in a fresh lake under ``root``, and one available-now run of ``job_name`` over it, one
+    commit per micro-batch, with the accounts file of :data:`ACCOUNTS_CSV`.
+
+    :returns: ``lake``, ``summary`` and the run's ``progress`` events; the batch run's tables in ``batch``.
+    """
+    import pytest
+
+    from spark_jobs.bench.probes import ProgressRecorder
+    from spark_jobs.runner import transform_batch
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ACCOUNTS_PATH", str(accounts_file(root / "reference")))
+        lake = events_lake(spark, root / "lake", stream)
+        with ProgressRecorder(spark) as recorder:
+            summary = run(spark, job_name, lake, maxFilesPerTrigger="1")
+            progress = recorder.latest_run()
+        batch = {name: frame.collect() for name, frame in
+                 transform_batch(spark, get_job(job_name), lake.table_path("cloudtrail_events")).items()}
+    return {"stream": stream, "lake": lake, "summary": summary, "progress": progress, "batch": batch, "root": root}

@@ -12,10 +12,9 @@ from datetime import timedelta
 import pytest
 
 from spark_jobs.analytics import sample_events as se
-from spark_jobs.bench.probes import ProgressRecorder
 from spark_jobs.checkpoint.inspect import inspect_checkpoint
 from spark_jobs.registry import get_job
-from tests.spark_jobs.analytics_helpers import accounts_file, events_lake, run, table
+from tests.spark_jobs.analytics_helpers import accounts_file, run, streamed, table
 
 JOB = get_job("cloudtrail_activity")
 EVENT_TIME = JOB.event_time
@@ -24,16 +23,9 @@ KEY = ("window_kind", "window_start", "account_id", "eventSource", "eventName", 
 
 @pytest.fixture(scope="module")
 def activity(spark, tmp_path_factory):
-    """The stream, the lake after one available-now run (one commit per micro-batch), and the run's progress."""
-    root = tmp_path_factory.mktemp("activity")
+    """The stream, the lake after one available-now run (one commit per micro-batch), the run's progress."""
     stream = se.event_stream(commits=6, per_commit=24, late=True, event_time=EVENT_TIME)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("ACCOUNTS_PATH", str(accounts_file(root / "reference")))
-        lake = events_lake(spark, root / "lake", stream)
-        with ProgressRecorder(spark) as recorder:
-            summary = run(spark, JOB.name, lake, maxFilesPerTrigger="1")
-            progress = recorder.latest_run()
-    return {"stream": stream, "lake": lake, "summary": summary, "progress": progress, "root": root}
+    return streamed(spark, tmp_path_factory.mktemp("activity"), JOB.name, stream)
 
 
 def _key(row) -> tuple:
@@ -59,11 +51,10 @@ def test_every_window_count_equals_the_count_of_its_on_time_events(spark, activi
 def test_the_batch_recount_over_on_time_events_equals_the_streamed_windows(spark, activity):
     """The same transform in batch (no watermark: every event counts), minus the ledger's pairs."""
     from spark_jobs.analytics.windows import windowed
-    from spark_jobs.runner import transform_batch
 
     lake = activity["lake"]
-    batch = transform_batch(spark, JOB, lake.table_path("cloudtrail_events"))["cloudtrail_activity"]
-    all_counts = Counter({_key(r): r["events"] for r in batch.collect()})
+    all_counts = Counter({_key(r): r["events"] for r in activity["batch"]["cloudtrail_activity"]})
+    assert activity["batch"]["cloudtrail_late_events"] == []  # no watermark in batch: nothing is late
     ledger = table(spark, lake, "cloudtrail_late_events")
     late = Counter(_key(r) for r in ledger.collect())
 

@@ -14,23 +14,15 @@ from spark_jobs.analytics import sample_events as se
 from spark_jobs.analytics.alert_rules import alert_id
 from spark_jobs.errors import UsageError
 from spark_jobs.registry import get_job
-from tests.spark_jobs.analytics_helpers import accounts_file, events_lake, run, table
+from tests.spark_jobs.analytics_helpers import streamed, table
 
 JOB = get_job("cloudtrail_alerts")
 
 
 @pytest.fixture(scope="module")
 def alerts(spark, tmp_path_factory):
-    root = tmp_path_factory.mktemp("alerts")
     stream = se.event_stream(commits=6, per_commit=20, bursts=True, root=True)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("ACCOUNTS_PATH", str(accounts_file(root / "reference")))
-        lake = events_lake(spark, root / "lake", stream)
-        summary = run(spark, JOB.name, lake, maxFilesPerTrigger="1")
-        from spark_jobs.runner import transform_batch
-
-        batch = transform_batch(spark, JOB, lake.table_path("cloudtrail_events"))["cloudtrail_alerts"].collect()
-    return {"stream": stream, "lake": lake, "summary": summary, "batch": batch}
+    return streamed(spark, tmp_path_factory.mktemp("alerts"), JOB.name, stream)
 
 
 def _ms(moment: datetime) -> int:
@@ -59,7 +51,8 @@ def test_the_batch_run_gives_the_streamed_alerts(spark, alerts):
     """Bursts and root use; the processing-time silence timers fire in neither run."""
     streamed = {r["alert_id"]: r.asDict() for r in table(spark, alerts["lake"], "cloudtrail_alerts").drop(
         "detected_at").collect()}
-    batch = {r["alert_id"]: {k: v for k, v in r.asDict().items() if k != "detected_at"} for r in alerts["batch"]}
+    batch = {r["alert_id"]: {k: v for k, v in r.asDict().items() if k != "detected_at"}
+             for r in alerts["batch"]["cloudtrail_alerts"]}
     assert streamed == batch and len(streamed) == 2
 
 
