@@ -1,7 +1,8 @@
 """
 # Backfill DAGs: load historical logs into the live tables, from a form
 
-Each job in `spark_jobs.registry.JOBS` gets a DAG `<job>_backfill`, triggered by hand ("Trigger" with
+Each job in `spark_jobs.registry.JOBS` that reads files into insert-only tables (`accepts_backfill`)
+gets a DAG `<job>_backfill`, triggered by hand ("Trigger" with
 its form). A run loads the files of a `source` folder, optionally only those delivered between
 `date_from` and `date_to` (the timestamp in a CloudTrail object name, else its `YYYY/MM/DD`
 folders), into the same tables the live stream feeds:
@@ -131,4 +132,5 @@ def build_backfill_dag(job: JobSpec) -> DAG:
 
 
 for _job in JOBS.values():
-    globals()[f"{_job.name}_backfill"] = build_backfill_dag(_job)
+    if _job.accepts_backfill:  # jobs that read files into insert-only tables (not counts or rewritten tables)
+        globals()[f"{_job.name}_backfill"] = build_backfill_dag(_job)

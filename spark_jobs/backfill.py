@@ -174,6 +174,10 @@ def check_request(job: str, source: str | None, date_from, date_to, max_files_pe
         spec = get_job(str(job))
     except UsageError as exc:
         raise BackfillRefused("job", str(exc)) from None
+    if not spec.accepts_backfill:
+        raise BackfillRefused("job", f"{spec.name} reads {spec.source.describe()} into tables that are not insert-only "
+                                     "by key: a second writer would count or overwrite wrongly; reprocess it with a "
+                                     "new checkpoint instead")
     path = check_source(spec, source)
     now = now or dt.datetime.now(dt.timezone.utc)
     today = today or now.date()

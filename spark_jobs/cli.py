@@ -1,4 +1,4 @@
-"""The command line: ``python -m spark_jobs {list,run,sql,lake,checkpoint,status,supervise,trial,sample-data,bench}``.
+"""The command line: ``python -m spark_jobs {list,run,sql,lake,checkpoint,status,state,supervise,trial,sample-data,bench}``.
 
 Examples::
 
@@ -11,6 +11,7 @@ Examples::
     python -m spark_jobs checkpoint inspect cloudtrail_etl --json             # health without Spark
     python -m spark_jobs checkpoint repair cloudtrail_etl --apply             # the doctor
     python -m spark_jobs status [--json]                                      # every job's health, alerts
+    python -m spark_jobs state cloudtrail_alerts --show 5                     # a stateful job's state
     python -m spark_jobs bench --quick                                        # JSON report on stdout
 
 Backfills of historical logs into the live tables (own checkpoint per source and date range)::
@@ -147,13 +148,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     status = commands.add_parser("status", help="every job's health: state, last commit, backlog, restarts, alerts")
     add_status_arguments(status)
+
+    from spark_jobs.analytics.state import add_arguments as add_state_arguments
+
+    add_state_arguments(commands.add_parser("state", help="a stateful job's state: operators, variables, rows"))
     return parser
 
 
 def _cmd_list(_args) -> int:
     for job in JOBS.values():
         print(f"{job.name}: {job.description}")
-        print(f"  input {job.default_input} (${job.input_env_var}), trigger {job.default_trigger}, "
+        where = (f"input {job.default_input} (${job.input_env_var})" if job.source.kind == "files"
+                 else f"reads {job.source.describe()} as a stream")
+        print(f"  {where}, trigger {job.default_trigger}, "
               f"schedule {job.schedule}, format {job.table_format}")
         for table in job.tables:
             parts = f" partitioned by {', '.join(table.partition_by)}" if table.partition_by else ""
@@ -180,7 +187,7 @@ def _cmd_run(args) -> int:
 
     if args.lease_ttl is not None and args.lease_ttl <= 0:
         raise UsageError(f"--lease-ttl must be a number of seconds > 0, got {args.lease_ttl:g}")
-    run_options = RunOptions(resolve_input(job, args.input), Lake.at(args.lake), trigger, options, table_format,
+    run_options = RunOptions(resolve_input(job, args.input, args.lake), Lake.at(args.lake), trigger, options, table_format,
                              lease_ttl_seconds=args.lease_ttl)
     configure_logging()
     summary = run_streaming(job, run_options)
@@ -231,7 +238,7 @@ def _cmd_supervise(args) -> int:
     job = get_job(args.job)
     policy = policy_with_overrides(job.restart, args.policy)
     lake = Lake.at(args.lake)
-    input_path = resolve_input(job, args.input)
+    input_path = resolve_input(job, args.input, args.lake)
     command = driver_command(job, lake=str(lake.root), input_path=str(input_path), trigger=args.trigger,
                              spark_submit=args.spark_submit, lease_ttl_seconds=args.lease_ttl)
     stop = threading.Event()
@@ -349,7 +356,14 @@ def _cmd_status(args) -> int:  # monitoring's section
     return run(args)
 
 
+def _cmd_state(args) -> int:  # analytics' section
+    from spark_jobs.analytics.state import run
+
+    return run(args)
+
+
 COMMANDS["status"] = _cmd_status
+COMMANDS["state"] = _cmd_state
 
 
 def main(argv: list[str] | None = None) -> int:

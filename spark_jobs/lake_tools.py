@@ -300,7 +300,9 @@ def vacuum(spark, lake: Lake, table: TableSpec, retention_hours: float | None = 
         settings[RETENTION_CHECK_CONF] = "false"
     before = latest_version(path)
     statement = f"VACUUM delta.`{path}` RETAIN {hours:g} HOURS"
-    with _session_conf(spark, settings):
+    from spark_jobs.session import session_conf
+
+    with session_conf(spark, settings):
         candidates = len(spark.sql(statement + " DRY RUN").collect()) if dry_run else None
         if not dry_run:
             spark.sql(statement).collect()
@@ -319,25 +321,6 @@ def vacuum(spark, lake: Lake, table: TableSpec, retention_hours: float | None = 
         "files_to_delete": candidates,
         "version": latest_version(path),
     }
-
-
-class _session_conf:
-    """Set SQL settings for one command and put the previous values back afterwards."""
-
-    def __init__(self, spark, settings: dict[str, str]) -> None:
-        self._spark, self._settings, self._previous = spark, settings, {}
-
-    def __enter__(self):
-        for key, value in self._settings.items():
-            self._previous[key] = self._spark.conf.get(key, None)
-            self._spark.conf.set(key, value)
-
-    def __exit__(self, *_exc):
-        for key, value in self._previous.items():
-            if value is None:
-                self._spark.conf.unset(key)
-            else:
-                self._spark.conf.set(key, value)
 
 
 # --- restore ---------------------------------------------------------------------------------------
@@ -454,7 +437,9 @@ def convert(spark, lake: Lake, job: JobSpec, table: TableSpec) -> dict:
     listed = _file_sink_files(path) if had_log else None
     settings = {CONVERT_USES_METADATA_LOG_CONF: "true",
                 LISTING_PARALLELISM_CONF: str(max(8, 4 * spark.sparkContext.defaultParallelism))}
-    with _session_conf(spark, settings):
+    from spark_jobs.session import session_conf
+
+    with session_conf(spark, settings):
         if listed == []:
             _create_empty(spark, path, schema, table.partition_by)
         else:

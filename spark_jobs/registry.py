@@ -12,6 +12,10 @@ from types import MappingProxyType
 from typing import Mapping
 
 from spark_jobs.errors import UsageError
+from spark_jobs.streams import (DeltaTableSource, DimensionSpec, EventTimeSpec, FileSource, SourceSpec,
+                                WindowSpec)
+
+WRITE_MODES = ("insert", "upsert", "complete")
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,11 @@ class TableSpec:
         on. Empty: Delta's default, the first 32 columns, whose statistics cost ~20% of a large write.
     :param quarantine: the table holds what could not be ingested; its share of a batch's rows is the
         job's quarantine rate (monitoring plots it and alerts on it).
+    :param write_mode: how each micro-batch reaches the table, in one Delta commit marked with the
+        writer's ``txnAppId``/``txnVersion``: ``insert`` (rows whose unique key the table does not hold
+        yet; every row when the job declares no key), ``upsert`` (a MERGE that updates the rows whose
+        key it holds and inserts the others: windows a later batch corrects) or ``complete`` (the
+        batch is the whole table: an overwrite).
     """
 
     name: str
@@ -41,6 +50,11 @@ class TableSpec:
     zorder_by: tuple[str, ...] = ()
     stats_columns: tuple[str, ...] = ()
     quarantine: bool = False
+    write_mode: str = "insert"
+
+    def __post_init__(self) -> None:
+        if self.write_mode not in WRITE_MODES:
+            raise ValueError(f"table {self.name}: write_mode {self.write_mode!r} is not one of {', '.join(WRITE_MODES)}")
 
 
 @dataclass(frozen=True)
@@ -164,6 +178,20 @@ class JobSpec:
     :param backfill_priority: the CPU priority of a backfill's driver, so the live job keeps its freshness
         during a large backfill: ``idle`` (Linux ``SCHED_IDLE``), ``nice:N`` or ``normal``
         (:mod:`spark_jobs.priority`); ``$<NAME>_BACKFILL_PRIORITY`` or ``backfill --priority`` override it.
+    :param source: what the job reads (:mod:`spark_jobs.streams`): files (``FileSource``, the default:
+        Spark's ``binaryFile`` source) or another job's Delta table as a stream (``DeltaTableSource``).
+        ``file_source_options`` are that source's options (for a Delta table: ``maxFilesPerTrigger``,
+        ``skipChangeCommits``, ...).
+    :param stateful: the job's ``transform`` keeps state across micro-batches (windows, watermarks,
+        ``transformWithStateInPandas``): it runs on the stream itself, and each micro-batch of its
+        result is written (see :mod:`spark_jobs.analytics.batch_writer`). A stateless job's transform
+        runs inside each micro-batch.
+    :param event_time: the event-time column, watermark delay and windows of a stateful job.
+    :param dimensions: reference files joined to each micro-batch (read again for every batch).
+    :param settings: the job's own knobs (thresholds, durations), documented in its module;
+        ``$<JOB>_SETTINGS`` (a JSON object) overrides them.
+    :param spark_conf: SQL settings the job's query starts with (e.g. the RocksDB state store); set
+        only while its query starts, so other queries of the same session keep theirs.
     """
 
     name: str
@@ -182,6 +210,25 @@ class JobSpec:
     alerts: AlertThresholds = AlertThresholds()
     progress: ProgressHistory = ProgressHistory()
     backfill_priority: str = "idle"
+    source: SourceSpec = FileSource()
+    stateful: bool = False
+    event_time: EventTimeSpec | None = None
+    dimensions: tuple[DimensionSpec, ...] = ()
+    settings: Mapping[str, str] = field(default_factory=dict)
+    spark_conf: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def output_mode(self) -> str:
+        """The streaming output mode its tables' write modes need: ``complete`` when a table is rewritten
+        whole, ``update`` when rows are upserted, else ``append``."""
+        modes = {table.write_mode for table in self.tables}
+        return "complete" if "complete" in modes else "update" if "upsert" in modes else "append"
+
+    @property
+    def accepts_backfill(self) -> bool:
+        """Whether ``python -m spark_jobs backfill`` may load files into its tables: it reads files and every
+        table holds each key once (a second writer of a table rewritten whole, or of counts, would be wrong)."""
+        return self.source.kind == "files" and all(table.write_mode == "insert" for table in self.tables)
 
     @property
     def module(self) -> str:
@@ -234,7 +281,113 @@ CLOUDTRAIL_ETL = JobSpec(
     continuous_trigger="processing-time:10s",
 )
 
-JOBS: Mapping[str, JobSpec] = MappingProxyType({job.name: job for job in (CLOUDTRAIL_ETL,)})
+# Who owns each AWS account: joined to the analytics jobs' rows in every micro-batch.
+ACCOUNTS = DimensionSpec(
+    name="accounts",
+    default_path="reference/accounts.csv",
+    key="account_id",
+    columns=("account_name", "owner_team", "environment"),
+    key_pattern=r"\d{12}",
+)
+
+# The analytics jobs read cloudtrail_events as a stream. A restore of the events table (a commit that
+# removes rows) is skipped rather than failing the stream; OPTIMIZE commits carry no data change and
+# are never read.
+EVENTS_STREAM_OPTIONS = {"maxFilesPerTrigger": "1000", "skipChangeCommits": "true"}
+# The state store transformWithStateInPandas needs (and the one that keeps large state off the heap).
+ROCKSDB = {"spark.sql.streaming.stateStore.providerClass":
+           "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"}
+
+CLOUDTRAIL_ACTIVITY = JobSpec(
+    name="cloudtrail_activity",
+    description="cloudtrail_events -> event counts per time window, account, service, API and error/no-error; "
+                "events too late to count kept in a ledger",
+    default_input="",
+    source=DeltaTableSource("cloudtrail_events"),
+    stateful=True,
+    event_time=EventTimeSpec(
+        column="eventTime",
+        watermark_delay="30 minutes",
+        windows=(WindowSpec("tumbling_5m", "5 minutes"), WindowSpec("sliding_1h_15m", "1 hour", "15 minutes")),
+    ),
+    dimensions=(ACCOUNTS,),
+    tables=(
+        TableSpec(
+            name="cloudtrail_activity",
+            partition_by=("date",),
+            description="events per event-time window, account, eventSource, eventName and error/no-error; late "
+                        "events within the watermark correct their window (MERGE per micro-batch)",
+            write_mode="upsert",
+        ),
+        TableSpec(
+            name="cloudtrail_late_events",
+            partition_by=("date",),
+            description="events that came after the watermark had closed their window: one row per event and "
+                        "window, with how late it was",
+        ),
+    ),
+    file_source_options=EVENTS_STREAM_OPTIONS,
+    schedule="@hourly",
+    tags=("cloudtrail", "streaming", "analytics"),
+    continuous_trigger="processing-time:30s",
+    spark_conf=ROCKSDB,
+)
+
+CLOUDTRAIL_ALERTS = JobSpec(
+    name="cloudtrail_alerts",
+    description="cloudtrail_events -> security alerts from stateful rules (failed console sign-in bursts, "
+                "root use, accounts gone silent), each fired once",
+    default_input="",
+    source=DeltaTableSource("cloudtrail_events"),
+    stateful=True,
+    dimensions=(ACCOUNTS,),
+    tables=(
+        TableSpec(
+            name="cloudtrail_alerts",
+            description="one row per alert: rule, account, who, the event-time window, details; its alert_id is "
+                        "stable, so a replay never repeats it",
+        ),
+    ),
+    file_source_options=EVENTS_STREAM_OPTIONS,
+    # See spark_jobs.jobs.cloudtrail_alerts for what each setting does.
+    settings={
+        "console_login_failures": "5",
+        "console_login_window": "10 minutes",
+        "root_window": "1 hour",
+        "silent_after": "2 hours",
+        "allowed_lateness": "1 hour",
+        "state_ttl": "24 hours",
+    },
+    schedule="@hourly",
+    tags=("cloudtrail", "streaming", "security"),
+    continuous_trigger="processing-time:30s",
+    # transformWithStateInPandas in processing-time mode (state TTL and timers) would run a micro-batch
+    # after every micro-batch forever (available-now never ends); timers are checked in batches with data.
+    spark_conf={**ROCKSDB, "spark.sql.streaming.noDataMicroBatches.enabled": "false"},
+)
+
+WORD_COUNT = JobSpec(
+    name="word_count",
+    description="the Structured Streaming quickstart: text files -> running count of every word (complete mode)",
+    default_input="landing/words",
+    source=FileSource("text"),
+    stateful=True,
+    tables=(
+        TableSpec(
+            name="word_counts",
+            description="every word seen in the text files and how often; rewritten whole by each micro-batch",
+            write_mode="complete",
+        ),
+    ),
+    file_source_options={"maxFilesPerTrigger": "100"},
+    schedule="@hourly",
+    tags=("streaming", "quickstart"),
+    continuous_trigger="processing-time:10s",
+    spark_conf=ROCKSDB,
+)
+
+JOBS: Mapping[str, JobSpec] = MappingProxyType(
+    {job.name: job for job in (CLOUDTRAIL_ETL, CLOUDTRAIL_ACTIVITY, CLOUDTRAIL_ALERTS, WORD_COUNT)})
 
 # Tables of the platform itself, not written by a job's stream (``python -m spark_jobs sql`` shows them too).
 OPS_AUDIT = TableSpec(

@@ -30,6 +30,7 @@ from spark_jobs.errors import UsageError
 from spark_jobs.lake import Lake, PROJECT_ROOT
 from spark_jobs.monitoring.progress import executed
 from spark_jobs.registry import JobSpec
+from spark_jobs.streams import FileSource
 from spark_jobs.table_writers import (ExactlyOnceWriter, TableTarget, check_table_format, create_tables,
                                       refuse_old_layout)
 from spark_jobs.triggers import Trigger
@@ -115,13 +116,17 @@ class RunSummary:
         return json.dumps(self.__dict__, sort_keys=True)
 
 
-def resolve_input(job: JobSpec, given: str | None) -> Path:
-    """The landing folder: ``given``, else ``$<JOB>_INPUT``, else the registry default.
+def resolve_input(job: JobSpec, given: str | None, lake: str | None = None) -> Path:
+    """The landing folder: ``given``, else ``$<JOB>_INPUT``, else the registry default. For a job that
+    reads a Delta table: ``given``, else the table's folder in ``lake`` (created empty at the start
+    when missing).
 
-    :raises UsageError: if it does not exist or is not a folder.
+    :raises UsageError: if a landing folder does not exist or is not a folder.
     """
     import os
 
+    if job.source.kind == "delta":
+        return Path(given).expanduser().resolve() if given else Lake.at(lake).table_path(job.source.table)
     chosen = given or os.environ.get(job.input_env_var) or job.default_input
     path = Path(chosen).expanduser()
     if not path.is_absolute():
@@ -148,6 +153,15 @@ def read_files(spark: SparkSession, job: JobSpec, input_path: Path, options: dic
         reader = spark.read.format("binaryFile")
         options = {k: v for k, v in options.items() if k not in ("maxFilesPerTrigger", "latestFirst")}
     return reader.options(**options).load(str(input_path))
+
+
+def read_input(spark: SparkSession, job: JobSpec, options: "RunOptions", streaming: bool) -> DataFrame:
+    """The job's source (the registry's ``source``) over ``options.input_path``, streaming or batch."""
+    if job.source.kind == "files" and job.source.format == "binaryFile":
+        return read_files(spark, job, options.input_path, options.file_source_options, streaming)
+    from spark_jobs.source_readers import read_source
+
+    return read_source(spark, job, options.input_path, options.file_source_options, streaming)
 
 
 def file_date_column(path: Column) -> Column:
@@ -178,15 +192,24 @@ def file_time_column(path: Column) -> Column:
 
 
 def transform_batch(spark: SparkSession, job: JobSpec, input_path: Path) -> dict[str, DataFrame]:
-    """Every table of ``job`` computed in batch from the files in ``input_path`` (nothing written)."""
+    """Every table of ``job`` computed in batch from the files (or source table) in ``input_path`` (nothing written)."""
     module = job_module(job)
+    if job.stateful:
+        from spark_jobs.analytics.batch_writer import batch_outputs
+        from spark_jobs.source_readers import read_source
+
+        source = read_source(spark, job, input_path, dict(job.file_source_options), streaming=False)
+        return batch_outputs(spark, job, module, source)
     parsed = module.transform(read_files(spark, job, input_path, dict(job.file_source_options), streaming=False))
     return {name: select(parsed) for name, select in module.OUTPUTS.items()}
 
 
 def output_schemas(spark: SparkSession, job: JobSpec) -> dict[str, StructType]:
-    """Each output table's schema, from the transform itself (no data is read)."""
+    """Each output table's schema: the job module's ``TABLE_SCHEMAS``, else from the transform itself
+    (no data is read)."""
     module = job_module(job)
+    if hasattr(module, "TABLE_SCHEMAS"):
+        return dict(module.TABLE_SCHEMAS)
     parsed = module.transform(spark.createDataFrame([], BINARY_FILE_SCHEMA))
     return {name: select(parsed).schema for name, select in module.OUTPUTS.items()}
 
@@ -283,13 +306,13 @@ class _GracefulStop:
         log.warning("%s received: stopping after the current micro-batch", self.signal_name)
 
 
-def _log_progress(progress, input_files: int) -> None:
+def _log_progress(progress, input_files: int, unit: str = "files") -> None:
     """One log line for a finished micro-batch, from Spark's typed progress object.
 
     :param input_files: the batch's files (the source's ``numInputRows`` counts every read of them,
-        and a batch with bad files reads those twice).
+        and a batch with bad files reads those twice), or rows for a job that does not read files whole.
     """
-    log.info("batch %d: %d input files in %d ms (%s)", progress.batchId, input_files,
+    log.info("batch %d: %d input %s in %d ms (%s)", progress.batchId, input_files, unit,
              progress.batchDuration, ", ".join(f"{k} {v} ms" for k, v in sorted(progress.durationMs.items())))
 
 
@@ -308,7 +331,8 @@ def table_targets(job: JobSpec, module: ModuleType, lake: Lake) -> list[TableTar
     keys, first_by = getattr(module, "UNIQUE_KEYS", {}), getattr(module, "FIRST_BY", {})
     null_safe = getattr(module, "NULL_SAFE_KEYS", {})
     return [TableTarget(t.name, lake.table_path(t.name), t.partition_by, tuple(keys.get(t.name, ())),
-                        tuple(first_by.get(t.name, ())), tuple(null_safe.get(t.name, ())), t.stats_columns)
+                        tuple(first_by.get(t.name, ())), tuple(null_safe.get(t.name, ())), t.stats_columns,
+                        t.write_mode)
             for t in job.tables]
 
 
@@ -384,7 +408,7 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
     """The body of :func:`run_streaming`, run while this driver holds the lease."""
     from pyspark.errors import StreamingQueryException
 
-    from spark_jobs.session import build_session
+    from spark_jobs.session import build_session, session_conf
 
     check_table_format(options.table_format)
     refuse_old_layout(table_targets(job, job_module(job), options.lake))  # before Spark starts: one line
@@ -402,6 +426,10 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
     checkpoint = options.checkpoint_path(job.name)
     # Every table exists (empty) before the first batch: readers and other writers find it.
     create_tables(spark, targets, output_schemas(spark, job))
+    if job.source.kind == "delta":
+        from spark_jobs.source_readers import prepare_source
+
+        prepare_source(spark, job, options.input_path)
     summary = RunSummary(job=job.name, trigger=options.trigger.spec, rows={t.name: 0 for t in job.tables})
     per_run: dict = {}  # made on the first batch: the writer
     batch_files: dict[int, int] = {}
@@ -414,11 +442,22 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
             query_id = files.sparkSession.sparkContext.getLocalProperty("sql.streaming.queryId")
             per_run.update(writer=ExactlyOnceWriter(files.sparkSession, targets, query_id or options.stream_name(job.name)))
         carried: dict[str, int] = {}
-        batch_files[batch_id], rows = write_micro_batch(module, per_run["writer"], targets, files, batch_id, carried)
+        if job.stateful:  # files: a micro-batch of the stateful transform's result
+            from spark_jobs.analytics.batch_writer import StatefulBatchWriter
+
+            stateful = per_run.setdefault("stateful", StatefulBatchWriter(job, module, targets, per_run["writer"],
+                                                                          checkpoint, options.input_path))
+            inputs, rows = stateful.write(files, batch_id)
+            carried.update(rows)  # the result's rows the batch wrote (its input rows live in the state)
+            if inputs is not None:
+                batch_files[batch_id] = inputs
+        else:
+            batch_files[batch_id], rows = write_micro_batch(module, per_run["writer"], targets, files, batch_id,
+                                                            carried)
         batch_rows[batch_id] = (carried, rows)
         for table, count in rows.items():
             summary.rows[table] += count
-        summary.input_files += batch_files[batch_id]
+        summary.input_files += batch_files.get(batch_id, 0)
         summary.batches += 1
         if options.expected_files:
             _log_total_progress(summary, options.expected_files, started)
@@ -426,7 +465,7 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
     # Progress is read from the query in this thread (not through a StreamingQueryListener, whose
     # callbacks into Python can arrive after the query, and this process, have ended).
     logged = -1
-    files = read_files(spark, job, options.input_path, options.file_source_options, streaming=True)
+    files = read_input(spark, job, options, streaming=True)
     if options.file_dates is not None:
         # Before the transform: a file out of the range is listed (and its bytes read) but never parsed.
         first, last = options.file_dates
@@ -435,13 +474,17 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
         start, end = options.file_times
         moment = file_time_column(files["path"])
         files = files.where((moment >= F.lit(start)) & (moment < F.lit(end)))
+    if job.stateful:  # the state lives in the stream: its transform runs there, foreachBatch writes the result
+        files = module.transform(files, job)
     stopper.query_started = True  # from here on a signal stops the query after its micro-batch
     try:
-        query = (files.writeStream.queryName(options.stream_name(job.name))
-                 .foreachBatch(write_batch)
-                 .option("checkpointLocation", str(checkpoint))
-                 .trigger(**options.trigger.writer_kwargs())
-                 .start())
+        with session_conf(spark, job.spark_conf):  # the query keeps them (a started query has its own session)
+            query = (files.writeStream.queryName(options.stream_name(job.name))
+                     .outputMode(job.output_mode)
+                     .foreachBatch(write_batch)
+                     .option("checkpointLocation", str(checkpoint))
+                     .trigger(**options.trigger.writer_kwargs())
+                     .start())
     except Exception as exc:  # noqa: BLE001 - a checkpoint Spark cannot resume from, in plain words
         explained = explain_failure(str(exc))
         if explained:
@@ -456,7 +499,10 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
         active = query.isActive
         for progress in query.recentProgress:
             if progress.batchId > logged and progress.numInputRows > 0:
-                _log_progress(progress, batch_files.get(progress.batchId, progress.numInputRows))
+                if progress.batchId not in batch_files:  # a stateful job's result: its input is the source's rows
+                    summary.input_files += progress.numInputRows
+                _log_progress(progress, batch_files.get(progress.batchId, progress.numInputRows),
+                              "files" if job.source == FileSource() else "rows")
                 logged = progress.batchId
                 keeper.details["last_committed_batch"] = progress.batchId
             if progress.batchId > recorded and executed(progress):

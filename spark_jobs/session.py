@@ -9,8 +9,10 @@ session has Delta's SQL extension and catalog. All scratch space stays inside th
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+from typing import Iterator
 
 from pyspark.sql import SparkSession
 
@@ -71,3 +73,19 @@ def build_session(app_name: str, *, ui: bool = False, extra_conf: dict[str, str]
     spark.sparkContext.setLogLevel(os.environ.get("SPARK_LOG_LEVEL", "WARN"))
     logging.getLogger("py4j").setLevel(logging.WARNING)
     return spark
+
+
+@contextlib.contextmanager
+def session_conf(spark: SparkSession, conf: dict[str, str]) -> Iterator[None]:
+    """Set SQL settings for the duration of a ``with`` block, then put the old values back."""
+    old = {key: spark.conf.get(key, None) for key in conf}
+    for key, value in conf.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in old.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)

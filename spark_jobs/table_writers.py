@@ -87,6 +87,8 @@ class TableTarget:
     :param null_safe: key columns that may be NULL (compared with ``<=>``, NULL equal to NULL); the
         others are compared with ``=``, which lets the merge's join reuse the partitioning of a batch ranked whole.
     :param stats_columns: the columns Delta keeps file statistics of (empty: Delta's default).
+    :param write_mode: ``insert`` (insert-only by ``unique_key``, or append without one), ``upsert``
+        (MERGE by ``unique_key``: update the rows it holds, insert the others) or ``complete`` (overwrite).
     """
 
     name: str
@@ -96,6 +98,7 @@ class TableTarget:
     first_by: tuple[str, ...] = ()
     null_safe: tuple[str, ...] = ()
     stats_columns: tuple[str, ...] = ()
+    write_mode: str = "insert"
 
     @property
     def prune_by(self) -> tuple[str, ...]:
@@ -240,13 +243,17 @@ class ExactlyOnceWriter:
         A table with a unique key gets only the rows whose key it does not hold yet (the first of a
         batch's duplicates by ``first_by``); ``prune_values`` (partition column -> the batch's values)
         limits what the merge reads. A table without a key gets every row appended (``rows`` of them).
-        Conflicts with other writers are retried (each retry logged).
+        An ``upsert`` table also gets the rows whose key it holds updated; a ``complete`` table is
+        overwritten by ``frame``. Conflicts with other writers are retried (each retry logged).
 
-        :returns: rows inserted (0 when this writer had already committed this batch to the table).
+        :returns: rows inserted (updated too, for an upsert; 0 when this writer had already committed
+            this batch to the table).
         """
         target = self._targets[table]
         for attempt in range(self.retry.attempts):
             try:
+                if target.write_mode == "complete":
+                    return self._append(batch_id, target, frame, rows, mode="overwrite")
                 if target.unique_key:
                     return self._merge(batch_id, target, frame, prune_values or {})
                 return self._append(batch_id, target, frame, rows)
@@ -261,11 +268,11 @@ class ExactlyOnceWriter:
                 self.retry.sleep(wait)
         raise AssertionError("unreachable")
 
-    def _append(self, batch_id: int, target: TableTarget, frame: DataFrame, rows: int) -> int:
+    def _append(self, batch_id: int, target: TableTarget, frame: DataFrame, rows: int, mode: str = "append") -> int:
         done = self._txn_version(target)
         if done is not None and done >= batch_id:
             return 0
-        (frame.write.format("delta").mode("append")
+        (frame.write.format("delta").mode(mode)
          .option("txnAppId", self.txn_app_id(target.name)).option("txnVersion", batch_id)
          .save(str(target.path)))
         return rows
@@ -286,15 +293,17 @@ class ExactlyOnceWriter:
         conf.set(TXN_APP_ID_CONF, self.txn_app_id(target.name))
         conf.set(TXN_VERSION_CONF, str(batch_id))
         try:
-            result = (DeltaTable.forPath(session, str(target.path)).alias("t")
-                      .merge(source.alias("s"), " AND ".join(condition))
-                      .whenNotMatchedInsertAll().execute())
+            merge = (DeltaTable.forPath(session, str(target.path)).alias("t")
+                     .merge(source.alias("s"), " AND ".join(condition)))
+            if target.write_mode == "upsert":
+                merge = merge.whenMatchedUpdateAll()
+            result = merge.whenNotMatchedInsertAll().execute()
         finally:
             conf.unset(TXN_APP_ID_CONF)
             conf.unset(TXN_VERSION_CONF)
         rows = result.collect() if result is not None else []
         # Delta returns no row when it skipped the merge: this writer already committed this batch.
-        return int(rows[0]["num_inserted_rows"]) if rows else 0
+        return int(rows[0]["num_inserted_rows"]) + int(rows[0]["num_updated_rows"]) if rows else 0
 
     def _txn_version(self, target: TableTarget) -> int | None:
         """The last batch id this writer committed to ``target`` (from the Delta log), or ``None``."""

@@ -11,13 +11,16 @@ from airflow.sdk import BaseOperator
 from streaming.triggers import CheckpointHealthTrigger
 
 
-def job_input_path(job_name: str, given: str | None = None) -> str:
+def job_input_path(job_name: str, given: str | None = None) -> str | None:
     """The job's input folder as its driver resolves it: ``given``, else ``$<JOB>_INPUT``, else the
-    registry's ``default_input`` (relative to the project root)."""
+    registry's ``default_input`` (relative to the project root). For a job reading a Delta table:
+    ``given`` or ``None`` (the table's folder in the lake)."""
     from spark_jobs.lake import PROJECT_ROOT
     from spark_jobs.registry import get_job
 
     job = get_job(job_name)
+    if job.source.kind == "delta":
+        return given or None
     chosen = given or os.environ.get(job.input_env_var) or job.default_input
     path = Path(chosen).expanduser()
     return str(path if path.is_absolute() else PROJECT_ROOT / path)

@@ -10,9 +10,7 @@ import logging
 import os
 import shutil
 import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from pyspark.sql import SparkSession
 
@@ -21,6 +19,7 @@ from spark_jobs.bench.data import BenchData
 from spark_jobs.bench.probes import ProgressRecorder, median, progress_breakdown, spark_jobs_since
 from spark_jobs.lake import Lake
 from spark_jobs.registry import get_job
+from spark_jobs.session import session_conf
 from spark_jobs.triggers import parse_trigger
 
 log = logging.getLogger("spark_jobs.bench")
@@ -52,22 +51,6 @@ def run_bare(spark: SparkSession, landing: Path, out: Path, conf: dict[str, str]
         bare.write_events(spark, landing, out)
         seconds = time.monotonic() - started
     return {"seconds": round(seconds, 3), "spark_jobs": spark_jobs_since(spark, since)}
-
-
-@contextmanager
-def session_conf(spark: SparkSession, conf: dict[str, str]) -> Iterator[None]:
-    """Set SQL settings for the duration of a ``with`` block, then put the old values back."""
-    old = {key: spark.conf.get(key, None) for key in conf}
-    for key, value in conf.items():
-        spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key, value in old.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
 
 
 def _rates(data: BenchData, seconds: float) -> dict:

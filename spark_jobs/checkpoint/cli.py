@@ -109,6 +109,16 @@ def _supervisor(state: dict | None) -> str:
     return text
 
 
+def _backlog(report: dict) -> str:
+    backlog, table = report["backlog_files"], report.get("source_table")
+    if backlog is None:
+        return "backlog unknown"
+    if table:
+        return (f"{backlog} data files in {table['backlog_versions']} versions waiting (table version "
+                f"{table['latest_version']}, read up to {table['read_version']}), {report['in_flight_files']} in flight")
+    return f"{backlog} files waiting, {report['in_flight_files']} in flight, {report['ingested_files']} ingested"
+
+
 def format_report(report: dict) -> str:
     """The inspection for people."""
     backlog = report["backlog_files"]
@@ -117,9 +127,7 @@ def format_report(report: dict) -> str:
         ("status", f"{report['status']}: {STATUS_WORDS.get(report['status'], '')}"),
         ("query id", report["query_id"] or "unknown"),
         ("batches", _batches(report)),
-        ("input", f"{report['input']}: " + ("backlog unknown" if backlog is None else
-                                             f"{backlog} files waiting, {report['in_flight_files']} in flight, "
-                                             f"{report['ingested_files']} ingested")),
+        ("input", f"{report['input']}: " + _backlog(report)),
         ("watermark", (report["watermark"] or {}).get("batch_watermark") or "none"),
         ("state", ", ".join(f"operator {o['id']} {'/'.join(o['names']) or ''} {o['partitions']} partitions, "
                             f"version {o['latest_version']}" for o in report["state"]["operators"])

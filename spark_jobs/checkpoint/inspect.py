@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from spark_jobs.checkpoint.delta_source import DeltaOffset, delta_backlog, delta_source_offset
 from spark_jobs.checkpoint.lease import LeaseInfo, read_lease
 from spark_jobs.checkpoint.listing import list_input, max_file_age_ms
 from spark_jobs.checkpoint.logs import (LogDamage, LogDir, OffsetsEntry, file_source_offset, parse_commit,
@@ -40,7 +41,7 @@ from spark_jobs.registry import JobSpec
 
 STATUSES = ("not_started", "idle", "healthy", "in_flight", "lagging", "stalled", "dead", "corrupt")
 SEVERITIES = ("info", "warning", "error")
-JOB_SOURCES = 1  # the runner reads each job's input through one file source
+JOB_SOURCES = 1  # the runner reads each job's input through one source (files, or a Delta table)
 TEMP_GRACE_SECONDS = 120  # a live driver's temp file younger than this is a write in progress
 
 # Problems that stop Spark from starting, or would make it lose or skip data if it started.
@@ -96,6 +97,7 @@ class CheckpointReport:
     too_old_files: int | None = None
     watermark: dict | None = None
     sources: int | None = None
+    source_table: dict | None = None
     state: dict = field(default_factory=lambda: {"operators": []})
     stored_conf: dict = field(default_factory=dict)
     tables: dict = field(default_factory=dict)
@@ -110,7 +112,8 @@ class CheckpointReport:
     def to_dict(self) -> dict:
         keys = ("job", "checkpoint", "control", "status", "query_id", "latest_offset_batch", "latest_commit_batch",
                 "batch_in_flight", "last_commit_time", "last_batch_planned_time", "input", "backlog_files",
-                "in_flight_files", "ingested_files", "too_old_files", "watermark", "sources", "state", "stored_conf",
+                "in_flight_files", "ingested_files", "too_old_files", "watermark", "sources", "source_table", "state",
+                "stored_conf",
                 "tables", "driver", "supervisor", "inspected_at")
         out = {key: getattr(self, key) for key in keys}
         out["problems"] = [problem.to_dict() for problem in self.problems]
@@ -152,8 +155,11 @@ def lake_location(lake_root: str | os.PathLike | None) -> Location:
     return Location.of(str(resolve_lake_root(lake_root)))
 
 
-def input_location(job: JobSpec, given: str | os.PathLike | None) -> Location:
-    """The landing folder as the runner resolves it: ``given``, else ``$<JOB>_INPUT``, else the registry's."""
+def input_location(job: JobSpec, given: str | os.PathLike | None, lake: Location | None = None) -> Location:
+    """The landing folder as the runner resolves it: ``given``, else ``$<JOB>_INPUT``, else the registry's.
+    For a job reading a Delta table: ``given``, else the table's folder in ``lake``."""
+    if job.source.kind == "delta" and not given:
+        return (lake or lake_location(None)).child("tables", job.source.table)
     chosen = str(given) if given else os.environ.get(job.input_env_var) or job.default_input
     if is_url(chosen):
         return Location.of(chosen)
@@ -216,7 +222,7 @@ def inspect_checkpoint(job: JobSpec, lake_root: str | os.PathLike | None, input_
     _read_metadata(report, checkpoint, started)
     committed = commits.latest if commits.latest is not None else -1
 
-    entries = _read_offsets(report, offsets, committed)
+    entries = _read_offsets(report, offsets, committed, job)
     _read_commits(report, commits, offsets)
     report.table_progress = [table_progress(lake.child("tables", t.name), t.name, report.query_id) for t in job.tables]
     report.tables = {t.name: t.to_dict() for t in report.table_progress}
@@ -233,7 +239,10 @@ def inspect_checkpoint(job: JobSpec, lake_root: str | os.PathLike | None, input_
                        "that already holds it skips it (idempotent writes)")
     _temp_files(report, checkpoint, live, now)
     _state(report, checkpoint)
-    _backlog(report, job, checkpoint, input_path, entries, committed, offsets)
+    if job.source.kind == "delta":
+        _delta_backlog(report, input_location(job, input_path, lake), entries, committed)
+    else:
+        _backlog(report, job, checkpoint, input_path, entries, committed, offsets)
     _status(report, job, lease, live, started, now)
     return report
 
@@ -271,7 +280,8 @@ def _log_files(log: LogDir, batch: int, prefix: str) -> list[str]:
     return names
 
 
-def _read_offsets(report: CheckpointReport, offsets: LogDir, committed: int) -> dict[int, OffsetsEntry]:
+def _read_offsets(report: CheckpointReport, offsets: LogDir, committed: int,
+                  job: JobSpec) -> dict[int, OffsetsEntry]:
     """Parse the offsets Spark reads at start: the last committed batch's and every later one."""
     entries: dict[int, OffsetsEntry] = {}
     for batch in sorted(b for b in offsets.batches if b >= committed):
@@ -307,13 +317,20 @@ def _read_offsets(report: CheckpointReport, offsets: LogDir, committed: int) -> 
                        "to start ('There are [N] sources in the checkpoint offsets and now there are [M]')",
                        "two ways out: revert the code change, or start a new checkpoint and reprocess",
                        repair="refuse")
-        elif entry.sources[0] is not None and file_source_offset(entry.sources[0]) is None:
+        elif entry.sources[0] is not None and _offset_of(job, entry.sources[0]) is None:
+            expected = "a Delta table's ({\"reservoirVersion\": N, ...})" if job.source.kind == "delta" else \
+                "a file source's ({\"logOffset\": N})"
             report.add("source_changed", "error",
-                       f"the checkpoint's source offset {json.dumps(entry.sources[0])[:80]} is not a file source's "
-                       "({\"logOffset\": N}): the checkpoint was written by a query reading another kind of source",
+                       f"the checkpoint's source offset {json.dumps(entry.sources[0])[:80]} is not {expected}: the "
+                       "checkpoint was written by a query reading another kind of source",
                        "two ways out: revert the code change, or start a new checkpoint and reprocess",
                        repair="refuse")
     return entries
+
+
+def _offset_of(job: JobSpec, offset: dict) -> int | DeltaOffset | None:
+    """The source's offset as the job's kind of source writes it (None: another kind wrote it)."""
+    return delta_source_offset(offset) if job.source.kind == "delta" else file_source_offset(offset)
 
 
 def _read_commits(report: CheckpointReport, commits: LogDir, offsets: LogDir) -> None:
@@ -533,6 +550,36 @@ def _backlog(report: CheckpointReport, job: JobSpec, checkpoint: Location, given
                        f"{next(iter(seen))}); with this input every file counts as new",
                        "pass the --input the job runs with; if the job's input really moved, its files are read "
                        "again (cloudtrail_events keeps one row per eventID; other tables may get duplicates)")
+
+
+def _delta_backlog(report: CheckpointReport, table: Location, entries: dict[int, OffsetsEntry], committed: int) -> None:
+    """The backlog of a job reading a Delta table: the data files its commits added after the stream's offset."""
+    report.input = table.url
+    if not table.child("_delta_log").isdir():
+        report.add("input_missing", "warning", f"the source table {table.url} does not exist yet, so nothing waits",
+                   "start its producer (the job starts and creates it empty); pass --input only for another table")
+        report.backlog_files = 0
+        return
+
+    def offset(batch: int) -> DeltaOffset | None:
+        entry = entries.get(batch)
+        return delta_source_offset(entry.sources[0]) if entry and entry.sources else None
+
+    done = offset(committed) if committed >= 0 else None
+    planned = offset(max(entries)) if report.batch_in_flight is not None and entries else done
+    waiting = delta_backlog(table, planned)
+    report.backlog_files = waiting.files
+    report.source_table = {**waiting.to_dict(), "read_version": planned.version if planned else None}
+    if planned is not done and waiting.files is not None:
+        before = delta_backlog(table, done).files
+        report.in_flight_files = None if before is None else before - waiting.files
+    else:
+        report.in_flight_files = 0
+    if waiting.files is None:
+        report.add("source_log_gone", "warning",
+                   f"the source table's log no longer holds the versions after {planned.version if planned else 0} "
+                   "the stream has not read (Delta cleaned up its old commits), so the backlog is unknown",
+                   "start the job: Delta's source fails if it cannot read them; then reprocess with a new checkpoint")
 
 
 def _status(report: CheckpointReport, job: JobSpec, lease: LeaseInfo | None, live: bool, started: bool,

@@ -74,6 +74,8 @@ def test_one_date_alone_is_an_open_range(roots):
 
 @pytest.mark.parametrize("case, field, message", [
     ("unknown job", "job", "unknown job 'no_such_job'"),
+    ("a job of counts", "job", "cloudtrail_activity reads the Delta table cloudtrail_events into tables that are not "
+                               "insert-only"),
     ("empty source", "source", "is required"),
     ("relative path", "source", "is not an absolute path"),
     ("dot-dot", "source", "contains '..'"),
@@ -96,6 +98,7 @@ def test_each_bad_field_is_refused_by_name(roots, case, field, message):
     root, outside = roots
     requests = {
         "unknown job": dict(source=str(root), job="no_such_job"),
+        "a job of counts": dict(source=str(root), job="cloudtrail_activity"),
         "empty source": dict(source=" "),
         "relative path": dict(source="history/exports"),
         "dot-dot": dict(source=f"{root}/exports/../exports"),

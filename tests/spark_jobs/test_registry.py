@@ -22,7 +22,8 @@ def test_table_names_are_unique_across_jobs():
 
 
 def test_unknown_job_names_the_value_and_the_known_jobs():
-    with pytest.raises(UsageError, match="unknown job 'nope'; known jobs: cloudtrail_etl"):
+    known = "cloudtrail_activity, cloudtrail_alerts, cloudtrail_etl, word_count"
+    with pytest.raises(UsageError, match=f"unknown job .nope.; known jobs: {known}"):
         get_job("nope")
 
 
@@ -30,3 +31,27 @@ def test_importing_the_registry_does_not_import_pyspark():
     code = "import sys, spark_jobs.registry; print('pyspark' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_each_tables_write_mode_gives_the_jobs_output_mode():
+    assert {name: job.output_mode for name, job in JOBS.items()} == {
+        "cloudtrail_etl": "append", "cloudtrail_activity": "update", "cloudtrail_alerts": "append",
+        "word_count": "complete"}
+
+
+def test_an_unknown_write_mode_is_refused_naming_it():
+    from spark_jobs.registry import TableSpec
+
+    with pytest.raises(ValueError, match="table t: write_mode 'merge' is not one of insert, upsert, complete"):
+        TableSpec("t", write_mode="merge")
+
+
+def test_job_settings_from_the_environment_override_the_registrys_and_unknown_ones_are_refused(monkeypatch):
+    from spark_jobs.streams import job_settings
+
+    job = get_job("cloudtrail_alerts")
+    monkeypatch.setenv("CLOUDTRAIL_ALERTS_SETTINGS", '{"silent_after": "1 hour"}')
+    assert job_settings(job.name, job.settings) == {**job.settings, "silent_after": "1 hour"}
+    monkeypatch.setenv("CLOUDTRAIL_ALERTS_SETTINGS", '{"silence": "1 hour"}')
+    with pytest.raises(UsageError, match=r"names unknown setting\(s\) silence of job cloudtrail_alerts"):
+        job_settings(job.name, job.settings)
