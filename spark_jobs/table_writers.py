@@ -184,7 +184,11 @@ def _wait_for_first_commit(target: TableTarget, raise_: bool = True,
 
 def _has_commit(log_dir: Path) -> bool:
     """Whether a Delta log folder holds a commit (``<version>.json``) or a checkpoint."""
-    with os.scandir(log_dir) as entries:
+    try:
+        entries = os.scandir(log_dir)
+    except FileNotFoundError:  # a creation that was rolled back under us: another writer may start again
+        return False
+    with entries:
         return any(e.name == "_last_checkpoint" or (e.name[:20].isdigit() and e.name.endswith((".json", ".parquet")))
                    for e in entries)
 

@@ -91,7 +91,7 @@ def shape_of(text: str) -> str:
     if first_line.startswith("{"):
         try:
             first = json.loads(first_line)
-        except ValueError:
+        except (ValueError, RecursionError):
             return DOCUMENT
         if isinstance(first, dict) and _EVENT_KEYS.intersection(first):
             return LINES
@@ -142,6 +142,15 @@ class Piece:
     detail: str | None = None
 
 
+def _json_problem(exc: Exception) -> str:
+    """What Python's JSON reader found wrong, in words (a record nested too deeply is no ValueError)."""
+    if isinstance(exc, json.JSONDecodeError):
+        return exc.msg
+    if isinstance(exc, RecursionError):
+        return "nested more deeply than a JSON reader allows (about 1,000 levels)"
+    return str(exc)
+
+
 def _where(text: str, pos: int) -> str:
     line = text.count("\n", 0, pos) + 1
     column = pos - (text.rfind("\n", 0, pos) + 1) + 1
@@ -171,9 +180,8 @@ def _salvage_array(text: str, pos: int, damage: tuple[str, str] | None) -> list[
                 return pieces + [_damage_piece(text, pos, problem, damage)]
         try:
             _, end = decoder.raw_decode(text, pos)
-        except ValueError as exc:
-            problem = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
-            return pieces + [_damage_piece(text, pos, problem, damage)]
+        except (ValueError, RecursionError) as exc:
+            return pieces + [_damage_piece(text, pos, _json_problem(exc), damage)]
         pieces.append(Piece(index, text[pos:end]))
         index, pos = index + 1, end
     if damage:  # the array closed, but the stream was damaged after it
@@ -212,9 +220,9 @@ def salvage(text: str, reason: str | None = None, detail: str | None = None) -> 
         if exc.msg == "Extra data":  # several JSON documents: JSON lines whose first line is odd
             return salvage_lines(text, damage)
         return [_damage_piece(text, exc.pos, exc.msg, damage)]
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         pos = getattr(exc, "pos", 0)
-        return [_damage_piece(text, start if pos is None else pos, getattr(exc, "msg", str(exc)), damage)]
+        return [_damage_piece(text, start if pos is None else pos, _json_problem(exc), damage)]
     if isinstance(document, dict) and "Records" in document:
         records = document["Records"]
         if isinstance(records, list):
@@ -237,11 +245,12 @@ def salvage_lines(text: str, damage: tuple[str, str] | None = None) -> list[Piec
         try:
             json.loads(line)
             pieces.append(Piece(index, line.strip()))
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             if last and damage:
                 pieces.append(Piece(None, line, damage[0], damage[1]))
             else:
-                pieces.append(Piece(index, line, reasons.INVALID_JSON, f"line {index + 1}: {exc}"))
+                pieces.append(Piece(index, line, reasons.INVALID_JSON,
+                                    f"line {index + 1}: {exc if isinstance(exc, ValueError) else _json_problem(exc)}"))
     if damage and (not lines or pieces[-1].reason is None):
         pieces.append(Piece(None, "", damage[0], damage[1]))
     return pieces
@@ -297,10 +306,16 @@ def plain_event_time(text: object) -> bool:
 
 
 def _plainly_valid(record, known: frozenset) -> tuple[bool, bool]:
-    """(has unknown top-level keys, eventTime and eventID are plainly valid) of a simdjson object."""
+    """(has unknown top-level keys, eventTime and eventID are plainly valid) of a simdjson object.
+
+    A record with a top-level key twice is not plain: simdjson reads the first value of such a key,
+    Spark's JSON reader the last, so only Spark may say what its eventID is.
+    """
     event_id = record.get("eventID")
-    return (not known.issuperset(record),
-            isinstance(event_id, str) and bool(event_id.strip()) and plain_event_time(record.get("eventTime")))
+    keys = set(record)
+    return (not known.issuperset(keys),
+            isinstance(event_id, str) and bool(event_id.strip()) and plain_event_time(record.get("eventTime"))
+            and len(keys) == len(record))
 
 
 def rescued_json(record: dict, known: frozenset) -> str | None:
@@ -317,6 +332,8 @@ def _healthy(data: bytes, parser, known: frozenset) -> SplitFile | None:
         document = parser.parse(data)
     except ValueError:  # invalid JSON or UTF-8 (UnicodeDecodeError is a ValueError), or JSON lines
         return None
+    except RuntimeError:  # simdjson's own limits, e.g. DEPTH_ERROR: nested more than 1,024 levels
+        return None
     try:
         if isinstance(document, simdjson.Object):
             records, shape = document.get("Records"), RECORDS
@@ -332,7 +349,10 @@ def _healthy(data: bytes, parser, known: frozenset) -> SplitFile | None:
             if unknown or not plain:
                 text = record.mini.decode()
                 if unknown:
-                    rescued[index] = rescued_json(json.loads(text), known)
+                    try:
+                        rescued[index] = rescued_json(json.loads(text), known)
+                    except RecursionError:  # deeper than Python's reader goes: salvage says so
+                        return None
                 if not plain:
                     raw[index] = text
         return SplitFile(data, shape, rescued, raw)

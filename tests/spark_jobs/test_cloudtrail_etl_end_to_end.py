@@ -148,3 +148,41 @@ def test_new_files_add_exactly_their_records(landed, run_job, tables):
     ids = {r.eventID for r in events.select("eventID").collect()}
     assert ids == set(landed["manifest"].good_event_ids) | set(more.good_event_ids)
     assert events.agg(F.count("*") - F.count_distinct("eventID")).first()[0] == 0
+
+
+def _nested_file(path, event_ids, deep_id: str, depth: int) -> None:
+    records = [json.dumps({"eventID": i, "eventTime": "2024-03-01T08:00:00Z", "eventName": "Plain"})
+               for i in event_ids]
+    records.append('{"eventID":"%s","eventTime":"2024-03-01T08:00:00Z","requestParameters":%s}'
+                   % (deep_id, "[" * depth + "]" * depth))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('{"Records":[' + ",".join(records) + "]}")
+
+
+def test_a_file_only_python_can_read_is_quarantined_whole_and_the_batch_stays_exact(tmp_path, run_job, tables):
+    # 1,005 levels: simdjson (1,024) finds the file healthy, Spark's JSON reader (1,000) cannot read it.
+    # The file is one quarantine row; the other file's events land.
+    landing = tmp_path / "landing"
+    _nested_file(landing / "deep_20240301T0800Z_a.json", ["d1", "d2"], "d3", 1005)
+    _nested_file(landing / "fine_20240301T0800Z_b.json", ["f1", "f2"], "f3", 5)
+    summary = run_job(landing, tmp_path / "lake")
+    frames = tables(tmp_path / "lake")
+    assert sorted(r.eventID for r in frames["cloudtrail_events"].collect()) == ["f1", "f2", "f3"]
+    quarantined = [(file_name(r.source_file), r.record_index, r.reason, r.detail)
+                   for r in frames["cloudtrail_quarantine"].collect()]
+    assert quarantined == [("deep_20240301T0800Z_a.json", None, reasons.INVALID_JSON,
+                            "Spark's JSON reader could not read this file as CloudTrail records")]
+    assert summary.rows == {"cloudtrail_events": 3, "cloudtrail_quarantine": 1}
+
+
+def test_a_record_nested_deeper_than_any_reader_goes_is_quarantined_not_fatal(tmp_path, run_job, tables):
+    # 1,100 levels: neither simdjson nor Python's json reads it; the records before it are kept.
+    landing = tmp_path / "landing"
+    _nested_file(landing / "deeper_20240301T0800Z_c.json", ["e1", "e2"], "e3", 1100)
+    run_job(landing, tmp_path / "lake")
+    frames = tables(tmp_path / "lake")
+    assert sorted(r.eventID for r in frames["cloudtrail_events"].collect()) == ["e1", "e2"]
+    [row] = frames["cloudtrail_quarantine"].collect()
+    assert (row.record_index, row.reason) == (None, reasons.INVALID_JSON)
+    assert row.detail.startswith("nested more deeply than a JSON reader allows")
+    assert row.raw.startswith('{"eventID":"e3"')
