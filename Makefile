@@ -28,7 +28,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt | cksum | cut -d' ' -f1)
 
-.PHONY: setup demo test sample-data clean help env airflow stop
+.PHONY: setup install jars demo test sample-data clean help env airflow stop
 
 help:
 	@echo "make demo   set up, ingest generated CloudTrail samples through Airflow, show the table"
@@ -57,7 +57,12 @@ $(AIRFLOW_HOME)/airflow.db: $(STAMP)
 	@airflow db migrate > $(AIRFLOW_HOME)/db-migrate.log 2>&1 \
 		|| { tail -20 $(AIRFLOW_HOME)/db-migrate.log; exit 1; }
 
-setup: $(STAMP) $(JARS_STAMP) $(AIRFLOW_HOME)/airflow.db
+# The two steps the project's image runs too (Dockerfile: `make install`, `make jars`); the image's
+# Airflow DB is Postgres, migrated by docker-compose's airflow-init instead of the SQLite one here.
+install: $(STAMP)
+jars: $(JARS_STAMP)
+
+setup: install jars $(AIRFLOW_HOME)/airflow.db
 
 sample-data: setup
 	@test -d $(CLOUDTRAIL_ETL_INPUT) || python -m spark_jobs sample-data --out $(CLOUDTRAIL_ETL_INPUT)
