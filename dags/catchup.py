@@ -9,7 +9,7 @@ run with no new files writes nothing, and a run that was killed is resumed by th
 The task runs:
 
     spark-submit --master <spark_default's host> --jars <project>/.jars/delta-spark...jar,... \\
-        --conf spark.executorEnv.PYTHONPATH=<project> --conf <Delta's extension and catalog> \\
+        --conf <Delta's extension and catalog> \\
         --name <job> <project>/spark_jobs/__main__.py \\
         run <job> --trigger available-now [--input DIR] [--max-files-per-trigger N]
 
@@ -118,8 +118,8 @@ def build_catchup_dag(job: JobSpec) -> DAG:
             # The args template renders to a list; every other field is a plain string.
             render_template_as_native_obj=True,
             name=job.name,
-            # spark_jobs/__main__.py puts the project on the driver's sys.path; the Python workers
-            # that run the job's UDFs need it too (Spark adds this to their PYTHONPATH).
+            # spark_jobs/__main__.py puts the project on the driver's sys.path; the driver ships its code
+            # to the executors as a py_files zip (spark_jobs.code_zip), on local[2] and on a cluster alike.
             conf=spark_submit_conf(),
             # The pinned Delta jars fetched at set-up (paths only: nothing is read while parsing).
             jars=spark_submit_jars(),

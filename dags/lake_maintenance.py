@@ -5,7 +5,7 @@ One DAG, `lake_maintenance`, runs daily. For each table in `spark_jobs.registry.
 spark-submits, one after the other:
 
     spark-submit --master <spark_default's host> --jars <project>/.jars/delta-spark...jar,... \\
-        --conf spark.executorEnv.PYTHONPATH=<project> --conf <Delta's extension and catalog> \\
+        --conf <Delta's extension and catalog> \\
         --name lake_optimize_<table> <project>/spark_jobs/__main__.py lake optimize --table <table>
 
 then the same with `lake vacuum --table <table>`: compaction of the small files the micro-batches

@@ -82,8 +82,13 @@ APPLICATION = str(PROJECT_ROOT / "spark_jobs" / "__main__.py")
 
 
 def spark_submit_conf() -> dict[str, str]:
-    """The ``--conf`` every spark-submit of a job carries: the project on the Python workers' path, and Delta."""
-    return {"spark.executorEnv.PYTHONPATH": str(PROJECT_ROOT), **DELTA_CONF}
+    """The ``--conf`` every spark-submit of a job carries: Delta's extension and catalog.
+
+    The project's code reaches the executors from the driver itself, as a zip of the code it runs
+    (:mod:`spark_jobs.code_zip`, shipped by :func:`spark_jobs.session.build_session`): a path of this
+    machine on the executors' ``PYTHONPATH`` means nothing on a cluster's workers.
+    """
+    return dict(DELTA_CONF)
 
 
 def spark_submit_jars() -> str:

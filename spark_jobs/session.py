@@ -3,7 +3,9 @@
 Run by ``python -m spark_jobs`` the session is local (``$SPARK_MASTER``, else ``local[2]``) and gets
 the pinned jars of :mod:`spark_jobs.jars` (Delta Lake) from ``.jars/``; run by ``spark-submit`` the
 master, the jars (``--jars``) and any ``--conf`` come from spark-submit and are not overridden. Every
-session has Delta's SQL extension and catalog. All scratch space stays inside the project
+session has Delta's SQL extension and catalog, and ships the project's code to its executors as a zip
+of the code this driver runs (:mod:`spark_jobs.code_zip`), so the same job runs on ``local[2]`` and on a
+cluster whose executors do not have the project. All scratch space stays inside the project
 (``.spark/``) so killed JVMs leave nothing in ``/tmp``.
 """
 
@@ -16,6 +18,7 @@ from typing import Iterator
 
 from pyspark.sql import SparkSession
 
+from spark_jobs import code_zip
 from spark_jobs.jars import DELTA_CONF, spark_jars
 from spark_jobs.lake import PROJECT_ROOT
 from spark_jobs.monitoring.prometheus import STREAMING_METRICS_CONF
@@ -70,6 +73,8 @@ def build_session(app_name: str, *, ui: bool = False, extra_conf: dict[str, str]
     for key, value in {**REQUIRED_CONF, **(extra_conf or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
+    # Spark's py_files: every executor fetches it from the driver (a path added twice is added once).
+    spark.sparkContext.addPyFile(str(code_zip.build()))
     spark.sparkContext.setLogLevel(os.environ.get("SPARK_LOG_LEVEL", "WARN"))
     logging.getLogger("py4j").setLevel(logging.WARNING)
     return spark

@@ -130,9 +130,9 @@ def test_params_reach_the_command_line_only_when_set(dag, job, params, extra_arg
 
     master = json.loads(os.environ["AIRFLOW_CONN_SPARK_DEFAULT"])["host"]
     delta_conf = [arg for key, value in DELTA_CONF.items() for arg in ("--conf", f"{key}={value}")]
-    assert command[:5] == ["spark-submit", "--master", master, "--conf", f"spark.executorEnv.PYTHONPATH={PROJECT_ROOT}"]
-    assert command[5:9] == delta_conf
-    assert command[9:] == ["--jars", ",".join(str(path) for path in jar_paths()), "--name", job.name, APPLICATION,
+    assert command[:3] == ["spark-submit", "--master", master]
+    assert command[3:7] == delta_conf
+    assert command[7:] == ["--jars", ",".join(str(path) for path in jar_paths()), "--name", job.name, APPLICATION,
                            "run", job.name, "--trigger", "available-now", *extra_args]
     parsed = build_parser().parse_args(command[command.index(APPLICATION) + 1:])
     assert (parsed.command, parsed.job, parsed.trigger) == ("run", job.name, "available-now")
@@ -275,7 +275,7 @@ def test_lake_maintenance_spark_submits_the_lake_command_with_the_delta_jars(dag
     master = json.loads(os.environ["AIRFLOW_CONN_SPARK_DEFAULT"])["host"]
     assert command[:3] == ["spark-submit", "--master", master]
     confs = [command[i + 1] for i, arg in enumerate(command) if arg == "--conf"]
-    assert set(confs) == {f"spark.executorEnv.PYTHONPATH={PROJECT_ROOT}", *(f"{k}={v}" for k, v in DELTA_CONF.items())}
+    assert set(confs) == {f"{k}={v}" for k, v in DELTA_CONF.items()}
     assert command[command.index("--jars") + 1] == ",".join(str(p) for p in jar_paths())
     assert command[command.index(APPLICATION) + 1:] == ["lake", step, "--table", table]
     parsed = build_parser().parse_args(command[command.index(APPLICATION) + 1:])
