@@ -370,6 +370,11 @@ def check_reprocess(job: JobSpec, lake: Lake, from_time, input_path: str | None,
         raise OncallRefused("from_time", str(exc).split(": ", 1)[1]) from None
     if moment > now:
         raise OncallRefused("from_time", f"{_iso(moment)} is in the future (now is {_iso(now)}): nothing to replay")
+    if not job.accepts_backfill:  # windows, counts or state: replaying some input would not rebuild them
+        raise OncallRefused("job", f"reprocess_from replays input files into tables that hold each key once; "
+                                   f"{job.name} reads {job.source.describe()} into tables of "
+                                   f"{job.output_mode} mode: use reset_checkpoint (its tables are rebuilt from "
+                                   f"its whole source by the next run) or rollback_table")
     from spark_jobs.catchup_plan import job_input
 
     source = Path(input_path or job_input(job.name, None))
