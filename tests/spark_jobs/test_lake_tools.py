@@ -206,7 +206,9 @@ def test_convert_a_file_sink_lake_keeps_exactly_the_committed_rows(spark, tmp_pa
     assert (events_path / "_spark_metadata").is_dir() and not (events_path / "_delta_log").exists()
     assert spark.read.parquet(str(events_path)).count() == len(old["committed"])  # Spark's file-sink reader
 
-    events, quarantine = lake_command(spark, "convert", "--lake", str(lake.root))
+    events, quarantine, *others = lake_command(spark, "convert", "--lake", str(lake.root))
+    unwritten = [t.name for job in JOBS.values() for t in job.tables][2:]  # the analytics jobs' tables
+    assert [(r["table"], r["status"]) for r in others] == [(name, "absent") for name in unwritten]
 
     assert (events["status"], events["from_spark_metadata"], events["rows"]) == ("converted", True, 12)
     assert events["untracked_files"] == [old["killed"]]
@@ -224,7 +226,8 @@ def test_convert_a_file_sink_lake_keeps_exactly_the_committed_rows(spark, tmp_pa
 
     again = lake_command(spark, "convert", "--lake", str(lake.root))
     assert [(r["table"], r["status"]) for r in again] == [("cloudtrail_events", "already_delta"),
-                                                          ("cloudtrail_quarantine", "already_delta")]
+                                                          ("cloudtrail_quarantine", "already_delta")] + \
+        [(name, "absent") for name in unwritten]
 
 
 def test_lake_commands_name_an_unknown_table(tmp_path):
