@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 
 from spark_jobs.kafka.connection import KafkaConnection
 
-TIMEOUT_SECONDS = 10.0
+TIMEOUT_SECONDS = 5.0
 
 
 def kafka_source_offset(offset) -> dict[str, dict[int, int]] | None:

@@ -92,6 +92,7 @@ def reprocess_kafka(spark: SparkSession, job: JobSpec, lake, spec: str, from_tim
     create_tables(spark, targets, output_schemas(spark, job))
     options = {k: v for k, v in job.file_source_options.items() if k != "startingOffsets"}
     options["startingTimestamp"] = str(epoch_ms(from_time))
+    options["startingOffsetsByTimestampStrategy"] = "latest"  # a partition with nothing that new: nothing to read
     messages = read_kafka(spark, job, spec, options, streaming=False)
     writer = ExactlyOnceWriter(spark, targets, f"reprocess-{audit_id or uuid.uuid4()}")
     carried: dict[str, int] = {}

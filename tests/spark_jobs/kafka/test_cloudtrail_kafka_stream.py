@@ -129,6 +129,15 @@ def test_consumer_lag_in_checkpoint_inspect_equals_the_brokers_numbers_while_sto
     ages = [p["lag_seconds"] for p in report["consumer_lag"]["partitions"]]
     assert all(60 <= age < 60 + 120 for age in ages), ages
     assert report["input"] == f"kafka:{TOPIC}"
+
+    # The health page's backlog cell says the same (the health summary runs the same inspection).
+    if str(PROJECT_ROOT / "plugins") not in sys.path:
+        sys.path.insert(0, str(PROJECT_ROOT / "plugins"))
+    from spark_jobs.monitoring.health import check_job
+    from streaming.health_page import _row
+
+    row = _row(check_job(KAFKA_JOB, ingested["lake"]))
+    assert 'data-backlog="15"' in row and f"{TOPIC}/0: 3, {TOPIC}/1: 5, {TOPIC}/2: 7" in row
     ingested["lag_ids"] = {f"lag-{p}-{i}" for p, n in waiting.items() for i in range(n)}
 
 
