@@ -167,3 +167,30 @@ def test_reprocess_from_a_timestamp_restores_lost_rows_and_leaves_the_table_exac
     assert result["inserted"]["cloudtrail_events"] == len(lost_newer) + len(lag_ids)
     assert result["inserted"]["cloudtrail_kafka_quarantine"] == 0
     assert len(_quarantine(spark, lake)) == 20
+
+
+def test_messages_deleted_before_the_job_read_them_are_reported_and_fail_the_job(spark, ingested, kafka_broker,
+                                                                                  run_kafka_job):
+    """failOnDataLoss=true: retention (here delete-records) took messages the checkpoint had not read yet."""
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    from spark_jobs.checkpoint.inspect import inspect_checkpoint
+    from spark_jobs.runner import JobFailed
+
+    lake = ingested["lake"]
+    position = _checkpoint_offsets(ingested["checkpoint"])
+    admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap_servers})
+    for future in admin.delete_records([TopicPartition(TOPIC, 1, position[1] + 2)]).values():
+        future.result(30)
+
+    report = inspect_checkpoint(KAFKA_JOB, lake).to_dict()
+    lost = {p["partition"]: p["lost"] for p in report["consumer_lag"]["partitions"]}
+    assert lost == {0: 0, 1: 2, 2: 0}
+    problem = next(p for p in report["problems"] if p["code"] == "kafka_offsets_lost")
+    assert problem["severity"] == "error" and f"{TOPIC}/1 offsets {position[1]}-{position[1] + 1}" in problem["explanation"]
+
+    before = sorted(_events(spark, lake))
+    with pytest.raises(JobFailed, match="(?i)data (may have been )?lost|failOnDataLoss|DATA_LOSS"):
+        run_kafka_job(TOPIC, lake)
+    assert sorted(_events(spark, lake)) == before  # nothing of the failed batch was written
