@@ -40,18 +40,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from spark_jobs.errors import UsageError
+from spark_jobs.errors import UsageError, positive_int
 from spark_jobs.registry import JOBS, get_job
 
 
 def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise UsageError(f"--max-files-per-trigger must be a whole number >= 1, got {text!r}")
-    return value
+    return positive_int(text, "--max-files-per-trigger")
 
 
 def build_parser() -> argparse.ArgumentParser:

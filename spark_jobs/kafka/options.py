@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from spark_jobs.errors import UsageError
+from spark_jobs.errors import UsageError, positive_int
 
 
 def parse_time(text: str, flag: str) -> datetime:
@@ -30,13 +30,7 @@ def run_overrides(max_offsets_per_trigger: str | None, starting_timestamp: str |
     """
     options: dict[str, str] = {}
     if max_offsets_per_trigger is not None:
-        try:
-            count = int(max_offsets_per_trigger)
-        except ValueError:
-            count = 0
-        if count < 1:
-            raise UsageError(f"--max-offsets-per-trigger must be a whole number >= 1, got {max_offsets_per_trigger!r}")
-        options["maxOffsetsPerTrigger"] = str(count)
+        options["maxOffsetsPerTrigger"] = str(positive_int(max_offsets_per_trigger, "--max-offsets-per-trigger"))
     if starting_timestamp is not None:
         moment = parse_time(starting_timestamp, "--starting-timestamp")
         options["startingTimestamp"] = str(int(moment.timestamp() * 1000))
