@@ -186,7 +186,9 @@ def _cmd_run(args) -> int:
     if job.source.kind == "kafka":
         from spark_jobs.kafka.options import run_overrides
 
-        options.update(run_overrides(args.max_offsets_per_trigger, args.starting_timestamp))
+        # The DAG forms' "files per micro-batch" is messages per micro-batch for a Kafka job.
+        per_trigger = options.pop("maxFilesPerTrigger", None)
+        options.update(run_overrides(args.max_offsets_per_trigger or per_trigger, args.starting_timestamp))
 
     from spark_jobs.runner import RunOptions, configure_logging, resolve_input, run_streaming
 
