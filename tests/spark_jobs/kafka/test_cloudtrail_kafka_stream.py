@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from spark_jobs.kafka.broker import create_topic
+from spark_jobs.kafka.connection import env_var
 from spark_jobs.kafka.sample_messages import Message, produce, sample_messages
 from tests.conftest import PROJECT_ROOT
 from tests.spark_jobs.kafka.conftest import KAFKA_JOB
@@ -26,6 +27,7 @@ from tests.spark_jobs.kafka.conftest import KAFKA_JOB
 TOPIC = "ct-main"
 PARTITIONS = 3
 HOUR_MS = 3_600_000
+SECRET = "trust-store-secret-5b1f"
 
 
 def _batch_ids(folder: Path) -> set[int]:
@@ -72,17 +74,24 @@ def ingested(spark, kafka_broker, run_kafka_job, tmp_path_factory):
     lake = tmp_path_factory.mktemp("kafka-lake")
     checkpoint = lake / "checkpoints" / KAFKA_JOB.name
     log = lake.parent / "kafka-killed-driver.log"
+    # The killed driver's connection carries a secret (a trust-store password the PLAINTEXT client ignores):
+    # it reaches Spark's Kafka options and must not reach the log.
+    connection = {"conn_type": "kafka", "host": kafka_broker.bootstrap_servers,
+                  "extra": {"ssl.truststore.password": SECRET}}
     process = subprocess.Popen(
         [sys.executable, "-m", "spark_jobs", "run", KAFKA_JOB.name, "--input", TOPIC, "--lake", str(lake),
          "--max-offsets-per-trigger", "1500", "--lease-ttl", "2"],
-        cwd=PROJECT_ROOT, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
+        cwd=PROJECT_ROOT, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True,
+        env={**os.environ, env_var(KAFKA_JOB.source.connection_id): json.dumps(connection)})
     try:
         killed = _kill_mid_batch(process, checkpoint, after_commits=2)
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(30)
-    assert "password" not in log.read_text().lower()
+    text = log.read_text()
+    assert f"reading Kafka {{'subscribe': '{TOPIC}'}} from {kafka_broker.bootstrap_servers} (PLAINTEXT)" in text
+    assert "batch 0:" in text and SECRET not in text
     time.sleep(2.5)  # the killed driver's lease expires (ttl 2 s)
     summary = run_kafka_job(TOPIC, lake, maxOffsetsPerTrigger="20000")
     return {"sample": sample, "lake": lake, "checkpoint": checkpoint, "killed": killed, "summary": summary,
