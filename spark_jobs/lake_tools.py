@@ -42,7 +42,7 @@ from pathlib import Path
 
 from spark_jobs.errors import UsageError
 from spark_jobs.lake import Lake
-from spark_jobs.registry import JOBS, JobSpec, TableSpec
+from spark_jobs.registry import JOBS, JobSpec, TableSpec, all_tables
 
 COMMANDS = ("history", "optimize", "vacuum", "restore", "convert")
 OPTIMIZE_ATTEMPTS = 3
@@ -69,7 +69,7 @@ def registry_table(name: str) -> tuple[JobSpec, TableSpec]:
         for table in job.tables:
             if table.name == name:
                 return job, table
-    known = [t.name for j in JOBS.values() for t in j.tables]
+    known = list(all_tables())
     raise UsageError(f"unknown table {name!r}; tables: {', '.join(known)}")
 
 
@@ -77,7 +77,7 @@ def chosen_tables(name: str | None) -> list[tuple[JobSpec, TableSpec]]:
     """``name``'s table, or every registry table when ``name`` is None."""
     if name:
         return [registry_table(name)]
-    return [(job, table) for job in JOBS.values() for table in job.tables]
+    return list(all_tables().values())  # a table several jobs write, once (with its owner)
 
 
 def delta_path(lake: Lake, table: str) -> Path:

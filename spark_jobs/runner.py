@@ -127,6 +127,12 @@ def resolve_input(job: JobSpec, given: str | None, lake: str | None = None) -> P
 
     if job.source.kind == "delta":
         return Path(given).expanduser().resolve() if given else Lake.at(lake).table_path(job.source.table)
+    if job.source.kind == "kafka":  # the topics (a,b or pattern:<regex>), checked here; no folder
+        from spark_jobs.streams import kafka_subscription
+
+        spec = given or os.environ.get(job.input_env_var) or job.source.topics
+        kafka_subscription(spec)
+        return Path(spec)
     chosen = given or os.environ.get(job.input_env_var) or job.default_input
     path = Path(chosen).expanduser()
     if not path.is_absolute():
@@ -210,7 +216,7 @@ def output_schemas(spark: SparkSession, job: JobSpec) -> dict[str, StructType]:
     module = job_module(job)
     if hasattr(module, "TABLE_SCHEMAS"):
         return dict(module.TABLE_SCHEMAS)
-    parsed = module.transform(spark.createDataFrame([], BINARY_FILE_SCHEMA))
+    parsed = module.transform(spark.createDataFrame([], getattr(module, "SOURCE_SCHEMA", BINARY_FILE_SCHEMA)))
     return {name: select(parsed).schema for name, select in module.OUTPUTS.items()}
 
 

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from spark_jobs.errors import UsageError
 from spark_jobs.lake import Lake
-from spark_jobs.registry import JOBS, PLATFORM_TABLES
+from spark_jobs.registry import JOBS, PLATFORM_TABLES, table_specs
 
 ENGINES = ("spark", "duckdb")
 FORMATS = ("table", "json")
@@ -127,7 +127,7 @@ def resolve_version(table: str, path: Path, as_of: AsOf) -> int:
 
 def registry_tables() -> list[str]:
     """Every job's table name, in registry order (the platform's own tables: ``PLATFORM_TABLES``)."""
-    return [table.name for job in JOBS.values() for table in job.tables]
+    return [table.name for table in table_specs()]
 
 
 def is_delta_table(path: Path) -> bool:
@@ -185,8 +185,12 @@ def register_tables(spark, lake: Lake, as_of: dict[str | None, AsOf] | None = No
 
     versions = table_versions(lake, as_of or {})
     notes = []
+    done = set()
     for job in JOBS.values():
         for name, schema in output_schemas(spark, job).items():
+            if name in done:
+                continue  # a table several jobs write (cloudtrail_events): one view
+            done.add(name)
             path = lake.table_path(name)
             if name not in versions:
                 notes.append(_missing_note(name, path))
