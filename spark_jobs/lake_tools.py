@@ -585,8 +585,7 @@ def run_command(args: argparse.Namespace, spark=None, out=sys.stdout) -> int:
         for _job, table in tables:
             if (lake.table_path(table.name) / "_spark_metadata").is_dir():
                 delta_path(lake, table.name)  # the old file-sink layout: refused with the way out
-        tables_present = [(job, table) for job, table in tables if _is_delta(lake, table.name)]
-        if not tables_present:
+        if not any(_is_delta(lake, table.name) for _job, table in tables):
             for _job, table in tables:
                 print(json.dumps(_absent(lake, table.name, command)), file=out, flush=True)
             return 0
