@@ -22,15 +22,17 @@ def kafka_backlog(report, job: JobSpec, given, entries: dict, committed: int, no
     from spark_jobs.kafka.lag import consumer_lag, kafka_source_offset, lag_report
     from spark_jobs.streams import kafka_subscription
 
-    spec = str(given) if given else os.environ.get(job.input_env_var) or job.source.topics
-    report.input = f"kafka:{spec}"
-
     def offset(batch: int):
         entry = entries.get(batch)
         return kafka_source_offset(entry.sources[0]) if entry and entry.sources else None
 
     done = offset(committed) if committed >= 0 else None
     planned = offset(max(entries)) if report.batch_in_flight is not None and entries else None
+    # The topics: as given, else as the runner would resolve them, else the ones the checkpoint has read
+    # (a job started with --input TOPICS and inspected without it), else the registry's.
+    read = ",".join(sorted((planned or done or {}).keys()))
+    spec = str(given) if given else os.environ.get(job.input_env_var) or read or job.source.topics
+    report.input = f"kafka:{spec}"
     try:
         connection = KafkaConnection.from_airflow(job.source.connection_id)
         subscription = kafka_subscription(spec)

@@ -163,8 +163,10 @@ def test_parsing_looks_nothing_up_opens_nothing_and_imports_no_pyspark(airflow_e
     assert report["lookups"] == []
     assert report["opened"] == []
     assert report["pyspark"] == []
+    # The registry's pyspark-free declarations only (Kafka: the connection's redaction rule, the forwards' spec).
     assert set(report["spark_jobs"]) <= {"spark_jobs", "spark_jobs.errors", "spark_jobs.registry", "spark_jobs.streams",
-                                         "spark_jobs.jars"}
+                                         "spark_jobs.jars", "spark_jobs.kafka", "spark_jobs.kafka.connection",
+                                         "spark_jobs.kafka.forward"}
     assert {f"{name}_continuous" for name, job in JOBS.items() if job.continuous_trigger} <= set(report["dag_ids"])
     assert "streaming_oncall" in report["dag_ids"]
 

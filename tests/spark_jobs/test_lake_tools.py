@@ -22,7 +22,7 @@ from spark_jobs.errors import UsageError
 from spark_jobs.jars import JARS, MAVEN_REPO_ENV, JARS_DIR_ENV
 from spark_jobs.lake import Lake
 from spark_jobs.lake_tools import optimize, restore, restore_plan, run_command, vacuum
-from spark_jobs.registry import JOBS, get_job
+from spark_jobs.registry import get_job, table_specs
 from tests.conftest import PROJECT_ROOT, run_cli
 from tests.spark_jobs.lake_fixtures import append, events_frame, quarantine_frame, schemas
 
@@ -207,7 +207,7 @@ def test_convert_a_file_sink_lake_keeps_exactly_the_committed_rows(spark, tmp_pa
     assert spark.read.parquet(str(events_path)).count() == len(old["committed"])  # Spark's file-sink reader
 
     events, quarantine, *others = lake_command(spark, "convert", "--lake", str(lake.root))
-    unwritten = [t.name for job in JOBS.values() for t in job.tables][2:]  # the analytics jobs' tables
+    unwritten = [t.name for t in table_specs()][2:]  # the tables of the other jobs (each once)
     assert [(r["table"], r["status"]) for r in others] == [(name, "absent") for name in unwritten]
 
     assert (events["status"], events["from_spark_metadata"], events["rows"]) == ("converted", True, 12)
@@ -233,7 +233,7 @@ def test_convert_a_file_sink_lake_keeps_exactly_the_committed_rows(spark, tmp_pa
 def test_lake_commands_name_an_unknown_table(tmp_path):
     done = run_cli("lake", "history", "--table", "nosuch", "--lake", str(tmp_path), timeout=120)
     assert done.returncode == 2
-    known = ", ".join(table.name for job in JOBS.values() for table in job.tables)
+    known = ", ".join(table.name for table in table_specs())
     assert known.startswith("cloudtrail_events, cloudtrail_quarantine, cloudtrail_activity, ")
     assert done.stderr.strip() == f"error: unknown table 'nosuch'; tables: {known}"
 
