@@ -1,48 +1,16 @@
-"""One real Kafka broker (KRaft, Apache Kafka's own jars) for the whole test session, and the Kafka job run in-process."""
+"""The Kafka job run in-process (the session's broker, ``kafka_broker``, is in tests/conftest.py: the DAG tests use it too)."""
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 
 import pytest
 
-from spark_jobs.kafka.connection import env_var
 from spark_jobs.lake import Lake
 from spark_jobs.registry import get_job
 from spark_jobs.triggers import parse_trigger
 
 KAFKA_JOB = get_job("cloudtrail_kafka")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
-@pytest.fixture(scope="session")
-def kafka_broker(tmp_path_factory):
-    """A broker on free loopback ports; the job's Airflow connection points at it. Stopped (and checked gone) after."""
-    from spark_jobs.kafka.broker import LocalBroker
-
-    broker = LocalBroker(tmp_path_factory.mktemp("kafka-broker")).start()
-    variable = env_var(KAFKA_JOB.source.connection_id)
-    old = os.environ.get(variable)
-    os.environ[variable] = json.dumps({"conn_type": "kafka", "host": broker.bootstrap_servers})
-    try:
-        yield broker
-    finally:
-        if old is None:
-            os.environ.pop(variable, None)
-        else:
-            os.environ[variable] = old
-        pid = broker.process.pid
-        broker.stop()
-        assert not _alive(pid), f"the Kafka broker (pid {pid}) is still running"
 
 
 @pytest.fixture(scope="session")
