@@ -46,7 +46,7 @@ $(STAMP): requirements.txt
 		|| { echo "error: the install did not complete; see pip's output above"; exit 1; }
 	@rm -f $(VENV)/.installed-* && touch $@
 
-# The pinned JVM jars (Delta Lake) from Maven Central into .jars/, sha256-checked (spark_jobs/jars.py).
+# The pinned JVM jars (Delta Lake, Spark's Kafka connector) from Maven Central into .jars/, sha256-checked (spark_jobs/jars.py).
 JARS_STAMP := $(PROJECT)/.jars/.ok-$(shell cat spark_jobs/jars.py | cksum | cut -d' ' -f1)
 $(JARS_STAMP): $(STAMP) spark_jobs/jars.py
 	@python -m spark_jobs.jars fetch

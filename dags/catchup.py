@@ -40,6 +40,7 @@ from airflow.sdk import DAG, Asset, CronDataIntervalTimetable, Param, task
 from spark_jobs.jars import APPLICATION, spark_submit_conf, spark_submit_jars
 from spark_jobs.registry import JOBS, JobSpec
 from streaming.dag_parts import input_folder_param, retrying_default_args
+from streaming.job_connections import pass_job_connection
 
 SPARK_CONN_ID = "spark_default"
 
@@ -124,6 +125,8 @@ def build_catchup_dag(job: JobSpec) -> DAG:
             # The pinned Delta jars fetched at set-up (paths only: nothing is read while parsing).
             jars=spark_submit_jars(),
             outlets=[table_asset(table.name) for table in job.tables],
+            # A Kafka job's Airflow connection, looked up when the task runs, into the driver's environment.
+            pre_execute=pass_job_connection(job),
             doc_md=f"spark-submit `{job.name}` once with the available-now trigger (or one backfilled interval).",
         )
         plan() >> submit

@@ -10,7 +10,8 @@ spark-submits, one after the other:
 
 then the same with `lake vacuum --table <table>`: compaction of the small files the micro-batches
 leave (files whose rows are unchanged, one Delta transaction per batch of files), then deletion of
-the files no version younger than the table's `vacuum_retention_hours` (registry) needs. Both are
+the files no version younger than the table's `vacuum_retention_hours` (registry) needs. A table
+that no job has written yet is skipped (no spark-submit). Both are
 Delta transactions, safe while the streaming jobs write: a reader keeps its version, an append never
 conflicts with a compaction, and a MERGE that read a compacted file retries its commit. The lake
 root comes from the worker's `$LAKE_ROOT`, as for the catch-up DAGs.
@@ -27,8 +28,8 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk import DAG
 
 from spark_jobs.jars import APPLICATION, spark_submit_conf, spark_submit_jars
-from spark_jobs.registry import JOBS
-from streaming.dag_parts import retrying_default_args
+from spark_jobs.registry import table_specs
+from streaming.dag_parts import retrying_default_args, skip_unwritten_table
 
 SPARK_CONN_ID = "spark_default"
 DAG_ID = "lake_maintenance"
@@ -48,7 +49,9 @@ def lake_step(step: str, table: str) -> SparkSubmitOperator:
         name=f"lake_{step}_{table}",
         conf=spark_submit_conf(),
         jars=spark_submit_jars(),
-        doc_md=f"`python -m spark_jobs lake {step} --table {table}` under spark-submit.",
+        doc_md=f"`python -m spark_jobs lake {step} --table {table}` under spark-submit (skipped while the "
+               f"table has no data).",
+        pre_execute=skip_unwritten_table(table),
     )
 
 
@@ -63,6 +66,5 @@ with DAG(
     default_args=DEFAULT_ARGS,
     tags=["maintenance", "delta"],
 ) as lake_maintenance:
-    for _job in JOBS.values():
-        for _table in _job.tables:
-            lake_step("optimize", _table.name) >> lake_step("vacuum", _table.name)
+    for _table in table_specs():  # a table several jobs write (cloudtrail_events), once
+        lake_step("optimize", _table.name) >> lake_step("vacuum", _table.name)

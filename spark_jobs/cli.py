@@ -40,18 +40,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from spark_jobs.errors import UsageError
+from spark_jobs.errors import UsageError, positive_int
 from spark_jobs.registry import JOBS, get_job
 
 
 def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise UsageError(f"--max-files-per-trigger must be a whole number >= 1, got {text!r}")
-    return value
+    return positive_int(text, "--max-files-per-trigger")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -71,6 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--table-format", help="delta, the only format (kept for scripts that pass it)")
     run.add_argument("--lease-ttl", type=float, metavar="SECONDS",
                      help="ttl of the driver's lease on the checkpoint (default: the registry's lease_ttl_seconds)")
+    run.add_argument("--max-offsets-per-trigger", help="Kafka jobs: messages per micro-batch (default: the registry's)")
+    run.add_argument("--starting-timestamp", help="Kafka jobs, first start only: read from this time (ISO-8601, UTC)")
 
     sql = commands.add_parser("sql", help="run one SQL query over the lake's tables")
     sql.add_argument("query", help="SQL; every registry table is a view of its name")
@@ -152,6 +148,11 @@ def build_parser() -> argparse.ArgumentParser:
     from spark_jobs.analytics.state import add_arguments as add_state_arguments
 
     add_state_arguments(commands.add_parser("state", help="a stateful job's state: operators, variables, rows"))
+
+    from spark_jobs.kafka.forward_cli import add_arguments as add_forward_arguments  # kafka's section
+
+    add_forward_arguments(commands.add_parser("forward", help="forward a table's new rows to a Kafka topic "
+                                                               "(spark_jobs.kafka.forward)"))
     return parser
 
 
@@ -182,6 +183,12 @@ def _cmd_run(args) -> int:
         options["maxFilesPerTrigger"] = str(_positive_int(args.max_files_per_trigger))
     if args.latest_first:
         options["latestFirst"] = "true"
+    if job.source.kind == "kafka":
+        from spark_jobs.kafka.options import run_overrides
+
+        # The DAG forms' "files per micro-batch" is messages per micro-batch for a Kafka job.
+        per_trigger = options.pop("maxFilesPerTrigger", None)
+        options.update(run_overrides(args.max_offsets_per_trigger or per_trigger, args.starting_timestamp))
 
     from spark_jobs.runner import RunOptions, configure_logging, resolve_input, run_streaming
 
@@ -307,6 +314,10 @@ def _cmd_reprocess(args) -> int:
 
     job = get_job(args.job)
     lake = Lake.at(args.lake)
+    if job.source.kind == "kafka":
+        from spark_jobs.kafka.spark import reprocess_command
+
+        return reprocess_command(job, lake, args)
     if args.audit_id is not None and not re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
                                                       args.audit_id):
         raise UsageError(f"--audit-id {args.audit_id!r} is not a uuid")
@@ -364,6 +375,15 @@ def _cmd_state(args) -> int:  # analytics' section
 
 COMMANDS["status"] = _cmd_status
 COMMANDS["state"] = _cmd_state
+
+
+def _cmd_forward(args) -> int:  # kafka's section
+    from spark_jobs.kafka.forward_cli import run
+
+    return run(args)
+
+
+COMMANDS["forward"] = _cmd_forward
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,3 +7,17 @@ class UsageError(Exception):
     The CLI prints its message on one line and exits with status 2; the message names the bad value
     and what to do instead.
     """
+
+
+def positive_int(text: str, flag: str) -> int:
+    """``text`` as a whole number >= 1.
+
+    :raises UsageError: naming ``flag`` and the bad text.
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise UsageError(f"{flag} must be a whole number >= 1, got {text!r}")
+    return value

@@ -15,7 +15,10 @@ sha256 before any Spark start uses it. :func:`spark_jars` is what the SparkSessi
 DAGs' ``spark-submit --jars`` use; a missing jar is a one-line :class:`UsageError` naming the
 artifact and the way to provide it.
 
-The pins match pyspark 4.2 and the pip ``delta-spark`` (4.4.0: Maven Central has no 4.4.1 jar).
+The pins match pyspark 4.2 and the pip ``delta-spark`` (4.4.0: Maven Central has no 4.4.1 jar); the
+Kafka connector (``spark-sql-kafka-0-10``) is Spark's own 4.2.0 with the kafka-clients it was built
+against. ``.jars/`` also holds the test broker's jars (:mod:`spark_jobs.kafka.broker`), fetched there
+by Maven with their dependencies, never passed to Spark.
 """
 
 from __future__ import annotations
@@ -63,11 +66,25 @@ class Jar:
 
 
 DELTA_VERSION = "4.4.0"
+SPARK_VERSION = "4.2.0"
+# The kafka-clients version spark-sql-kafka-0-10 4.2.0 is built against; the test broker
+# (spark_jobs.kafka.broker) runs the same Kafka release.
+KAFKA_VERSION = "3.9.2"
 JARS: tuple[Jar, ...] = (
     Jar("io.delta", "delta-spark_4.2_2.13", DELTA_VERSION,
         "27d4fd8b1f879535c573ed1c718177d6a27f24d3e626ba02e216369725721ead"),
     Jar("io.delta", "delta-storage", DELTA_VERSION,
         "c46735481fa8e326b0957be02b4420cbcab4b325bb08009b7f2045a95133f1cc"),
+    # Spark's Kafka source and sink for Spark 4.2 / Scala 2.13, and the jars it needs that pyspark lacks
+    # (scala-parallel-collections, jsr305, spark-tags and the Hadoop client it also names ship with pyspark).
+    Jar("org.apache.spark", "spark-sql-kafka-0-10_2.13", SPARK_VERSION,
+        "64539c45e5d39f7ddb747312c239f38f5208d08c1a0ddf7d70beb2fbd9373705"),
+    Jar("org.apache.spark", "spark-token-provider-kafka-0-10_2.13", SPARK_VERSION,
+        "641c7947afc8aa1189e433b7c2d305293993c8691bc1c2062d6d4f513b12518c"),
+    Jar("org.apache.kafka", "kafka-clients", KAFKA_VERSION,
+        "014b4ef36884478a932641818b080c36a8f8e2e92dc771e800c9d2694f4f83d8"),
+    Jar("org.apache.commons", "commons-pool2", "2.13.1",
+        "f77a5060d6936a9144023584232f9de3f2248f1abfe156e9d31795f18770674f"),
 )
 
 # Spark settings that turn the Delta jars on (with the jars on the classpath).

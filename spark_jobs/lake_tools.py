@@ -42,7 +42,7 @@ from pathlib import Path
 
 from spark_jobs.errors import UsageError
 from spark_jobs.lake import Lake
-from spark_jobs.registry import JOBS, JobSpec, TableSpec
+from spark_jobs.registry import JOBS, JobSpec, TableSpec, all_tables
 
 COMMANDS = ("history", "optimize", "vacuum", "restore", "convert")
 OPTIMIZE_ATTEMPTS = 3
@@ -69,7 +69,7 @@ def registry_table(name: str) -> tuple[JobSpec, TableSpec]:
         for table in job.tables:
             if table.name == name:
                 return job, table
-    known = [t.name for j in JOBS.values() for t in j.tables]
+    known = list(all_tables())
     raise UsageError(f"unknown table {name!r}; tables: {', '.join(known)}")
 
 
@@ -77,7 +77,7 @@ def chosen_tables(name: str | None) -> list[tuple[JobSpec, TableSpec]]:
     """``name``'s table, or every registry table when ``name`` is None."""
     if name:
         return [registry_table(name)]
-    return [(job, table) for job in JOBS.values() for table in job.tables]
+    return list(all_tables().values())  # a table several jobs write, once (with its owner)
 
 
 def delta_path(lake: Lake, table: str) -> Path:
@@ -539,6 +539,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="convert tables of Spark's file sink (_spark_metadata) to Delta in place")
 
 
+def _is_delta(lake: Lake, table: str) -> bool:
+    return (lake.table_path(table) / "_delta_log").is_dir()
+
+
+def _absent(lake: Lake, table: str, command: str) -> dict:
+    """The result line of ``optimize``/``vacuum`` for a table no job has written yet."""
+    return {"table": table, "command": command, "status": "absent", "path": str(lake.table_path(table))}
+
+
 def _zorder(text: str | None) -> tuple[str, ...] | None:
     if text is None:
         return None
@@ -570,6 +579,16 @@ def run_command(args: argparse.Namespace, spark=None, out=sys.stdout) -> int:
             if (path / "_delta_log").is_dir():
                 hours = float(table.vacuum_retention_hours if args.retention_hours is None else args.retention_hours)
                 check_retention(table.name, hours, safety_minimum_hours(path), args.force)
+    if command in ("optimize", "vacuum"):
+        # A registry table no job has written yet has nothing to compact or delete: reported as absent
+        # (lake_maintenance runs before every job has run), without a JVM when no table is there.
+        for _job, table in tables:
+            if (lake.table_path(table.name) / "_spark_metadata").is_dir():
+                delta_path(lake, table.name)  # the old file-sink layout: refused with the way out
+        if not any(_is_delta(lake, table.name) for _job, table in tables):
+            for _job, table in tables:
+                print(json.dumps(_absent(lake, table.name, command)), file=out, flush=True)
+            return 0
     if spark is None:
         from spark_jobs.session import build_session
 
@@ -583,9 +602,8 @@ def run_command(args: argparse.Namespace, spark=None, out=sys.stdout) -> int:
     for job, table in tables:
         if command == "convert":
             result = convert(spark, lake, job, table)
-        elif not (lake.table_path(table.name) / "_delta_log").is_dir() and not args.table:
-            result = {"table": table.name, "command": command, "status": "absent",
-                      "path": str(lake.table_path(table.name))}
+        elif not _is_delta(lake, table.name):
+            result = _absent(lake, table.name, command)
         elif command == "optimize":
             result = optimize(spark, lake, table, args.where, _zorder(args.zorder_by))
         else:

@@ -287,6 +287,13 @@ class OncallRequest:
                      "reprocess_from brings them back"]
             return lines
         replay = self.replay
+        if replay is None:  # a Kafka job: its messages from the time on (spark_jobs.kafka.spark.reprocess_kafka)
+            return [f"spark-submit: python -m spark_jobs reprocess {job.name} --from-time {_iso(self.from_time)}",
+                    f"read every message of {job.source.describe()} with a timestamp at or after "
+                    f"{_iso(self.from_time)}, up to the latest offsets, in one batch, through the job's transform",
+                    "insert-only merge into each table: rows they hold are not added again, rows they lost come "
+                    "back; the live job's checkpoint is not touched",
+                    f"table versions now: {state.versions}"]
         lines = [f"replay {len(replay.listing.files)} input files of {replay.source} delivered at or after "
                  f"{_iso(self.from_time)} ({replay.listing.out_of_range} delivered before, "
                  f"{replay.listing.undated} without a delivery time: not replayed)"]
@@ -370,6 +377,13 @@ def check_reprocess(job: JobSpec, lake: Lake, from_time, input_path: str | None,
         raise OncallRefused("from_time", str(exc).split(": ", 1)[1]) from None
     if moment > now:
         raise OncallRefused("from_time", f"{_iso(moment)} is in the future (now is {_iso(now)}): nothing to replay")
+    if job.source.kind == "kafka":  # the brokers say what is there when it runs (reprocess --dry-run shows it)
+        return {"from_time": moment}
+    if not job.accepts_backfill:  # windows, counts or state: replaying some input would not rebuild them
+        raise OncallRefused("job", f"reprocess_from replays input files into tables that hold each key once; "
+                                   f"{job.name} reads {job.source.describe()} into tables of "
+                                   f"{job.output_mode} mode: use reset_checkpoint (its tables are rebuilt from "
+                                   f"its whole source by the next run) or rollback_table")
     from spark_jobs.catchup_plan import job_input
 
     source = Path(input_path or job_input(job.name, None))

@@ -44,9 +44,6 @@ log = logging.getLogger("spark_jobs")
 AUDIT_TABLE = OPS_AUDIT.name
 OUTCOMES = ("refused", "dry_run", "succeeded", "failed")
 # The same columns as Spark DDL: the Spark engine's empty view before the first row is written.
-SPARK_DDL = ("audit_id STRING, time TIMESTAMP, triggered_by STRING, dag_id STRING, run_id STRING, job STRING, "
-             "action STRING, parameters STRING, reason STRING, dry_run BOOLEAN, outcome STRING, message STRING, "
-             "versions_before MAP<STRING, BIGINT>, versions_after MAP<STRING, BIGINT>, finished TIMESTAMP")
 WRITE_ATTEMPTS = 5
 
 

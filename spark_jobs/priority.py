@@ -79,7 +79,7 @@ def is_lowered(tid: int, nice: int, idle: bool) -> bool:
             return False
     except OSError:
         return False
-    return (thread_nice(tid) or 0) >= nice
+    return not nice or (thread_nice(tid) or 0) >= nice  # SCHED_IDLE alone: the nice value does not matter
 
 
 def lower_threads(pid: int, nice: int, idle: bool) -> int:

@@ -12,7 +12,9 @@ from types import MappingProxyType
 from typing import Mapping
 
 from spark_jobs.errors import UsageError
-from spark_jobs.streams import (DeltaTableSource, DimensionSpec, EventTimeSpec, FileSource, SourceSpec,
+from spark_jobs.kafka.connection import REDACTION_REGEX
+from spark_jobs.kafka.forward import ForwardSpec
+from spark_jobs.streams import (DeltaTableSource, DimensionSpec, EventTimeSpec, FileSource, KafkaSource, SourceSpec,
                                 WindowSpec)
 
 WRITE_MODES = ("insert", "upsert", "complete")
@@ -179,9 +181,10 @@ class JobSpec:
         during a large backfill: ``idle`` (Linux ``SCHED_IDLE``), ``nice:N`` or ``normal``
         (:mod:`spark_jobs.priority`); ``$<NAME>_BACKFILL_PRIORITY`` or ``backfill --priority`` override it.
     :param source: what the job reads (:mod:`spark_jobs.streams`): files (``FileSource``, the default:
-        Spark's ``binaryFile`` source) or another job's Delta table as a stream (``DeltaTableSource``).
-        ``file_source_options`` are that source's options (for a Delta table: ``maxFilesPerTrigger``,
-        ``skipChangeCommits``, ...).
+        Spark's ``binaryFile`` source), another job's Delta table as a stream (``DeltaTableSource``) or
+        Kafka topics (``KafkaSource``). ``file_source_options`` are that source's options (for a Delta
+        table: ``maxFilesPerTrigger``, ``skipChangeCommits``, ...; for Kafka: ``startingOffsets``,
+        ``maxOffsetsPerTrigger``, ``failOnDataLoss``, ...).
     :param stateful: the job's ``transform`` keeps state across micro-batches (windows, watermarks,
         ``transformWithStateInPandas``): it runs on the stream itself, and each micro-batch of its
         result is written (see :mod:`spark_jobs.analytics.batch_writer`). A stateless job's transform
@@ -386,8 +389,53 @@ WORD_COUNT = JobSpec(
     spark_conf=ROCKSDB,
 )
 
+CLOUDTRAIL_KAFKA = JobSpec(
+    name="cloudtrail_kafka",
+    description="CloudTrail events on Kafka topics (one JSON event per message) -> the same cloudtrail_events "
+                "(one row per eventID with the files), bad messages quarantined with topic, partition and offset",
+    default_input="",
+    source=KafkaSource(topics="cloudtrail-events", connection_id="cloudtrail_kafka"),
+    tables=(
+        CLOUDTRAIL_ETL.tables[0],  # cloudtrail_events, shared with cloudtrail_etl (its owner)
+        TableSpec(
+            name="cloudtrail_kafka_quarantine",
+            partition_by=("ingest_date",),
+            description="Kafka messages that could not be ingested: topic, partition, offset, reason and the raw "
+                        "message",
+            quarantine=True,
+        ),
+    ),
+    file_source_options={
+        # A first start (no checkpoint) reads everything the topic still holds; a restart resumes from
+        # the checkpoint's offsets whatever this says. startingTimestamp (run --starting-timestamp)
+        # replaces it for a first start from a point in time.
+        "startingOffsets": "earliest",
+        "maxOffsetsPerTrigger": "20000",
+        # Fail rather than skip when offsets the checkpoint has not read are gone (retention deleted
+        # them, the topic was recreated): the table promises every event once, and a silent gap breaks
+        # that. The error names the offsets; reprocess from a time or reset the checkpoint, knowingly.
+        "failOnDataLoss": "true",
+    },
+    schedule="@hourly",
+    tags=("cloudtrail", "streaming", "kafka"),
+    continuous_trigger="processing-time:10s",
+    input_roots=(),
+    # Its backlog is counted in messages (consumer lag), not files.
+    health=HealthThresholds(max_pending_files=200_000),
+    # The Kafka options carry the SASL credentials: Spark redacts them in plans, logs and the UI.
+    spark_conf={"spark.sql.redaction.options.regex": REDACTION_REGEX},
+)
+
 JOBS: Mapping[str, JobSpec] = MappingProxyType(
-    {job.name: job for job in (CLOUDTRAIL_ETL, CLOUDTRAIL_ACTIVITY, CLOUDTRAIL_ALERTS, WORD_COUNT)})
+    {job.name: job for job in (CLOUDTRAIL_ETL, CLOUDTRAIL_ACTIVITY, CLOUDTRAIL_ALERTS, WORD_COUNT, CLOUDTRAIL_KAFKA)})
+
+# Lake tables forwarded to Kafka topics for other systems (python -m spark_jobs forward NAME; at least once,
+# keyed so that consumers drop duplicates: see spark_jobs.kafka.forward).
+FORWARDS: Mapping[str, ForwardSpec] = MappingProxyType({f.name: f for f in (
+    ForwardSpec("cloudtrail_alerts_to_kafka", table="cloudtrail_alerts", topic="cloudtrail-alerts", key="alert_id"),
+    ForwardSpec("console_logins_to_kafka", table="cloudtrail_events", topic="cloudtrail-console-logins", key="eventID",
+                where="eventName = 'ConsoleLogin'"),
+)})
 
 # Tables of the platform itself, not written by a job's stream (``python -m spark_jobs sql`` shows them too).
 OPS_AUDIT = TableSpec(
@@ -427,5 +475,15 @@ def get_job(name: str) -> JobSpec:
 
 
 def all_tables() -> dict[str, tuple[JobSpec, TableSpec]]:
-    """Every table of every job, by table name."""
-    return {table.name: (job, table) for job in JOBS.values() for table in job.tables}
+    """Every table of every job, by table name, with its owner: the first job that declares it (a table
+    several jobs write, like ``cloudtrail_events``, is one :class:`TableSpec` in each of them)."""
+    tables: dict[str, tuple[JobSpec, TableSpec]] = {}
+    for job in JOBS.values():
+        for table in job.tables:
+            tables.setdefault(table.name, (job, table))
+    return tables
+
+
+def table_specs() -> list[TableSpec]:
+    """Every job's table once, in registry order."""
+    return [table for _, table in all_tables().values()]

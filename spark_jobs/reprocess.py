@@ -49,7 +49,7 @@ from pyspark.sql import functions as F
 
 from spark_jobs.errors import UsageError
 from spark_jobs.lake import Lake
-from spark_jobs.lake_tools import _session_conf
+from spark_jobs.session import session_conf
 from spark_jobs.oncall import ReplayPlan, _iso, add_actions, missing_files
 from spark_jobs.registry import JobSpec
 from spark_jobs.runner import file_time_column, job_module, output_schemas, read_files, table_targets
@@ -134,7 +134,7 @@ def rebuild(spark: SparkSession, lake: Lake, target: TableTarget, replay: DataFr
     path = str(target.path)
     damaged = damaged_partitions(lake, target)
     # The table's files deleted by hand are skipped when reading it (their rows come from the replay).
-    with _session_conf(spark, {IGNORE_MISSING_FILES: "true"}):
+    with session_conf(spark, {IGNORE_MISSING_FILES: "true"}):
         for attempt in range(retry.attempts):
             version_before = DeltaTable(path).version()
             table = spark.read.format("delta").load(path)

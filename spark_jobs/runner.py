@@ -13,6 +13,7 @@ import datetime as dt
 import importlib
 import json
 import logging
+import re
 import signal
 import sys
 import threading
@@ -127,6 +128,12 @@ def resolve_input(job: JobSpec, given: str | None, lake: str | None = None) -> P
 
     if job.source.kind == "delta":
         return Path(given).expanduser().resolve() if given else Lake.at(lake).table_path(job.source.table)
+    if job.source.kind == "kafka":  # the topics (a,b or pattern:<regex>), checked here; no folder
+        from spark_jobs.streams import kafka_subscription
+
+        spec = given or os.environ.get(job.input_env_var) or job.source.topics
+        kafka_subscription(spec)
+        return Path(spec)
     chosen = given or os.environ.get(job.input_env_var) or job.default_input
     path = Path(chosen).expanduser()
     if not path.is_absolute():
@@ -210,7 +217,7 @@ def output_schemas(spark: SparkSession, job: JobSpec) -> dict[str, StructType]:
     module = job_module(job)
     if hasattr(module, "TABLE_SCHEMAS"):
         return dict(module.TABLE_SCHEMAS)
-    parsed = module.transform(spark.createDataFrame([], BINARY_FILE_SCHEMA))
+    parsed = module.transform(spark.createDataFrame([], getattr(module, "SOURCE_SCHEMA", BINARY_FILE_SCHEMA)))
     return {name: select(parsed).schema for name, select in module.OUTPUTS.items()}
 
 
@@ -273,6 +280,28 @@ def explain_failure(message: str) -> str | None:
     from spark_jobs.checkpoint import explain_start_failure
 
     return explain_start_failure(message)
+
+
+def failure_summary(message: str) -> str:
+    """The line of a query's error that says what went wrong.
+
+    Usually Spark's first line. When the job's own micro-batch function failed, that line only says
+    "An exception was raised by the Python Proxy" and the cause is inside the Python traceback that
+    follows: the Java exception a Spark call raised (the ``: org...Exception: ...`` line after
+    ``Py4JJavaError``, e.g. the Kafka source's "Some data may have been lost"), else the traceback's
+    last ``SomeError: ...`` line. That cause is added, cut at 400 characters.
+    """
+    lines = [line.strip() for line in message.strip().splitlines() if line.strip()]
+    if not lines:
+        return ""
+    first = lines[0]
+    if "Python Proxy" not in first and not first.startswith("Traceback"):
+        return first
+    exception = re.compile(r"^[\w.$]+(Exception|Error)\b[^:]*: ")
+    java = [line[2:] for line in lines if line.startswith(": ") and exception.match(line[2:])]
+    causes = java[:1] or [line for line in lines if exception.match(line) and "Py4J" not in line][-1:]
+    lead = first.removesuffix("Traceback (most recent call last):").strip()
+    return f"{lead} {causes[0][:400]}" if causes else first
 
 
 class _GracefulStop:
@@ -531,8 +560,7 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
         explained = explain_failure(str(error))
         if explained:
             raise JobFailed(f"job {job.name} cannot resume from checkpoint {checkpoint}: {explained}")
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise JobFailed(f"job {job.name} failed: {first}")
+        raise JobFailed(f"job {job.name} failed: {failure_summary(str(error)) or type(error).__name__}")
     summary.seconds = round(time.monotonic() - started, 2)
     return summary
 

@@ -5,6 +5,8 @@
   commit), or a batch read of its newest version. A source table that does not exist yet is created
   empty with its producer's schema, so a consumer may start before its producer ever ran.
 - a ``text`` :class:`~spark_jobs.streams.FileSource`: Spark's text file source, one row per line.
+- a :class:`~spark_jobs.streams.KafkaSource`: Spark's Kafka source (:mod:`spark_jobs.kafka.spark`); the
+  "input path" is the topic spec (``a,b`` or ``pattern:<regex>``).
 
 (``binaryFile`` files stay with :func:`spark_jobs.runner.read_files`.)
 """
@@ -31,6 +33,10 @@ def read_source(spark: SparkSession, job: JobSpec, input_path: Path, options: di
 
     :raises ValueError: for a source kind this module does not read.
     """
+    if job.source.kind == "kafka":
+        from spark_jobs.kafka.spark import read_kafka
+
+        return read_kafka(spark, job, str(input_path), options, streaming)
     if not streaming:
         options = {k: v for k, v in options.items() if k not in STREAM_ONLY}
     reader = (spark.readStream if streaming else spark.read).options(**options)

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from spark_jobs.errors import UsageError
 from spark_jobs.lake import Lake
-from spark_jobs.registry import JOBS, PLATFORM_TABLES
+from spark_jobs.registry import JOBS, PLATFORM_TABLES, table_specs
 
 ENGINES = ("spark", "duckdb")
 FORMATS = ("table", "json")
@@ -127,7 +127,7 @@ def resolve_version(table: str, path: Path, as_of: AsOf) -> int:
 
 def registry_tables() -> list[str]:
     """Every job's table name, in registry order (the platform's own tables: ``PLATFORM_TABLES``)."""
-    return [table.name for job in JOBS.values() for table in job.tables]
+    return [table.name for table in table_specs()]
 
 
 def is_delta_table(path: Path) -> bool:
@@ -185,37 +185,28 @@ def register_tables(spark, lake: Lake, as_of: dict[str | None, AsOf] | None = No
 
     versions = table_versions(lake, as_of or {})
     notes = []
+    done = set()
     for job in JOBS.values():
         for name, schema in output_schemas(spark, job).items():
+            if name in done:
+                continue  # a table several jobs write (cloudtrail_events): one view
+            done.add(name)
             path = lake.table_path(name)
             if name not in versions:
                 notes.append(_missing_note(name, path))
             read_table(spark, path, schema, versions.get(name)).createOrReplaceTempView(name)
     for name in PLATFORM_TABLES:  # no note while empty: nothing has been done yet
-        read_table(spark, lake.table_path(name), _platform_schema(name).spark(spark),
-                   versions.get(name)).createOrReplaceTempView(name)
+        empty = spark.createDataFrame(_platform_schema(name).empty_table()).schema
+        read_table(spark, lake.table_path(name), empty, versions.get(name)).createOrReplaceTempView(name)
     return notes
 
 
-@dataclass(frozen=True)
-class _PlatformSchema:
-    """The columns of a platform table, for its empty view before its first row."""
-
-    ddl: str | None  # None: Spark's schema is the Arrow schema's
-    arrow: object
-
-    def spark(self, spark):
-        if self.ddl is None:
-            return spark.createDataFrame(self.arrow.empty_table()).schema
-        return spark.createDataFrame([], self.ddl).schema
-
-
-def _platform_schema(table: str) -> _PlatformSchema:
+def _platform_schema(table: str):
+    """The Arrow schema of a platform table (its writer's, delta-rs), for its empty view before its first row."""
     from spark_jobs import ops_audit
     from spark_jobs.monitoring import progress
 
-    return {ops_audit.AUDIT_TABLE: _PlatformSchema(ops_audit.SPARK_DDL, ops_audit.arrow_schema()),
-            progress.PROGRESS_TABLE: _PlatformSchema(None, progress.SCHEMA)}[table]
+    return {ops_audit.AUDIT_TABLE: ops_audit.arrow_schema(), progress.PROGRESS_TABLE: progress.SCHEMA}[table]
 
 
 def print_result(frame, output_format: str, limit: int, out=sys.stdout) -> None:
@@ -275,7 +266,7 @@ def duckdb_connection(lake: Lake, as_of: dict[str | None, AsOf] | None = None):
         if name in versions:
             con.register(name, DeltaTable(str(path), version=versions[name]).to_pyarrow_dataset())
         else:  # no note while empty: nothing has been done yet
-            con.register(name, _platform_schema(name).arrow.empty_table())
+            con.register(name, _platform_schema(name).empty_table())
     return con, notes
 
 

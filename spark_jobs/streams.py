@@ -8,6 +8,7 @@ A :class:`~spark_jobs.registry.JobSpec` names its input with one of these:
 - :class:`DeltaTableSource`: another job's Delta table, read as a stream (Delta's streaming source:
   every commit after the checkpoint's offset, in commit order). The folder is the lake's
   ``tables/<table>`` unless ``--input`` names another table folder.
+- :class:`KafkaSource`: messages of Kafka topics (Spark's Kafka source); ``--input`` names the topics.
 
 :class:`EventTimeSpec` holds a stateful job's event-time column, watermark delay and windows;
 :class:`DimensionSpec` a small reference file joined to every micro-batch (the ``accounts`` file).
@@ -70,7 +71,55 @@ class DeltaTableSource:
         return f"the Delta table {self.table}"
 
 
-SourceSpec = FileSource | DeltaTableSource
+@dataclass(frozen=True)
+class KafkaSource:
+    """Messages of Kafka topics, read with Spark's Kafka source (``spark-sql-kafka-0-10``).
+
+    ``--input`` / ``$<JOB>_INPUT`` override ``topics``: ``a,b`` subscribes to topics, ``pattern:<regex>``
+    to every topic matching the regular expression (Spark's ``subscribePattern``). Where to start, how
+    much per micro-batch and what to do about lost data are the job's ``file_source_options``
+    (Spark's ``startingOffsets``, ``startingTimestamp``, ``maxOffsetsPerTrigger``, ``failOnDataLoss``).
+
+    :param topics: the default subscription, in the ``--input`` syntax above.
+    :param connection_id: the Airflow connection with the brokers and credentials
+        (:mod:`spark_jobs.kafka.connection`; ``$AIRFLOW_CONN_<ID>``).
+    """
+
+    topics: str
+    connection_id: str
+    kind: str = field(default="kafka", init=False)
+
+    def describe(self) -> str:
+        return f"the Kafka topics {self.topics} (connection {self.connection_id})"
+
+
+PATTERN_PREFIX = "pattern:"
+
+
+def kafka_subscription(spec: str) -> dict[str, str]:
+    """Spark's subscription option for ``spec``: ``{"subscribe": "a,b"}`` or ``{"subscribePattern": regex}``.
+
+    :raises UsageError: for an empty spec or a topic name Kafka would refuse, naming it.
+    """
+    text = str(spec).strip()
+    if text.startswith(PATTERN_PREFIX):
+        pattern = text[len(PATTERN_PREFIX):]
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise UsageError(f"Kafka topic pattern {pattern!r} is not a regular expression ({exc})") from None
+        if not pattern:
+            raise UsageError("Kafka topic pattern is empty; write pattern:<regex>, e.g. pattern:cloudtrail-.*")
+        return {"subscribePattern": pattern}
+    topics = [t.strip() for t in text.split(",") if t.strip()]
+    bad = [t for t in topics if not re.fullmatch(r"[A-Za-z0-9._-]{1,249}", t)]
+    if not topics or bad:
+        raise UsageError(f"Kafka topic {(bad or [text])[0]!r} is not a topic name (letters, digits, '.', '_', '-'); "
+                         "give topics as a,b or a pattern as pattern:<regex>")
+    return {"subscribe": ",".join(topics)}
+
+
+SourceSpec = FileSource | DeltaTableSource | KafkaSource
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
-"""Fixtures shared by the whole suite: one real local SparkSession, the project's environment."""
+"""Fixtures shared by the whole suite: one real local SparkSession, one real Kafka broker, the project's environment."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -38,6 +39,37 @@ def real_cloudtrail() -> Path:
         pytest.skip(f"real CloudTrail samples not found at {REAL_CLOUDTRAIL} (they sit beside the "
                     "project in ../shared/data/real; CI always has them)")
     return REAL_CLOUDTRAIL
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(tmp_path_factory):
+    """A broker on free loopback ports; the job's Airflow connection points at it. Stopped (and checked gone) after."""
+    from spark_jobs.kafka.broker import LocalBroker
+    from spark_jobs.kafka.connection import env_var
+    from spark_jobs.registry import get_job
+
+    variable = env_var(get_job("cloudtrail_kafka").source.connection_id)
+    broker = LocalBroker(tmp_path_factory.mktemp("kafka-broker")).start()
+    old = os.environ.get(variable)
+    os.environ[variable] = json.dumps({"conn_type": "kafka", "host": broker.bootstrap_servers})
+    try:
+        yield broker
+    finally:
+        if old is None:
+            os.environ.pop(variable, None)
+        else:
+            os.environ[variable] = old
+        pid = broker.process.pid
+        broker.stop()
+        assert not _alive(pid), f"the Kafka broker (pid {pid}) is still running"
 
 
 def run_cli(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:

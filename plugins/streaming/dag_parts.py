@@ -1,4 +1,5 @@
-"""Pieces the project's DAG files share, declared once: retrying default args and the input-folder Param.
+"""Pieces the project's DAG files share, declared once: retrying default args, the input-folder Param and
+the skip of a lake table no job has written yet.
 
 Imported while Airflow parses DAG files: no I/O, no connection, no pyspark.
 """
@@ -45,3 +46,22 @@ def input_folder_param(job: JobSpec, reads: str) -> Param:
         description=f"Absolute landing folder {reads}. Empty: ${job.input_env_var}, else the registry's "
                     f"default_input.",
     )
+
+
+def skip_unwritten_table(table: str):
+    """A ``pre_execute`` hook: the task is skipped (no spark-submit, no JVM) when ``table`` has no data yet
+    in the worker's lake (``$LAKE_ROOT``): a job that has not run yet has nothing to compact or vacuum.
+
+    Runs when the task runs, never while the DAG file is parsed.
+    """
+
+    def check(context) -> None:
+        from airflow.sdk.exceptions import AirflowSkipException
+
+        from spark_jobs.lake import Lake
+
+        path = Lake.at(None).table_path(table)
+        if not (path / "_delta_log").is_dir() and not (path / "_spark_metadata").is_dir():
+            raise AirflowSkipException(f"table {table} has no data yet at {path} (its job has not run): nothing to do")
+
+    return check

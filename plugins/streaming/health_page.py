@@ -78,10 +78,20 @@ def _row(health) -> str:
             f'<td><a href="#job-{escape(health.job)}">{escape(health.job)}</a></td>'
             f'<td><span class="state state-{health.state}">{escape(health.state.replace("_", " "))}</span></td>'
             f'<td>{escape(commit_text(health))}<br><small>{escape(health.last_commit_time or "")}</small></td>'
-            f'<td>{"?" if health.backlog_files is None else health.backlog_files}</td>'
+            f'<td>{"?" if health.backlog_files is None else health.backlog_files}{_consumer_lag(health)}</td>'
             f'<td>{escape(restarts_text(health))}'
             f'{"" if health.restarts_total is None else f"<br><small>{health.restarts_total} in all</small>"}</td>'
             f'<td>{_supervisor_cell(health)}</td><td class="alerts">{escape(alerts)}</td></tr>')
+
+
+def _consumer_lag(health) -> str:
+    """A Kafka job's backlog in words: messages behind per partition, and how old the oldest waiting one is."""
+    lag = (health.report or {}).get("consumer_lag")
+    if not lag:
+        return ""
+    parts = ", ".join(f"{p['topic']}/{p['partition']}: {p['lag']}" for p in lag["partitions"])
+    return (f'<br><small class="consumer-lag">messages; oldest waiting {lag["max_lag_seconds"]:.0f} s<br>'
+            f'{escape(parts)}</small>')
 
 
 def _section(health, rows: list[dict], tables: list[str]) -> str:

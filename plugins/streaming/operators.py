@@ -113,6 +113,7 @@ class StreamingSupervisorOperator(BaseOperator):
         from spark_jobs.lake import PROJECT_ROOT, Lake
         from spark_jobs.registry import get_job
         from spark_jobs.supervision.supervisor import Supervisor
+        from streaming.job_connections import connection_env
         from streaming.notifiers import SupervisorEventNotifier
         from streaming.sensors import job_input_path
 
@@ -158,9 +159,10 @@ class StreamingSupervisorOperator(BaseOperator):
         input_path = self.input_path or None
         command = self.driver_command(trigger, input_path)
         self.log.info("supervising %s with %s; policy %s", job.name, trigger, policy)
+        connection = connection_env(job)  # a Kafka job's Airflow connection, for the driver's environment
         supervisor = Supervisor(job, Lake.at(), command, policy=policy, notify=notify, should_stop=should_stop,
                                 on_state=on_state, input_path=job_input_path(job.name, input_path),
-                                cwd=str(PROJECT_ROOT))
+                                cwd=str(PROJECT_ROOT), env={**os.environ, **connection} if connection else None)
         outcome = supervisor.run()
         if outcome == "given_up":
             raise AirflowFailException(

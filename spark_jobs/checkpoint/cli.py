@@ -113,6 +113,11 @@ def _backlog(report: dict) -> str:
     backlog, table = report["backlog_files"], report.get("source_table")
     if backlog is None:
         return "backlog unknown"
+    lag = report.get("consumer_lag")
+    if lag:
+        parts = ", ".join(f"{p['topic']}/{p['partition']} {p['lag']}" for p in lag["partitions"])
+        return (f"{backlog} messages behind the brokers' latest offsets ({parts}), the oldest waiting "
+                f"{lag['max_lag_seconds']:.0f} s, {report['in_flight_files']} in flight")
     if table:
         return (f"{backlog} data files in {table['backlog_versions']} versions waiting (table version "
                 f"{table['latest_version']}, read up to {table['read_version']}), {report['in_flight_files']} in flight")

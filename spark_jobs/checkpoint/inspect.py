@@ -98,6 +98,7 @@ class CheckpointReport:
     watermark: dict | None = None
     sources: int | None = None
     source_table: dict | None = None
+    consumer_lag: dict | None = None
     state: dict = field(default_factory=lambda: {"operators": []})
     stored_conf: dict = field(default_factory=dict)
     tables: dict = field(default_factory=dict)
@@ -112,7 +113,7 @@ class CheckpointReport:
     def to_dict(self) -> dict:
         keys = ("job", "checkpoint", "control", "status", "query_id", "latest_offset_batch", "latest_commit_batch",
                 "batch_in_flight", "last_commit_time", "last_batch_planned_time", "input", "backlog_files",
-                "in_flight_files", "ingested_files", "too_old_files", "watermark", "sources", "source_table", "state",
+                "in_flight_files", "ingested_files", "too_old_files", "watermark", "sources", "source_table", "consumer_lag", "state",
                 "stored_conf",
                 "tables", "driver", "supervisor", "inspected_at")
         out = {key: getattr(self, key) for key in keys}
@@ -241,6 +242,10 @@ def inspect_checkpoint(job: JobSpec, lake_root: str | os.PathLike | None, input_
     _state(report, checkpoint)
     if job.source.kind == "delta":
         _delta_backlog(report, input_location(job, input_path, lake), entries, committed)
+    elif job.source.kind == "kafka":
+        from spark_jobs.checkpoint.kafka_source import kafka_backlog
+
+        kafka_backlog(report, job, input_path, entries, committed, now)
     else:
         _backlog(report, job, checkpoint, input_path, entries, committed, offsets)
     _status(report, job, lease, live, started, now)
@@ -318,8 +323,9 @@ def _read_offsets(report: CheckpointReport, offsets: LogDir, committed: int,
                        "two ways out: revert the code change, or start a new checkpoint and reprocess",
                        repair="refuse")
         elif entry.sources[0] is not None and _offset_of(job, entry.sources[0]) is None:
-            expected = "a Delta table's ({\"reservoirVersion\": N, ...})" if job.source.kind == "delta" else \
-                "a file source's ({\"logOffset\": N})"
+            expected = {"delta": "a Delta table's ({\"reservoirVersion\": N, ...})",
+                        "kafka": "a Kafka source's ({\"<topic>\": {\"<partition>\": offset}})"}.get(
+                job.source.kind, "a file source's ({\"logOffset\": N})")
             report.add("source_changed", "error",
                        f"the checkpoint's source offset {json.dumps(entry.sources[0])[:80]} is not {expected}: the "
                        "checkpoint was written by a query reading another kind of source",
@@ -330,6 +336,10 @@ def _read_offsets(report: CheckpointReport, offsets: LogDir, committed: int,
 
 def _offset_of(job: JobSpec, offset: dict) -> int | DeltaOffset | None:
     """The source's offset as the job's kind of source writes it (None: another kind wrote it)."""
+    if job.source.kind == "kafka":
+        from spark_jobs.kafka.lag import kafka_source_offset
+
+        return kafka_source_offset(offset)
     return delta_source_offset(offset) if job.source.kind == "delta" else file_source_offset(offset)
 
 

@@ -414,8 +414,17 @@ def _split_arrow_schema():
                       ("pieces", pa.list_(piece))])
 
 
-def split_batches(batches: Iterator, known: tuple[str, ...]) -> Iterator:
-    """``mapInArrow`` body: binaryFile rows (path, content) to one :class:`SplitFile` row per file."""
+def whole_text(content: bytes) -> str:
+    """All of ``content`` as text (gunzipped if gzip, invalid UTF-8 replaced by U+FFFD)."""
+    return _decompress(content)[0].decode("utf-8", errors="replace")
+
+
+def split_batches(batches: Iterator, known: tuple[str, ...], whole_raw: bool = False) -> Iterator:
+    """``mapInArrow`` body: binaryFile rows (path, content) to one :class:`SplitFile` row per file.
+
+    :param whole_raw: a file-level problem keeps the whole text as its raw text, not the text from the
+        damage on (for inputs of one record each, like Kafka messages, where the whole is the record).
+    """
     import pyarrow as pa
     import simdjson
 
@@ -425,6 +434,11 @@ def split_batches(batches: Iterator, known: tuple[str, ...]) -> Iterator:
     for batch in batches:
         for path, content in zip(batch.column("path").to_pylist(), batch.column("content").to_pylist()):
             split = split_file(content or b"", known_keys, parser)
+            if whole_raw and split.pieces and any(p["record_index"] is None for p in split.pieces):
+                text = whole_text(content or b"")
+                for piece in split.pieces:
+                    if piece["record_index"] is None:
+                        piece["raw"] = text
             for name, value in (("source_file", path), ("text", split.text), ("shape", split.shape),
                                 ("rescued", list(split.rescued.items())), ("raw", list(split.raw.items())),
                                 ("pieces", split.pieces)):

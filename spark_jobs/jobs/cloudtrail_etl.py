@@ -119,16 +119,18 @@ def _quarantine_reason(rec: Column, event_time: Column) -> tuple[Column, Column]
     return reason, detail
 
 
-def transform(files: DataFrame) -> DataFrame:
+def transform(files: DataFrame, whole_raw: bool = False) -> DataFrame:
     """Parse CloudTrail files into events, and mark what must be quarantined.
 
     :param files: rows of Spark's ``binaryFile`` source (``path``, ``content``), batch or streaming.
+    :param whole_raw: a file-level problem's raw text is the whole input, not the text from the damage
+        on (``cloudtrail_kafka``: one message is one event).
     :returns: one row per record, or per damaged stretch of a file, with every column of both output
         tables; ``reason`` is NULL for a good event.
     """
     stages, output = _columns()
     frame = files.select("path", "content").mapInArrow(
-        functools.partial(decode.split_batches, known=KNOWN_TOP_LEVEL_KEYS), decode.SPLIT_DDL)
+        functools.partial(decode.split_batches, known=KNOWN_TOP_LEVEL_KEYS, whole_raw=whole_raw), decode.SPLIT_DDL)
     for columns, condition in stages:
         frame = frame.select(*columns)
         if condition is not None:

@@ -12,7 +12,7 @@ import pytest
 
 from spark_jobs.cli import build_parser
 from spark_jobs.jars import DELTA_CONF, jar_paths
-from spark_jobs.registry import JOBS
+from spark_jobs.registry import JOBS, table_specs
 from tests.dags.conftest import DAGS_FOLDER, PROJECT_ROOT, run_parse_probe
 
 APPLICATION = str(PROJECT_ROOT / "spark_jobs" / "__main__.py")
@@ -163,8 +163,10 @@ def test_parsing_looks_nothing_up_opens_nothing_and_imports_no_pyspark(airflow_e
     assert report["lookups"] == []
     assert report["opened"] == []
     assert report["pyspark"] == []
+    # The registry's pyspark-free declarations only (Kafka: the connection's redaction rule, the forwards' spec).
     assert set(report["spark_jobs"]) <= {"spark_jobs", "spark_jobs.errors", "spark_jobs.registry", "spark_jobs.streams",
-                                         "spark_jobs.jars"}
+                                         "spark_jobs.jars", "spark_jobs.kafka", "spark_jobs.kafka.connection",
+                                         "spark_jobs.kafka.forward"}
     assert {f"{name}_continuous" for name, job in JOBS.items() if job.continuous_trigger} <= set(report["dag_ids"])
     assert "streaming_oncall" in report["dag_ids"]
 
@@ -251,7 +253,7 @@ def test_parse_probe_reports_a_dag_that_does_io_at_parse_time(airflow_env, tmp_p
 
 # --- lake_maintenance (dags/lake_maintenance.py): optimize, then vacuum, every registry table ---
 
-TABLES = [table.name for job in JOBS.values() for table in job.tables]
+TABLES = [table.name for table in table_specs()]
 
 
 def test_lake_maintenance_runs_daily_one_at_a_time_optimize_before_vacuum(dagbag):

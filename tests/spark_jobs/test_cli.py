@@ -18,7 +18,7 @@ from tests.conftest import PROJECT_ROOT, run_cli
 
 @pytest.mark.parametrize("args, message", [
     (["run", "nope"], "error: unknown job 'nope'; known jobs: cloudtrail_activity, cloudtrail_alerts, "
-                      "cloudtrail_etl, word_count"),
+                      "cloudtrail_etl, cloudtrail_kafka, word_count"),
     (["run", "cloudtrail_etl", "--input", "/no/such/folder"],
      "error: input folder '/no/such/folder' does not exist; pass --input DIR (or set $CLOUDTRAIL_ETL_INPUT)"),
     (["run", "cloudtrail_etl", "--input", "tests", "--trigger", "hourly"], "error: bad trigger 'hourly'"),

@@ -22,7 +22,7 @@ from spark_jobs.errors import UsageError
 from spark_jobs.jars import JARS, MAVEN_REPO_ENV, JARS_DIR_ENV
 from spark_jobs.lake import Lake
 from spark_jobs.lake_tools import optimize, restore, restore_plan, run_command, vacuum
-from spark_jobs.registry import get_job
+from spark_jobs.registry import get_job, table_specs
 from tests.conftest import PROJECT_ROOT, run_cli
 from tests.spark_jobs.lake_fixtures import append, events_frame, quarantine_frame, schemas
 
@@ -206,7 +206,9 @@ def test_convert_a_file_sink_lake_keeps_exactly_the_committed_rows(spark, tmp_pa
     assert (events_path / "_spark_metadata").is_dir() and not (events_path / "_delta_log").exists()
     assert spark.read.parquet(str(events_path)).count() == len(old["committed"])  # Spark's file-sink reader
 
-    events, quarantine = lake_command(spark, "convert", "--lake", str(lake.root))
+    events, quarantine, *others = lake_command(spark, "convert", "--lake", str(lake.root))
+    unwritten = [t.name for t in table_specs()][2:]  # the tables of the other jobs (each once)
+    assert [(r["table"], r["status"]) for r in others] == [(name, "absent") for name in unwritten]
 
     assert (events["status"], events["from_spark_metadata"], events["rows"]) == ("converted", True, 12)
     assert events["untracked_files"] == [old["killed"]]
@@ -224,13 +226,26 @@ def test_convert_a_file_sink_lake_keeps_exactly_the_committed_rows(spark, tmp_pa
 
     again = lake_command(spark, "convert", "--lake", str(lake.root))
     assert [(r["table"], r["status"]) for r in again] == [("cloudtrail_events", "already_delta"),
-                                                          ("cloudtrail_quarantine", "already_delta")]
+                                                          ("cloudtrail_quarantine", "already_delta")] + \
+        [(name, "absent") for name in unwritten]
 
 
 def test_lake_commands_name_an_unknown_table(tmp_path):
     done = run_cli("lake", "history", "--table", "nosuch", "--lake", str(tmp_path), timeout=120)
     assert done.returncode == 2
-    assert done.stderr.strip() == "error: unknown table 'nosuch'; tables: cloudtrail_events, cloudtrail_quarantine"
+    known = ", ".join(table.name for table in table_specs())
+    assert known.startswith("cloudtrail_events, cloudtrail_quarantine, cloudtrail_activity, ")
+    assert done.stderr.strip() == f"error: unknown table 'nosuch'; tables: {known}"
+
+
+@pytest.mark.parametrize("command", ["optimize", "vacuum"])
+def test_a_table_no_job_has_written_is_reported_absent_without_a_jvm(tmp_path, command):
+    # lake_maintenance compacts every registry table, some before their job's first run.
+    done = run_cli("lake", command, "--table", "word_counts", "--lake", str(tmp_path),
+                   env={JARS_DIR_ENV: str(tmp_path / "no_jars")}, timeout=120)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert json.loads(done.stdout) == {"table": "word_counts", "command": command, "status": "absent",
+                                       "path": str(tmp_path / "tables" / "word_counts")}
 
 
 def test_jars_fetch_from_an_empty_maven_cache(tmp_path):

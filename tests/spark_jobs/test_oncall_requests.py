@@ -79,6 +79,10 @@ def refused(lake, **request) -> OncallRefused:
     (dict(action="reprocess_from", from_time="2026-11-24T00:00:00Z"), "from_time", "is in the future"),
     (dict(action="reprocess_from", from_time="2025-01-01T00:00:00Z"), "from_time",
      "was delivered at or after 2025-01-01T00:00:00Z: nothing to replay"),
+    (dict(action="reprocess_from", from_time="2024-03-02T00:00:00Z", job="cloudtrail_activity"), "job",
+     "cloudtrail_activity reads the Delta table cloudtrail_events into tables of update mode: use reset_checkpoint"),
+    (dict(action="reprocess_from", from_time="2024-03-02T00:00:00Z", job="word_count"), "job",
+     "word_count reads text files into tables of complete mode"),
     (dict(action="rollback_table"), "table", "is required for rollback_table: one of cloudtrail_events, "
                                              "cloudtrail_quarantine"),
     (dict(action="rollback_table", table="../cloudtrail_events"), "table", "is not a table of cloudtrail_etl"),

@@ -17,12 +17,18 @@ def test_every_job_has_a_module_with_transform_and_one_output_per_table():
         assert list(module.OUTPUTS) == [t.name for t in job.tables]
 
 
-def test_table_names_are_unique_across_jobs():
-    assert len(all_tables()) == sum(len(job.tables) for job in JOBS.values())
+def test_a_table_several_jobs_write_is_one_declaration_owned_by_the_first():
+    declared = [table for job in JOBS.values() for table in job.tables]
+    assert len(all_tables()) == len({t.name for t in declared}) == len(declared) - 1
+    assert all_tables()["cloudtrail_events"][0].name == "cloudtrail_etl"
+    assert JOBS["cloudtrail_kafka"].tables[0] is JOBS["cloudtrail_etl"].tables[0]  # the same TableSpec
+    for job in JOBS.values():
+        for table in job.tables:
+            assert all_tables()[table.name][1] is table
 
 
 def test_unknown_job_names_the_value_and_the_known_jobs():
-    known = "cloudtrail_activity, cloudtrail_alerts, cloudtrail_etl, word_count"
+    known = "cloudtrail_activity, cloudtrail_alerts, cloudtrail_etl, cloudtrail_kafka, word_count"
     with pytest.raises(UsageError, match=f"unknown job .nope.; known jobs: {known}"):
         get_job("nope")
 
@@ -36,7 +42,7 @@ def test_importing_the_registry_does_not_import_pyspark():
 def test_each_tables_write_mode_gives_the_jobs_output_mode():
     assert {name: job.output_mode for name, job in JOBS.items()} == {
         "cloudtrail_etl": "append", "cloudtrail_activity": "update", "cloudtrail_alerts": "append",
-        "word_count": "complete"}
+        "word_count": "complete", "cloudtrail_kafka": "append"}
 
 
 def test_an_unknown_write_mode_is_refused_naming_it():

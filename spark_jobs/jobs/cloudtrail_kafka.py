@@ -1,0 +1,88 @@
+"""cloudtrail_kafka: CloudTrail events from Kafka topics become rows of the same ``cloudtrail_events``.
+
+Usage::
+
+    export AIRFLOW_CONN_CLOUDTRAIL_KAFKA='{"conn_type": "kafka", "host": "127.0.0.1:9092"}'
+    python -m spark_jobs run cloudtrail_kafka --input cloudtrail-events --trigger available-now
+    python -m spark_jobs run cloudtrail_kafka --input 'pattern:cloudtrail-.*' --max-offsets-per-trigger 5000
+
+Each message holds one CloudTrail event as JSON, as an EventBridge rule or a Firehose/Lambda bridge
+delivers them: the bare event (``{"eventVersion": ..., "eventID": ...}``), or EventBridge's envelope
+(``{"detail-type": ..., "detail": {event}}``), which is unwrapped first. A message may also hold a
+whole S3 delivery (``{"Records": [...]}``) or JSON lines of events. :func:`transform` hands every
+message to ``cloudtrail_etl``'s transform as one input (its "file" is
+``kafka://<topic>/<partition>/<offset>``), so a message is parsed, typed and judged exactly as a
+record in a log file is. Good events go to ``cloudtrail_events`` under the same key (``eventID``,
+``date``) as the file job's: an event that arrives both as a file and as a message, twice on the
+topic, or again after a restart or a reprocess, is one row. Everything else goes to
+``cloudtrail_kafka_quarantine`` with the message's topic, partition and offset, the reason and the
+whole message as raw text (an empty message or tombstone is ``empty_file``).
+
+:func:`transform` is pure and runs on ``spark.read`` and ``spark.readStream`` of the Kafka source alike.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import (BinaryType, IntegerType, LongType, StringType, StructField, StructType,
+                               TimestampType)
+
+from spark_jobs.jobs import cloudtrail_etl as etl
+
+QUARANTINE = "cloudtrail_kafka_quarantine"
+# What Spark's Kafka source gives (its fixed schema); output_schemas runs transform on an empty frame of it.
+SOURCE_SCHEMA = StructType([
+    StructField("key", BinaryType()), StructField("value", BinaryType()), StructField("topic", StringType()),
+    StructField("partition", IntegerType()), StructField("offset", LongType()),
+    StructField("timestamp", TimestampType()), StructField("timestampType", IntegerType()),
+])
+MESSAGE_PREFIX = "kafka://"
+_MESSAGE = r"^kafka://(.+)/(\d+)/(\d+)$"
+
+
+def message_id() -> Column:
+    """A message's place as the ETL transform's "file": ``kafka://<topic>/<partition>/<offset>``."""
+    return F.concat(F.lit(MESSAGE_PREFIX), F.col("topic"), F.lit("/"), F.col("partition").cast("string"), F.lit("/"),
+                    F.col("offset").cast("string"))
+
+
+def unwrapped_value() -> Column:
+    """The message's bytes, or the ``detail`` of an EventBridge envelope (a JSON object with ``detail-type``)."""
+    text = F.col("value").cast("string")
+    detail = F.get_json_object(text, "$.detail")
+    envelope = ((F.instr(text, '"detail-type"') > 0) & F.get_json_object(text, "$['detail-type']").isNotNull()
+                & F.startswith(F.ltrim(detail), F.lit("{")))
+    return F.when(envelope, F.encode(detail, "UTF-8")).otherwise(F.col("value"))
+
+
+def transform(messages: DataFrame) -> DataFrame:
+    """Parse Kafka messages into events, and mark what must be quarantined.
+
+    :param messages: rows of Spark's Kafka source (``topic``, ``partition``, ``offset``, ``value``, ...).
+    :returns: ``cloudtrail_etl.transform``'s rows: one per event (or damaged message); ``reason`` is
+        NULL for a good event; ``_source_file`` names the message.
+    """
+    files = messages.select(message_id().alias("path"), unwrapped_value().alias("content"))
+    return etl.transform(files, whole_raw=True)
+
+
+def quarantine(parsed: DataFrame) -> DataFrame:
+    """Rows and columns of ``cloudtrail_kafka_quarantine``: the message's topic, partition and offset first."""
+    rows = etl.quarantine(parsed)
+    place = F.col("source_file")
+    return rows.select(
+        F.regexp_extract(place, _MESSAGE, 1).alias("topic"),
+        F.regexp_extract(place, _MESSAGE, 2).cast("int").alias("partition"),
+        F.regexp_extract(place, _MESSAGE, 3).cast("long").alias("offset"),
+        *[c for c in rows.columns if c != "source_file"],
+    )
+
+
+OUTPUTS = {"cloudtrail_events": etl.events, QUARANTINE: quarantine}
+ROUTE = lambda parsed: F.when(etl.is_event(parsed), "cloudtrail_events").otherwise(QUARANTINE)  # noqa: E731
+# The events table's key is the file job's: one row per eventID, whichever way it came in.
+UNIQUE_KEYS = {"cloudtrail_events": etl.UNIQUE_KEYS["cloudtrail_events"],
+               QUARANTINE: ("topic", "partition", "offset", "record_index", "reason")}
+FIRST_BY = etl.FIRST_BY
+NULL_SAFE_KEYS = {QUARANTINE: ("record_index",)}
