@@ -188,6 +188,10 @@ class LocalAirflow:
             self.pid_file(component).unlink(missing_ok=True)
         return [*first.items(), *leaders.items(), *last.items()]
 
+    def dead_components(self) -> list[str]:
+        """The components whose process is not running (all of them before :meth:`start`)."""
+        return [c for c in self.components if not _alive(self._read_pid(c))]
+
     def _read_pid(self, component: str) -> int | None:
         try:
             return int(self.pid_file(component).read_text().strip())

@@ -4,6 +4,7 @@ Usage::
 
     python -m spark_jobs trial recovery --kills 5     # median and max seconds from kill to next commit
     python -m spark_jobs trial soak --minutes 30      # a healthy supervised job: restarts must be 0
+    python -m spark_jobs trial recovery --through airflow   # the same, supervised by a running scheduler
 
 Both run the job as a person does: ``python -m spark_jobs supervise cloudtrail_etl`` (its own
 process; the registry's restart policy and continuous trigger unless ``--trigger`` is given) on a
@@ -15,7 +16,8 @@ modification time). Each kill is a *first* failure: the trial gives the supervis
 ``healthy_reset_seconds`` of ``--healthy-reset`` (60 s) and kills a random 5-15 s after the
 supervisor reset its consecutive failures, so every restart backs off the initial 5 s (back-to-back
 kills back off 2, 4, 8, 16, 32 s by design; ``--healthy-reset 0`` measures that).
-``soak`` kills nothing for ``--minutes``.
+``soak`` kills nothing for ``--minutes``. With ``--through airflow`` the supervisor is the ``supervise`` task
+of ``cloudtrail_etl_continuous`` under a running Airflow (:mod:`spark_jobs.bench.recovery_airflow`).
 At the end the landing stops, the job catches up, the supervisor is stopped with SIGTERM (a
 graceful stop) and the trial checks that every landed event is in ``cloudtrail_events`` exactly
 once, that the restarts in ``events.jsonl`` are exactly the kills, and that no process of the
@@ -52,6 +54,7 @@ log = logging.getLogger("spark_jobs.bench")
 JOB = get_job("cloudtrail_etl")
 TRIAL_ROOT = PROJECT_ROOT / ".spark" / "bench"
 TRIALS = ("recovery", "soak")
+THROUGH = ("cli", "airflow")
 RECOVERY_GOALS = {"median_s": 45.0, "max_s": 60.0}
 FIRST_COMMIT_TIMEOUT_S = 300.0
 RECOVERY_TIMEOUT_S = 300.0
@@ -68,6 +71,11 @@ def add_trial_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trigger", help="the job's trigger (default: the registry's continuous_trigger)")
     parser.add_argument("--seed", type=int, default=1, help="seed of the events and of the kill times (default 1)")
     parser.add_argument("--root", help=f"work folder (default {TRIAL_ROOT}/trial-<name>; emptied first)")
+    parser.add_argument("--through", choices=THROUGH, default="cli",
+                        help="cli: the supervisor is `python -m spark_jobs supervise` (default); airflow: it is the "
+                             "`supervise` task of <job>_continuous under a running Airflow on loopback (its own "
+                             "home and port in the trial folder), started by unpausing the DAG and stopped by "
+                             "pausing it")
     parser.add_argument("--healthy-reset", type=float, default=60.0,
                         help="recovery: the supervisor's healthy_reset_seconds, and each kill waits until the driver "
                              "was healthy that long (its consecutive failures reset), so every kill is a first "
@@ -286,7 +294,13 @@ def run_supervised(name: str, args: argparse.Namespace) -> dict:
     rng = random.Random(args.seed)
     overrides = {"healthy_reset_seconds": args.healthy_reset} if name == "recovery" and args.healthy_reset else None
     lander = Lander(landing, args.gap, args.records_per_file, args.seed).start()
-    job = SupervisedJob(landing, lake, args.trigger, root, overrides)
+    through = getattr(args, "through", "cli")
+    if through == "airflow":
+        from spark_jobs.bench.recovery_airflow import AirflowSupervisedJob
+
+        job: SupervisedJob = AirflowSupervisedJob(landing, lake, args.trigger, root, overrides)
+    else:
+        job = SupervisedJob(landing, lake, args.trigger, root, overrides)
     started = time.monotonic()
     kills: list[dict] = []
     try:
@@ -315,6 +329,7 @@ def run_supervised(name: str, args: argparse.Namespace) -> dict:
     exact = Counter(ids) == Counter(lander.event_ids)
     report = {
         "trial": name,
+        "through": through,
         "job": JOB.name,
         "trigger": args.trigger or JOB.continuous_trigger,
         "policy": {**asdict(JOB.restart), **(overrides or {})},
@@ -356,6 +371,7 @@ def run_trial(args: argparse.Namespace) -> int:
     report = run_supervised(args.trial, args)
     TRIAL_ROOT.mkdir(parents=True, exist_ok=True)
     text = json.dumps(report, indent=2, sort_keys=False)
-    (TRIAL_ROOT / f"trial-{args.trial}.json").write_text(text + "\n")
+    suffix = "" if getattr(args, "through", "cli") == "cli" else f"-{args.through}"
+    (TRIAL_ROOT / f"trial-{args.trial}{suffix}.json").write_text(text + "\n")
     print(text)
     return 0 if report["met"] else 1

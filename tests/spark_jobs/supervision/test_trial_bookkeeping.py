@@ -34,3 +34,35 @@ def test_nothing_is_committed_before_the_first_commit(tmp_path):
     checkpoint = tmp_path / "checkpoint"
     _source_batch(checkpoint, 0, ["a.json.gz"])
     assert committed_files(checkpoint) == set()
+
+
+def test_the_airflow_trial_gives_its_components_its_own_database_lake_landing_and_overrides(tmp_path):
+    from spark_jobs.bench.recovery_airflow import DAG_ID, airflow_env
+
+    env = airflow_env(tmp_path / "airflow", tmp_path / "lake", tmp_path / "landing", "processing-time:2s",
+                      {"healthy_reset_seconds": 60})
+    assert DAG_ID == "cloudtrail_etl_continuous"
+    assert env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] == f"sqlite:///{tmp_path}/airflow/airflow.db"
+    assert env["LAKE_ROOT"] == str(tmp_path / "lake")
+    assert env["CLOUDTRAIL_ETL_INPUT"] == str(tmp_path / "landing")
+    assert env["STREAMING_CONTINUOUS_TRIGGER"] == "processing-time:2s"
+    assert json.loads(env["STREAMING_SUPERVISOR_POLICY"]) == {"healthy_reset_seconds": 60}
+    assert env["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS"] == "True"
+    # No override asked for: the operator uses the registry's trigger and policy.
+    plain = airflow_env(tmp_path / "airflow", tmp_path / "lake", tmp_path / "landing", None, None)
+    assert "STREAMING_CONTINUOUS_TRIGGER" not in plain and "STREAMING_SUPERVISOR_POLICY" not in plain
+
+
+def test_the_trial_command_takes_through_cli_or_airflow():
+    import argparse
+
+    import pytest
+
+    from spark_jobs.bench.recovery import add_trial_arguments
+
+    parser = argparse.ArgumentParser()
+    add_trial_arguments(parser)
+    assert parser.parse_args(["recovery"]).through == "cli"
+    assert parser.parse_args(["recovery", "--through", "airflow"]).through == "airflow"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["recovery", "--through", "yarn"])
