@@ -292,6 +292,7 @@ def run_supervised(name: str, args: argparse.Namespace) -> dict:
     root.mkdir(parents=True)
     landing, lake = root / "landing", root / "lake"
     rng = random.Random(args.seed)
+    load_at_start = [round(x, 2) for x in os.getloadavg()]
     overrides = {"healthy_reset_seconds": args.healthy_reset} if name == "recovery" and args.healthy_reset else None
     lander = Lander(landing, args.gap, args.records_per_file, args.seed).start()
     through = getattr(args, "through", "cli")
@@ -347,6 +348,7 @@ def run_supervised(name: str, args: argparse.Namespace) -> dict:
         "graceful_stop_s": round(stop_s, 2),
         "processes_left": left,
         "ran_for_s": round(time.monotonic() - started, 1),
+        "load_average_at_start": load_at_start,
         "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
     }
     if name == "recovery":
