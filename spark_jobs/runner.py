@@ -103,7 +103,11 @@ class RunOptions:
 
 @dataclass
 class RunSummary:
-    """What one run did, printed as one JSON line when it ends."""
+    """What one run did, printed as one JSON line when it ends.
+
+    ``skipped`` says why an available-now run ended without starting Spark (nothing new, proved from
+    the checkpoint: :mod:`spark_jobs.nothing_new`); ``None`` when Spark ran.
+    """
 
     job: str
     trigger: str
@@ -112,6 +116,7 @@ class RunSummary:
     rows: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
     stopped_by: str | None = None
+    skipped: str | None = None
 
     def to_json(self) -> str:
         return json.dumps(self.__dict__, sort_keys=True)
@@ -423,6 +428,14 @@ def run_streaming(job: JobSpec, options: RunOptions, spark: SparkSession | None 
     lease = Lease.acquire(str(options.control_path(job.name)), options.stream_name(job.name),
                           options.lease_ttl_seconds or job.health.lease_ttl_seconds, details=dict(details))
     keeper = _LeaseKeeper(lease, details).start()
+    from spark_jobs.nothing_new import nothing_to_do
+
+    reason = nothing_to_do(job, options)  # under the lease: no other driver can be adding a batch
+    if reason is not None:
+        log.info("%s: %s", job.name, reason)
+        keeper.finish()
+        return RunSummary(job=job.name, trigger=options.trigger.spec, rows={t.name: 0 for t in job.tables},
+                          seconds=round(time.monotonic() - started, 2), skipped=reason)
     stopper = _GracefulStop()
     stopper.install()
     try:
