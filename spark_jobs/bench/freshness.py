@@ -257,8 +257,8 @@ def measure_freshness(spark: SparkSession, run: FreshnessRun, files: int, gap_s:
         "measured_for_s": round(time.monotonic() - started, 1),
         "job_batches": batches[warmup_batches:],
         "job_summary": summary.strip().splitlines()[-1] if summary.strip() else None,
-        "goal": "p50 <= 2 s, p95 <= 4 s",
-        "met": p50 <= 2 and p95 <= 4,
+        "goal": "p50 <= 1.5 s, p95 <= 2.5 s",
+        "met": p50 <= 1.5 and p95 <= 2.5,
     }
 
 

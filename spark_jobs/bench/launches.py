@@ -59,7 +59,7 @@ def measure_noop_catchup(landing: Path, lake: Path, repeat: int) -> dict:
     job_cmd = [sys.executable, "-m", "spark_jobs", "run", JOB.name, "--input", str(landing), "--lake", str(lake),
                "--trigger", "available-now"]
     bare_cmd = [sys.executable, "-c", BARE_SESSION.format(name=JOB.name)]
-    job_s, bare_s, in_run_streaming = [], [], []
+    job_s, bare_s, in_run_streaming, skipped = [], [], [], []
     for i in range(repeat):
         log.info("no-op catch-up: repetition %d of %d", i + 1, repeat)
         seconds, _ = timed(bare_cmd)
@@ -68,18 +68,54 @@ def measure_noop_catchup(landing: Path, lake: Path, repeat: int) -> dict:
         _check_noop(out, "the no-op run")
         job_s.append(seconds)
         in_run_streaming.append(_summary(out).get("seconds"))
+        skipped.append(_summary(out).get("skipped"))
     ratio = round(median(job_s) / median(bare_s), 2)
     return {
         "what": "wall time of `python -m spark_jobs run cloudtrail_etl` with nothing new (the input's files "
                 "all seen) vs `python -c` that builds the same SparkSession (spark_jobs.session) and stops it",
         "job_run": {"seconds": job_s, "median_s": median(job_s),
-                    "in_run_streaming_s": in_run_streaming,
-                    "note": "in_run_streaming_s is the run's own summary: session start, query start, listing "
-                            "and stop; the rest is the interpreter start and imports"},
+                    "in_run_streaming_s": in_run_streaming, "skipped": skipped,
+                    "note": "in_run_streaming_s is the run's own summary (the checkpoint inspection and, unless "
+                            "it proved there is nothing new, session start, query start, listing and stop); the "
+                            "rest is the interpreter start and imports; skipped is the run's reason for not "
+                            "starting Spark (null: it started Spark)"},
         "bare_session": {"seconds": bare_s, "median_s": median(bare_s)},
         "ratio": ratio,
-        "goal": "<= 1.5",
-        "met": ratio <= 1.5,
+        "goal": "<= 1.2",
+        "met": ratio <= 1.2,
+    }
+
+
+SQL_QUERY = "SELECT eventSource, count(*) AS n FROM cloudtrail_events WHERE date = '{day}' GROUP BY 1 ORDER BY 2 DESC"
+
+
+def measure_sql_command(lake: Path, day: str, repeat: int) -> dict:
+    """The whole ``python -m spark_jobs sql --engine duckdb`` command (no JVM), against a bare interpreter start."""
+    query = SQL_QUERY.format(day=day)
+    command = [sys.executable, "-m", "spark_jobs", "sql", "--engine", "duckdb", "--format", "json", "--lake",
+               str(lake), query]
+    interpreter_s, sql_s, rows = [], [], None
+    for i in range(repeat + 1):  # the first run warms the page cache, and is reported apart
+        log.info("sql command: run %d of %d", i + 1, repeat + 1)
+        seconds, _ = timed([sys.executable, "-c", "pass"])
+        interpreter_s.append(seconds)
+        seconds, out = timed(command)
+        sql_s.append(seconds)
+        answer = [json.loads(line) for line in out.splitlines() if line.startswith("{")]  # one object per row
+        if not answer:
+            raise AssertionError(f"the query found no rows for {day}: {query}")
+        rows = len(answer)
+    median_s = median(sql_s[1:])
+    return {
+        "what": "wall time of `python -m spark_jobs sql --engine duckdb --format json` (delta-rs + DuckDB, process "
+                "start included), a group-by over one day of cloudtrail_events; beside it a bare `python -c pass`",
+        "query": query,
+        "result_rows": rows,
+        "command": {"seconds": sql_s[1:], "median_s": median_s, "first_s": sql_s[0]},
+        "bare_interpreter": {"seconds": interpreter_s, "median_s": median(interpreter_s)},
+        "seconds": median_s,
+        "goal": "<= 1.5 s",
+        "met": median_s <= 1.5,
     }
 
 
@@ -170,6 +206,6 @@ def measure_orchestration(landing: Path, lake: Path, airflow_home: Path, workdir
         "spark_submit": {"seconds": submit_s, "median_s": median(submit_s)},
         "difference_s": difference,
         "airflow_db_setup_s": setup_s,
-        "goal": "<= 5 s more",
-        "met": difference <= 5,
+        "goal": None,
+        "note": "the cold CLI, reported beside orchestration_live (a running scheduler), which has the goal",
     }

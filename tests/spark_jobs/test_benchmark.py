@@ -21,7 +21,7 @@ from spark_jobs.errors import UsageError
 from spark_jobs.lake import Lake
 from tests.spark_jobs.conftest import JOB, file_name
 
-IN_PROCESS = ("throughput", "profile", "adhoc_query", "memory")
+IN_PROCESS = ("throughput", "profile", "adhoc_query", "memory", "sql_command")
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +46,8 @@ def test_report_has_every_measurement_in_the_issues_order(report):
 
 def test_measurements_left_out_say_why(report):
     measurements = report["measurements"]
-    for name in ("noop_catchup", "orchestration", "freshness", "state"):
+    for name in ("noop_catchup", "orchestration", "orchestration_live", "cores", "min_driver_memory", "freshness",
+                 "state"):
         assert measurements[name] == {"status": "skipped", "why": "not in --only"}
     assert measurements["recovery"]["status"] == "not applicable yet" and measurements["recovery"]["why"]
 
@@ -85,6 +86,26 @@ def test_adhoc_query_gives_the_same_answer_on_raw_files_and_table(report):
     section = report["measurements"]["adhoc_query"]
     assert section["identical_results"] is True and section["result_rows"] > 0
     assert section["raw_json"]["median_s"] > 0 and section["table"]["median_s"] > 0 and section["ratio"] > 0
+
+
+def test_sql_command_answers_from_the_table(spark, report, config):
+    section = report["measurements"]["sql_command"]
+    day = section["query"].split("date = '")[1][:10]
+    table = spark.read.format("delta").load(str(Lake(config.root / "run" / "job-lake-0").table_path("cloudtrail_events")))
+    assert section["result_rows"] == table.where(f"date = '{day}'").select("eventSource").distinct().count() > 0
+    assert len(section["command"]["seconds"]) == 1 and section["seconds"] == section["command"]["median_s"] > 0
+    assert report["goals"]["sql_command"] == {"goal": "<= 1.5 s", "value": {"seconds": section["seconds"]},
+                                              "met": section["seconds"] <= 1.5}
+
+
+def test_driver_memory_below_sparks_floor_is_refused_with_its_reason(tmp_path):
+    from spark_jobs.bench.cores import catchup_run
+
+    (tmp_path / "landing").mkdir()
+    run = catchup_run(tmp_path / "landing", tmp_path / "lake", driver_memory="400m")
+    assert run["ok"] is False and run["exit"] != 0
+    assert run["error"].endswith("[INVALID_DRIVER_MEMORY] System memory 419430400 must be at least 471859200."), run
+    assert "events" not in run
 
 
 def test_memory_peaks_are_positive(report):
