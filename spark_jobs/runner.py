@@ -31,6 +31,7 @@ from spark_jobs.errors import UsageError
 from spark_jobs.lake import Lake, PROJECT_ROOT
 from spark_jobs.monitoring.progress import executed
 from spark_jobs.registry import JobSpec
+from spark_jobs.session import DELTA_SNAPSHOT_PARTITIONS
 from spark_jobs.streams import FileSource
 from spark_jobs.table_writers import (ExactlyOnceWriter, TableTarget, check_table_format, create_tables,
                                       refuse_old_layout)
@@ -45,7 +46,6 @@ BINARY_FILE_SCHEMA = StructType([
 
 
 LOCAL_LISTING_THRESHOLD = 1_000_000
-DELTA_SNAPSHOT_PARTITIONS = "spark.databricks.delta.snapshotPartitions"
 
 
 class JobFailed(Exception):
