@@ -106,8 +106,16 @@ def free_port() -> int:
 
 
 def cluster_id() -> str:
-    """A new KRaft cluster id (a uuid in URL-safe base64, as ``kafka-storage.sh random-uuid`` prints)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A new KRaft cluster id (a uuid in URL-safe base64, as ``kafka-storage.sh random-uuid`` prints).
+
+    Never one starting with ``-``, as Kafka's own ``Uuid.randomUuid`` does: ``kafka-storage format``'s
+    argument parser takes such an id for an option and refuses it ("--cluster-id/-t: expected one
+    argument"), which failed one broker start in 64.
+    """
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 class LocalBroker:
