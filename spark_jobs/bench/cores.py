@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import logging
 import subprocess
-import threading
 import time
 from pathlib import Path
 
 from spark_jobs.bench.launches import JOB, _summary
+from spark_jobs.bench.sampler import BackgroundSampler, status_kb
 from spark_jobs.jars import APPLICATION, spark_submit_options
 from spark_jobs.lake import PROJECT_ROOT
 
@@ -40,7 +40,7 @@ SUBMIT_DEFAULT = "1g"
 RUN_TIMEOUT_S = 1800.0
 
 
-class TreeSampler:
+class TreeSampler(BackgroundSampler):
     """CPU seconds and the root's peak RSS of a process tree, sampled until the root exits.
 
     A process's CPU time is its last sample (a Python worker that lives less than ``interval`` may be
@@ -50,41 +50,27 @@ class TreeSampler:
     """
 
     def __init__(self, pid: int, interval: float = 0.25) -> None:
-        self.pid, self.interval = pid, interval
+        super().__init__(interval, "bench-tree")
+        self.pid = pid
         self.cpu: dict[int, float] = {}
         self.root_peak_kb = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="bench-tree", daemon=True)
 
-    def __enter__(self) -> "TreeSampler":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _run(self) -> None:
+    def sample(self) -> bool:
         import psutil
-
-        from spark_jobs.bench.probes import _status_kb
 
         try:
             root = psutil.Process(self.pid)
+            tree = [root, *root.children(recursive=True)]
         except psutil.Error:
-            return
-        while not self._stop.wait(self.interval):
+            return False
+        for process in tree:
             try:
-                tree = [root, *root.children(recursive=True)]
+                times = process.cpu_times()
             except psutil.Error:
-                return
-            for process in tree:
-                try:
-                    times = process.cpu_times()
-                except psutil.Error:
-                    continue
-                self.cpu[process.pid] = times.user + times.system
-            self.root_peak_kb = max(self.root_peak_kb, _status_kb(self.pid, "VmHWM"))
+                continue
+            self.cpu[process.pid] = times.user + times.system
+        self.root_peak_kb = max(self.root_peak_kb, status_kb(self.pid, "VmHWM"))
+        return True
 
     @property
     def cpu_seconds(self) -> float:

@@ -47,7 +47,7 @@ def _epoch(iso: str | None) -> float | None:
     return datetime.fromisoformat(iso).timestamp() if iso else None
 
 
-def _wait(what: str, check, timeout: float, every: float = 1.0):
+def wait_for_api(what: str, check, timeout: float, every: float = 1.0):
     """``check()``'s first truthy value; API errors while waiting count as not yet."""
     from streaming.airflow_api import AirflowApiError
 
@@ -78,7 +78,7 @@ def _one_triggered_run(api, marks: Path) -> dict:
         current = api.api("GET", f"/dags/{DAG_ID}/dagRuns/{run_id}")
         return current if current["state"] in ("success", "failed") else None
 
-    run = _wait(f"run {run_id} to end", ended, RUN_TIMEOUT_S, POLL_S)
+    run = wait_for_api(f"run {run_id} to end", ended, RUN_TIMEOUT_S, POLL_S)
     seen = time.time()
     if run["state"] != "success":
         raise RuntimeError(f"the triggered run {run_id} of {DAG_ID} ended {run['state']!r}; see the task logs "
@@ -126,12 +126,12 @@ def measure_orchestration_live(landing: Path, lake: Path, workdir: Path, repeat:
     airflow.start()
     try:
         api = AirflowApi(airflow.url)
-        _wait(f"the dag-processor to parse {DAG_ID}", lambda: api.dag(DAG_ID), PARSE_TIMEOUT_S)
+        wait_for_api(f"the dag-processor to parse {DAG_ID}", lambda: api.dag(DAG_ID), PARSE_TIMEOUT_S)
         start_s = round(time.monotonic() - started, 1)
         api.set_paused(DAG_ID, False)
         # Unpausing schedules the latest interval's run (catchup=False); let it end so it queues nothing.
         time.sleep(3)
-        _wait("the scheduled run to end", lambda: all(r["state"] in ("success", "failed") for r in _runs(api)),
+        wait_for_api("the scheduled run to end", lambda: all(r["state"] in ("success", "failed") for r in _runs(api)),
               RUN_TIMEOUT_S)
         direct, runs = [], []
         for i in range(repeat):

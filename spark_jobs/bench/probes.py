@@ -10,10 +10,11 @@ from __future__ import annotations
 import statistics
 import threading
 import time
-from pathlib import Path
 
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQueryListener
+
+from spark_jobs.bench.sampler import BackgroundSampler, status_kb
 
 
 def median(values: list[float]) -> float:
@@ -138,17 +139,7 @@ def spark_jobs_since(spark: SparkSession, since_epoch_ms: int) -> list[dict]:
     return sorted(jobs, key=lambda j: j["id"])
 
 
-def _status_kb(pid: int, field: str) -> int:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    except (OSError, ValueError):
-        pass
-    return 0
-
-
-class MemorySampler:
+class MemorySampler(BackgroundSampler):
     """Peak resident memory of this Python driver, the Spark JVM and the JVM's Python workers.
 
     In local mode the driver and the executor are one JVM. Its peak is the kernel's high-water mark
@@ -159,39 +150,29 @@ class MemorySampler:
     """
 
     def __init__(self, jvm_pid: int, interval: float = 0.25):
-        self.jvm_pid, self.interval = jvm_pid, interval
+        super().__init__(interval, "bench-memory")
+        self.jvm_pid = jvm_pid
         self.workers_sum_kb = self.worker_max_kb = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="bench-memory", daemon=True)
 
-    def __enter__(self) -> "MemorySampler":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _run(self) -> None:
+    def sample(self) -> bool:
         import psutil
 
-        jvm = psutil.Process(self.jvm_pid)
-        while not self._stop.wait(self.interval):
-            try:
-                workers = [p for p in jvm.children(recursive=True) if "python" in p.name()]
-                sizes = [_status_kb(p.pid, "VmHWM") for p in workers]
-            except psutil.Error:
-                continue
-            self.workers_sum_kb = max(self.workers_sum_kb, sum(sizes))
-            self.worker_max_kb = max([self.worker_max_kb, *sizes])
+        try:
+            workers = [p for p in psutil.Process(self.jvm_pid).children(recursive=True) if "python" in p.name()]
+            sizes = [status_kb(p.pid, "VmHWM") for p in workers]
+        except psutil.Error:
+            return True
+        self.workers_sum_kb = max(self.workers_sum_kb, sum(sizes))
+        self.worker_max_kb = max([self.worker_max_kb, *sizes])
+        return True
 
     def report(self) -> dict:
         """Peaks in MB."""
         import os
 
         return {
-            "jvm_driver_and_executor_peak_rss_mb": round(_status_kb(self.jvm_pid, "VmHWM") / 1024),
-            "python_driver_peak_rss_mb": round(_status_kb(os.getpid(), "VmHWM") / 1024),
+            "jvm_driver_and_executor_peak_rss_mb": round(status_kb(self.jvm_pid, "VmHWM") / 1024),
+            "python_driver_peak_rss_mb": round(status_kb(os.getpid(), "VmHWM") / 1024),
             "python_workers_peak_rss_sum_mb": round(self.workers_sum_kb / 1024),
             "python_worker_peak_rss_max_mb": round(self.worker_max_kb / 1024),
         }

@@ -29,6 +29,7 @@ import sys
 import time
 from pathlib import Path
 
+from spark_jobs.bench.orchestration_live import wait_for_api
 from spark_jobs.bench.recovery import JOB, SupervisedJob
 from spark_jobs.lake import PROJECT_ROOT, Lake
 
@@ -88,24 +89,10 @@ class AirflowSupervisedJob(SupervisedJob):
                                                                                     trigger, policy))
         self.api = AirflowApi(self.airflow.url)
         self.airflow.start()
-        self._wait_api(lambda: self.api.api("GET", f"/dags/{DAG_ID}"), PARSE_TIMEOUT_S, f"the dag-processor to parse {DAG_ID}")
+        wait_for_api(f"the dag-processor to parse {DAG_ID}", lambda: self.api.api("GET", f"/dags/{DAG_ID}"),
+                     PARSE_TIMEOUT_S)
         self._runs_checked_at = 0.0
         self.api.set_paused(DAG_ID, False)
-
-    def _wait_api(self, check, timeout: float, what: str):
-        from streaming.airflow_api import AirflowApiError
-
-        deadline = time.monotonic() + timeout
-        last: object = None
-        while time.monotonic() < deadline:
-            try:
-                value = check()
-                if value:
-                    return value
-            except AirflowApiError as error:
-                last = error
-            time.sleep(1)
-        raise TimeoutError(f"{what} did not happen within {timeout:g} s (last: {last})")
 
     def check_alive(self) -> None:
         """Raise if an Airflow component died, or a continuous run failed (its supervisor gave up)."""
@@ -138,9 +125,10 @@ class AirflowSupervisedJob(SupervisedJob):
         try:
             self.api.set_paused(DAG_ID, True)
             run_ids = [run_id for run_id, _ in self.run_states()]
-            states = self._wait_api(lambda: (s := [self.api.task_states(DAG_ID, r).get("supervise") for r in run_ids])
-                                    and all(x in ("success", "failed", "upstream_failed") for x in s) and s,
-                                    max(timeout, STOP_TIMEOUT_S), "supervise to end after the pause")
+            states = wait_for_api("supervise to end after the pause",
+                                  lambda: (s := [self.api.task_states(DAG_ID, r).get("supervise") for r in run_ids])
+                                  and all(x in ("success", "failed", "upstream_failed") for x in s) and s,
+                                  max(timeout, STOP_TIMEOUT_S))
             status = 0 if all(s == "success" for s in states) else 1
         except Exception as error:  # noqa: BLE001 - report it, stop Airflow anyway
             print(f"trial: the graceful stop through the pause failed: {error}", file=sys.stderr)
