@@ -31,7 +31,7 @@ from spark_jobs.errors import UsageError
 from spark_jobs.lake import Lake, PROJECT_ROOT
 from spark_jobs.monitoring.progress import executed
 from spark_jobs.registry import JobSpec
-from spark_jobs.session import DELTA_SNAPSHOT_PARTITIONS
+from spark_jobs.session import snapshot_partitions_per_core
 from spark_jobs.streams import FileSource
 from spark_jobs.table_writers import (ExactlyOnceWriter, TableTarget, check_table_format, create_tables,
                                       refuse_old_layout)
@@ -459,10 +459,7 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
     # (Past this many files it would run a Spark job of one task per file, which pays off on object
     # stores, not on a local disk.)
     spark.conf.set("spark.sql.sources.parallelPartitionDiscovery.threshold", str(LOCAL_LISTING_THRESHOLD))
-    # Delta rebuilds a table's snapshot after every commit with a Spark job of this many tasks (default
-    # 50: ~160 tasks per micro-batch and table, measured); one per core suffices for a job's own log.
-    if spark.conf.get(DELTA_SNAPSHOT_PARTITIONS, None) is None:
-        spark.conf.set(DELTA_SNAPSHOT_PARTITIONS, str(max(1, spark.sparkContext.defaultParallelism)))
+    snapshot_partitions_per_core(spark)  # also for a session this module did not build
     module = job_module(job)
     targets = table_targets(job, module, options.lake)
     checkpoint = options.checkpoint_path(job.name)

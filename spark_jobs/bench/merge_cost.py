@@ -52,7 +52,6 @@ def measure(sizes: list[int], batch: int, days: int, repeat: int, workdir: Path)
 
     job = get_job("cloudtrail_etl")
     spark = build_session("merge_cost")
-    spark.conf.set("spark.databricks.delta.snapshotPartitions", str(spark.sparkContext.defaultParallelism))
     schemas = output_schemas(spark, job)
     schema = schemas["cloudtrail_events"]
     last_day = "2024-03-30"

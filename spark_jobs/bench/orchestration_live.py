@@ -132,7 +132,7 @@ def measure_orchestration_live(landing: Path, lake: Path, workdir: Path, repeat:
         # Unpausing schedules the latest interval's run (catchup=False); let it end so it queues nothing.
         time.sleep(3)
         wait_for_api("the scheduled run to end", lambda: all(r["state"] in ("success", "failed") for r in _runs(api)),
-              RUN_TIMEOUT_S)
+                     RUN_TIMEOUT_S)
         direct, runs = [], []
         for i in range(repeat):
             log.info("orchestration_live: repetition %d of %d (spark-submit, then a triggered run)", i + 1, repeat)
