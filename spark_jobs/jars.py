@@ -99,13 +99,17 @@ APPLICATION = str(PROJECT_ROOT / "spark_jobs" / "__main__.py")
 
 
 def spark_submit_conf() -> dict[str, str]:
-    """The ``--conf`` every spark-submit of a job carries: Delta's extension and catalog.
+    """The ``--conf`` every spark-submit of a job carries: Delta's extension and catalog, and the driver
+    JVM's class archive (:mod:`spark_jobs.class_archive`; a missing archive only makes the start slower).
 
     The project's code reaches the executors from the driver itself, as a zip of the code it runs
     (:mod:`spark_jobs.code_zip`, shipped by :func:`spark_jobs.session.build_session`): a path of this
     machine on the executors' ``PYTHONPATH`` means nothing on a cluster's workers.
     """
-    return dict(DELTA_CONF)
+    from spark_jobs.class_archive import DEFAULT_JAVA_OPTIONS_CONF, java_options
+
+    options = java_options()
+    return {**DELTA_CONF, **({DEFAULT_JAVA_OPTIONS_CONF: options} if options else {})}
 
 
 def spark_submit_jars() -> str:

@@ -3,7 +3,8 @@
 Run by ``python -m spark_jobs`` the session is local (``$SPARK_MASTER``, else ``local[2]``) and gets
 the pinned jars of :mod:`spark_jobs.jars` (Delta Lake) from ``.jars/``; run by ``spark-submit`` the
 master, the jars (``--jars``) and any ``--conf`` come from spark-submit and are not overridden. Every
-session has Delta's SQL extension and catalog, and ships the project's code to its executors as a zip
+session has Delta's SQL extension and catalog, maps the driver JVM's class archive when set-up made one
+(:mod:`spark_jobs.class_archive`), and ships the project's code to its executors as a zip
 of the code this driver runs (:mod:`spark_jobs.code_zip`), so the same job runs on ``local[2]`` and on a
 cluster whose executors do not have the project. All scratch space stays inside the project
 (``.spark/``) so killed JVMs leave nothing in ``/tmp``.
@@ -18,7 +19,7 @@ from typing import Iterator
 
 from pyspark.sql import SparkSession
 
-from spark_jobs import code_zip
+from spark_jobs import class_archive, code_zip
 from spark_jobs.jars import DELTA_CONF, spark_jars
 from spark_jobs.lake import PROJECT_ROOT
 from spark_jobs.monitoring.prometheus import STREAMING_METRICS_CONF
@@ -77,6 +78,9 @@ def build_session(app_name: str, *, ui: bool = False, extra_conf: dict[str, str]
         os.makedirs(os.environ["SPARK_LOCAL_DIRS"].split(",")[0], exist_ok=True)
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         builder = builder.master(os.environ.get("SPARK_MASTER", "local[2]")).config("spark.jars", spark_jars())
+        archive_options = class_archive.java_options()  # a faster JVM start (no archive: ignored)
+        if archive_options:
+            builder = builder.config(class_archive.DEFAULT_JAVA_OPTIONS_CONF, archive_options)
         for key, value in {**LOCAL_DEFAULTS, **(STREAMING_METRICS_CONF if ui else {}),
                            "spark.ui.enabled": str(ui).lower(),
                            "spark.sql.warehouse.dir": str(scratch / "warehouse"),

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from spark_jobs.cli import build_parser
-from spark_jobs.jars import DELTA_CONF, jar_paths
+from spark_jobs.jars import DELTA_CONF, jar_paths, spark_submit_conf
 from spark_jobs.registry import JOBS, table_specs
 from tests.dags.conftest import DAGS_FOLDER, PROJECT_ROOT, run_parse_probe
 
@@ -129,10 +129,10 @@ def test_params_reach_the_command_line_only_when_set(dag, job, params, extra_arg
     command = spark_submit_command(dag, params, monkeypatch)
 
     master = json.loads(os.environ["AIRFLOW_CONN_SPARK_DEFAULT"])["host"]
-    delta_conf = [arg for key, value in DELTA_CONF.items() for arg in ("--conf", f"{key}={value}")]
+    conf = [arg for key, value in spark_submit_conf().items() for arg in ("--conf", f"{key}={value}")]
     assert command[:3] == ["spark-submit", "--master", master]
-    assert command[3:7] == delta_conf
-    assert command[7:] == ["--jars", ",".join(str(path) for path in jar_paths()), "--name", job.name, APPLICATION,
+    assert command[3:3 + len(conf)] == conf
+    assert command[3 + len(conf):] == ["--jars", ",".join(str(path) for path in jar_paths()), "--name", job.name, APPLICATION,
                            "run", job.name, "--trigger", "available-now", *extra_args]
     parsed = build_parser().parse_args(command[command.index(APPLICATION) + 1:])
     assert (parsed.command, parsed.job, parsed.trigger) == ("run", job.name, "available-now")
@@ -163,9 +163,10 @@ def test_parsing_looks_nothing_up_opens_nothing_and_imports_no_pyspark(airflow_e
     assert report["lookups"] == []
     assert report["opened"] == []
     assert report["pyspark"] == []
-    # The registry's pyspark-free declarations only (Kafka: the connection's redaction rule, the forwards' spec).
+    # The registry's pyspark-free declarations only (Kafka: the connection's redaction rule, the forwards' spec;
+    # the jars and the class archive: spark-submit's --jars and --conf).
     assert set(report["spark_jobs"]) <= {"spark_jobs", "spark_jobs.errors", "spark_jobs.registry", "spark_jobs.streams",
-                                         "spark_jobs.jars", "spark_jobs.kafka", "spark_jobs.kafka.connection",
+                                         "spark_jobs.jars", "spark_jobs.class_archive", "spark_jobs.kafka", "spark_jobs.kafka.connection",
                                          "spark_jobs.kafka.forward"}
     assert {f"{name}_continuous" for name, job in JOBS.items() if job.continuous_trigger} <= set(report["dag_ids"])
     assert "streaming_oncall" in report["dag_ids"]
@@ -277,7 +278,7 @@ def test_lake_maintenance_spark_submits_the_lake_command_with_the_delta_jars(dag
     master = json.loads(os.environ["AIRFLOW_CONN_SPARK_DEFAULT"])["host"]
     assert command[:3] == ["spark-submit", "--master", master]
     confs = [command[i + 1] for i, arg in enumerate(command) if arg == "--conf"]
-    assert set(confs) == {f"{k}={v}" for k, v in DELTA_CONF.items()}
+    assert set(confs) == {f"{k}={v}" for k, v in spark_submit_conf().items()}
     assert command[command.index("--jars") + 1] == ",".join(str(p) for p in jar_paths())
     assert command[command.index(APPLICATION) + 1:] == ["lake", step, "--table", table]
     parsed = build_parser().parse_args(command[command.index(APPLICATION) + 1:])

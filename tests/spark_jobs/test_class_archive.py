@@ -1,0 +1,48 @@
+"""The driver JVM's class archive: made at set-up, mapped by every Spark start, harmless when unusable."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from spark_jobs.class_archive import DEFAULT_JAVA_OPTIONS_CONF, QUIET, archive_path, check, java_options
+from spark_jobs.jars import DELTA_CONF, spark_submit_conf, spark_submit_options
+
+
+def test_every_spark_submit_of_the_project_carries_the_archive_options():
+    assert java_options() == f"-XX:SharedArchiveFile={archive_path()} {QUIET}"
+    assert spark_submit_conf() == {**DELTA_CONF, DEFAULT_JAVA_OPTIONS_CONF: java_options()}
+    options = spark_submit_options()
+    assert options[options.index(f"{DEFAULT_JAVA_OPTIONS_CONF}={java_options()}") - 1] == "--conf"
+
+
+def test_the_archive_made_at_set_up_is_mapped_by_a_driver_jvm():
+    # -Xshare:on: the JVM refuses to start unless it maps the archive.
+    assert check() is None
+
+
+def test_the_test_sessions_driver_jvm_was_started_with_the_archive(spark):
+    jvm = spark.sparkContext._jvm
+    arguments = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+    assert f"-XX:SharedArchiveFile={archive_path()}" in arguments
+
+
+def test_a_damaged_archive_is_refused_by_the_check(tmp_path):
+    damaged = tmp_path / "cut.jsa"
+    with archive_path().open("rb") as source, damaged.open("wb") as out:
+        out.write(source.read(20_000_000))  # as a dump cut short by a full disk would leave it
+    problem = check(damaged)
+    assert problem is not None and problem.startswith(f"a driver JVM could not map the class archive {damaged}")
+
+
+@pytest.mark.parametrize("archive", ["missing", "another classpath"])
+def test_a_jvm_that_cannot_use_the_archive_starts_silently(tmp_path, archive):
+    java = shutil.which("java")
+    path = tmp_path / "missing.jsa" if archive == "missing" else archive_path()
+    done = subprocess.run([java, f"-XX:SharedArchiveFile={path}", *QUIET.split(), "-version"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0
+    assert "archive" not in (done.stdout + done.stderr).lower()
+    assert (done.stdout + done.stderr).lstrip().startswith("openjdk version")
