@@ -26,6 +26,8 @@ bare-Spark counterpart it is a ratio to the best bare Spark does on the same fil
   (:mod:`spark_jobs.bench.backfill_priority`).
 - ``adhoc_query``: one query on the raw JSON files and on the table (same answer checked).
 - ``sql_command``: the whole ``python -m spark_jobs sql --engine duckdb`` command (no JVM).
+- ``jvm_start``: a SparkSession's start and first job with and without the driver's class archive
+  (:mod:`spark_jobs.class_archive`).
 - ``memory``: peak resident memory of the Spark JVM (driver and executor are one JVM in local
   mode) and of the Python processes, during the in-process measurements.
 - ``min_driver_memory``: the catch-up with less and less ``--driver-memory`` until it fails.
@@ -34,7 +36,7 @@ bare-Spark counterpart it is a ratio to the best bare Spark does on the same fil
 
 ``--quick`` (under 3 minutes on 2 cores): 50k records, 2 repetitions (1 per process launch), a
 warm-up on a tenth of the input, no noop-sink stand-ins in the profile, and none of freshness, the
-Airflow comparisons, the core and driver-memory runs (see :data:`QUICK_LEAVES_OUT`; add them with ``--only``).
+Airflow comparisons, the core, driver-memory and JVM-start runs (see :data:`QUICK_LEAVES_OUT`; add them with ``--only``).
 
 Exit status: 0 when every measurement ran (goals met or not: the report says), 1 when one failed.
 """
@@ -61,7 +63,8 @@ log = logging.getLogger("spark_jobs.bench")
 
 BENCH_ROOT = PROJECT_ROOT / ".spark" / "bench"
 IN_PROCESS = ("throughput", "profile", "adhoc_query", "memory", "freshness", "backfill_priority", "state")
-LAUNCHES = ("noop_catchup", "orchestration", "orchestration_live", "sql_command", "cores", "min_driver_memory")
+LAUNCHES = ("noop_catchup", "orchestration", "orchestration_live", "sql_command", "cores", "min_driver_memory",
+            "jvm_start")
 MEASUREMENTS = IN_PROCESS + LAUNCHES
 # What --quick leaves out, and why: each needs minutes of process starts and warm-up to mean anything.
 QUICK_LEAVES_OUT = {
@@ -70,6 +73,7 @@ QUICK_LEAVES_OUT = {
                           "runs through its REST API (~2 min)",
     "cores": "two more catch-ups of the whole input, on local[1] and local[2] (~2 min at 50k records)",
     "min_driver_memory": "up to six more catch-ups of the whole input with less and less driver memory",
+    "jvm_start": "two SparkSession starts per repetition, with and without the class archive (~40 s each)",
     "freshness": "a freshly started job needs ~8 micro-batches to warm up, so a meaningful figure needs "
                  "warm-up files plus 30 files 3 s apart (~2.5 min)",
     "backfill_priority": "a live job, two backfills of the whole input and three freshness phases (~10+ min)",
@@ -83,7 +87,8 @@ NEEDS_THROUGHPUT = ("throughput", "profile", "adhoc_query", "memory", "noop_catc
 # The issue's order: throughput (and its profile), no-op catch-up, orchestration, freshness,
 # ad-hoc queries, recovery, state, memory.
 REPORT_ORDER = ("throughput", "profile", "cores", "noop_catchup", "orchestration", "orchestration_live", "freshness",
-                "backfill_priority", "adhoc_query", "sql_command", "recovery", "state", "memory", "min_driver_memory")
+                "backfill_priority", "adhoc_query", "sql_command", "recovery", "state", "memory", "min_driver_memory",
+                "jvm_start")
 # Each goal (as the issue states it) and the figures it is about.
 GOALS = {"throughput": (">= 0.9", ("ratio",)), "cores": (">= 1.8", ("ratio",)), "noop_catchup": ("<= 1.2", ("ratio",)),
          "orchestration_live": ("<= 5 s more", ("difference_s",)),
@@ -275,6 +280,10 @@ def run_benchmark(config: BenchConfig, spark=None) -> dict:
         measured["min_driver_memory"] = _attempt("min_driver_memory", lambda: measure_min_driver_memory(
             data.landing, run_dir / "min-driver-memory", default_run=measured.get("cores", {}).get("local_2")),
             failures)
+    if "jvm_start" in config.only:
+        from spark_jobs.bench.launches import measure_jvm_start
+
+        measured["jvm_start"] = _attempt("jvm_start", lambda: measure_jvm_start(config.launch_repeat), failures)
     for name in MEASUREMENTS:
         if name in config.only:
             why = "needs the lake of the throughput runs, which failed"
@@ -306,8 +315,8 @@ def _in_process(config: BenchConfig, spark, data, source, run_dir: Path, measure
     from spark_jobs.bench.throughput import measure_profile, measure_throughput, warm_up
     from spark_jobs.session import build_session
 
-    if not any(name in config.only for name in IN_PROCESS + LAUNCHES):
-        return None
+    if not any(name in config.only for name in IN_PROCESS + NEEDS_THROUGHPUT):
+        return None  # the other launches start their own processes
     fresh_job = freshness.start_job(run_dir, source, config.freshness_warmup_files, config.records_per_file,
                                     config.seed) if "freshness" in config.only else None
     own_session = spark is None

@@ -23,6 +23,9 @@ The archive is written to a temporary name, mapped once by a test JVM, then rena
 running drivers keep the one they mapped): a damaged archive makes the JDK 17 JVM that maps it crash
 at start ("A fatal error has been detected", in ``crc32_z``), even without ``-Xshare:on``. If that is
 ever seen, ``python -m spark_jobs.class_archive check`` says so; delete the file (or build it again).
+
+``$SPARK_JOBS_CLASS_ARCHIVE`` moves the archive (a path) or switches it off (``off``: no Spark start of
+the project maps it; the benchmark's ``jvm_start`` part compares both).
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ from pathlib import Path
 from spark_jobs.jars import DELTA_CONF, jars_dir, spark_submit_jars
 
 ARCHIVE_NAME = "spark-driver-classes.jsa"
+ARCHIVE_ENV = "SPARK_JOBS_CLASS_ARCHIVE"
+OFF = "off"
 DEFAULT_JAVA_OPTIONS_CONF = "spark.driver.defaultJavaOptions"
 # Without these, a JVM that cannot use the archive (another JDK, a changed jar) warns on every start.
 QUIET = "-Xlog:cds=off,cds+dynamic=off"
@@ -45,17 +50,25 @@ TRAINING_TIMEOUT_SECONDS = 900
 
 
 def archive_path() -> Path:
-    """Where the archive lives: beside the pinned jars (git-ignored), as it is made from them."""
-    return jars_dir() / ARCHIVE_NAME
+    """Where the archive lives: ``$SPARK_JOBS_CLASS_ARCHIVE`` when it names a path, else beside the pinned
+    jars (git-ignored), as it is made from them."""
+    setting = os.environ.get(ARCHIVE_ENV, "").strip()
+    return Path(setting).expanduser() if setting and setting.lower() != OFF else jars_dir() / ARCHIVE_NAME
+
+
+def switched_off() -> bool:
+    """Whether ``$SPARK_JOBS_CLASS_ARCHIVE`` is ``off``: Spark starts then do not map the archive."""
+    return os.environ.get(ARCHIVE_ENV, "").strip().lower() == OFF
 
 
 def java_options() -> str:
     """The driver JVM options that map the archive (no I/O: safe while Airflow parses DAG files).
 
-    Empty when the archive's path holds whitespace (Spark splits Java options on it).
+    Empty when the archive is switched off (:func:`switched_off`) or its path holds whitespace (Spark
+    splits Java options on it).
     """
     path = str(archive_path())
-    return "" if any(c.isspace() for c in path) else f"-XX:SharedArchiveFile={path} {QUIET}"
+    return "" if switched_off() or any(c.isspace() for c in path) else f"-XX:SharedArchiveFile={path} {QUIET}"
 
 
 def build(timeout: float = TRAINING_TIMEOUT_SECONDS) -> Path:

@@ -209,3 +209,48 @@ def measure_orchestration(landing: Path, lake: Path, airflow_home: Path, workdir
         "goal": None,
         "note": "the cold CLI, reported beside orchestration_live (a running scheduler), which has the goal",
     }
+
+
+_JVM_START = """import json, time
+started = time.monotonic()
+from spark_jobs.session import build_session
+spark = build_session({name!r})
+built = time.monotonic()
+spark.read.json(spark.sparkContext.parallelize(['{{"a": 1, "b": "x"}}'] * 1000)).groupBy("b").count().collect()
+done = time.monotonic()
+spark.stop()
+print(json.dumps({{"session_s": round(built - started, 3), "first_job_s": round(done - built, 3)}}))
+"""
+
+
+def measure_jvm_start(repeat: int) -> dict:
+    """Starting a SparkSession and running its first job, with and without the driver's class archive
+    (:mod:`spark_jobs.class_archive`), alternating so that both see the same machine load."""
+    from spark_jobs.class_archive import ARCHIVE_ENV, OFF, archive_path, check
+
+    problem = check()
+    if problem:
+        return {"status": "skipped", "why": problem}
+    command = [sys.executable, "-c", _JVM_START.format(name=JOB.name)]
+    runs: dict[str, dict[str, list[float]]] = {
+        mode: {"process_s": [], "session_s": [], "first_job_s": []} for mode in ("archive", "no_archive")}
+    for i in range(repeat):
+        for mode in ("no_archive", "archive"):
+            log.info("jvm start: repetition %d of %d, %s", i + 1, repeat, mode.replace("_", " "))
+            env = {**os.environ, ARCHIVE_ENV: OFF if mode == "no_archive" else str(archive_path())}
+            seconds, out = timed(command, env)
+            runs[mode]["process_s"].append(seconds)
+            for key, value in _summary(out).items():
+                runs[mode][key].append(value)
+    medians = {mode: {key: median(values) for key, values in figures.items()} for mode, figures in runs.items()}
+    return {
+        "what": "a fresh `python -c` that builds the project's SparkSession (spark_jobs.session) and runs a first "
+                "small job (JSON parse, group-by), with the driver's class archive and without it "
+                f"({ARCHIVE_ENV}=off), alternating",
+        "archive": str(archive_path()),
+        "archive_mb": round(archive_path().stat().st_size / 1e6),
+        **{mode: {key: {"seconds": runs[mode][key], "median_s": medians[mode][key]} for key in runs[mode]}
+           for mode in runs},
+        "ratio_process": round(medians["archive"]["process_s"] / medians["no_archive"]["process_s"], 2),
+        "goal": None,
+    }

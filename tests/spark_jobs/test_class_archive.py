@@ -7,7 +7,8 @@ import subprocess
 
 import pytest
 
-from spark_jobs.class_archive import DEFAULT_JAVA_OPTIONS_CONF, QUIET, archive_path, check, java_options
+from spark_jobs.class_archive import (ARCHIVE_ENV, DEFAULT_JAVA_OPTIONS_CONF, QUIET, archive_path, check,
+                                     java_options)
 from spark_jobs.jars import DELTA_CONF, spark_submit_conf, spark_submit_options
 
 
@@ -46,3 +47,16 @@ def test_a_jvm_that_cannot_use_the_archive_starts_silently(tmp_path, archive):
     assert done.returncode == 0
     assert "archive" not in (done.stdout + done.stderr).lower()
     assert (done.stdout + done.stderr).lstrip().startswith("openjdk version")
+
+
+def test_the_archive_can_be_switched_off_or_moved(monkeypatch, tmp_path):
+    default = archive_path()
+    monkeypatch.setenv(ARCHIVE_ENV, "off")
+    assert java_options() == "" and archive_path() == default
+    assert spark_submit_conf() == DELTA_CONF  # no --conf for the archive at all
+    moved = tmp_path / "elsewhere.jsa"
+    monkeypatch.setenv(ARCHIVE_ENV, str(moved))
+    assert java_options() == f"-XX:SharedArchiveFile={moved} {QUIET}"
+    assert check() == f"no class archive at {moved}: run `python -m spark_jobs.class_archive build`"
+    monkeypatch.setenv(ARCHIVE_ENV, str(tmp_path / "with space" / "a.jsa"))
+    assert java_options() == ""  # Spark splits Java options on whitespace
