@@ -218,8 +218,10 @@ spark = build_session({name!r})
 built = time.monotonic()
 spark.read.json(spark.sparkContext.parallelize(['{{"a": 1, "b": "x"}}'] * 1000)).groupBy("b").count().collect()
 done = time.monotonic()
+arguments = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments()
+mapped = any(str(a).startswith("-XX:SharedArchiveFile=") for a in arguments)
 spark.stop()
-print(json.dumps({{"session_s": round(built - started, 3), "first_job_s": round(done - built, 3)}}))
+print(json.dumps({{"session_s": round(built - started, 3), "first_job_s": round(done - built, 3), "mapped": mapped}}))
 """
 
 
@@ -239,8 +241,12 @@ def measure_jvm_start(repeat: int) -> dict:
             log.info("jvm start: repetition %d of %d, %s", i + 1, repeat, mode.replace("_", " "))
             env = {**os.environ, ARCHIVE_ENV: OFF if mode == "no_archive" else str(archive_path())}
             seconds, out = timed(command, env)
+            summary = _summary(out)
+            if summary.pop("mapped", None) != (mode == "archive"):
+                raise AssertionError(f"the {mode.replace('_', ' ')} run's driver JVM was started "
+                                     f"{'without' if mode == 'archive' else 'with'} -XX:SharedArchiveFile")
             runs[mode]["process_s"].append(seconds)
-            for key, value in _summary(out).items():
+            for key, value in summary.items():
                 runs[mode][key].append(value)
     medians = {mode: {key: median(values) for key, values in figures.items()} for mode, figures in runs.items()}
     return {

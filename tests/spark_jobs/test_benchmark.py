@@ -47,7 +47,7 @@ def test_report_has_every_measurement_in_the_issues_order(report):
 def test_measurements_left_out_say_why(report):
     measurements = report["measurements"]
     for name in ("noop_catchup", "orchestration", "orchestration_live", "cores", "min_driver_memory", "freshness",
-                 "state"):
+                 "state", "jvm_start"):
         assert measurements[name] == {"status": "skipped", "why": "not in --only"}
     assert measurements["recovery"]["status"] == "not applicable yet" and measurements["recovery"]["why"]
 
@@ -148,3 +148,15 @@ def test_bench_command_options():
     assert benchmark.config_from_args(build_parser().parse_args(["bench"])).only == benchmark.MEASUREMENTS
     with pytest.raises(UsageError, match="unknown measurement"):
         benchmark.config_from_args(build_parser().parse_args(["bench", "--only", "speed"]))
+
+
+def test_jvm_start_times_driver_starts_with_and_without_the_class_archive():
+    from spark_jobs.bench.launches import measure_jvm_start
+
+    section = measure_jvm_start(repeat=1)  # raises unless each run's JVM had (or lacked) the archive as asked
+    for mode in ("archive", "no_archive"):
+        figures = section[mode]
+        assert set(figures) == {"process_s", "session_s", "first_job_s"}
+        assert all(len(f["seconds"]) == 1 and f["seconds"][0] > 0 for f in figures.values())
+        assert figures["process_s"]["median_s"] > figures["session_s"]["median_s"] + figures["first_job_s"]["median_s"]
+    assert section["archive_mb"] > 0 and section["ratio_process"] > 0
