@@ -53,7 +53,7 @@ def archive_path() -> Path:
     """Where the archive lives: ``$SPARK_JOBS_CLASS_ARCHIVE`` when it names a path, else beside the pinned
     jars (git-ignored), as it is made from them."""
     setting = os.environ.get(ARCHIVE_ENV, "").strip()
-    return Path(setting).expanduser() if setting and setting.lower() != OFF else jars_dir() / ARCHIVE_NAME
+    return Path(setting).expanduser() if setting and not switched_off() else jars_dir() / ARCHIVE_NAME
 
 
 def switched_off() -> bool:
@@ -67,8 +67,13 @@ def java_options() -> str:
     Empty when the archive is switched off (:func:`switched_off`) or its path holds whitespace (Spark
     splits Java options on it).
     """
-    path = str(archive_path())
-    return "" if switched_off() or any(c.isspace() for c in path) else f"-XX:SharedArchiveFile={path} {QUIET}"
+    path = archive_path()
+    return "" if switched_off() or any(c.isspace() for c in str(path)) else _mapping_options(path)
+
+
+def _mapping_options(path: Path) -> str:
+    """The JVM options that map the archive at ``path``, quietly when it cannot be used."""
+    return f"-XX:SharedArchiveFile={path} {QUIET}"
 
 
 def build(timeout: float = TRAINING_TIMEOUT_SECONDS) -> Path:
@@ -122,7 +127,7 @@ def check(path: Path | None = None, timeout: float = 300) -> str | None:
         script = Path(scratch, "noop.py")
         script.write_text("print('started')\n")
         done = subprocess.run(["spark-submit", "--master", "local[1]", "--jars", spark_submit_jars(), "--conf",
-                               f"{DEFAULT_JAVA_OPTIONS_CONF}=-XX:SharedArchiveFile={path} {QUIET} -Xshare:on",
+                               f"{DEFAULT_JAVA_OPTIONS_CONF}={_mapping_options(path)} -Xshare:on",
                                str(script)], capture_output=True, text=True, timeout=timeout,
                               cwd=scratch)  # a JVM that crashes writes its hs_err_pid*.log there
     if done.returncode == 0 and "started" in done.stdout:
