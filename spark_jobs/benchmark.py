@@ -14,7 +14,9 @@ bare-Spark counterpart it is a ratio to the best bare Spark does on the same fil
 (so it holds on a noisy machine), with the absolute numbers and the goal beside it:
 
 - ``throughput``: records/s and MB/s of an available-now run against bare Spark's parse, explode,
-  flatten and partitioned write, in one SparkSession; ``profile``: where the job's time goes.
+  flatten and partitioned write, in one SparkSession; ``profile``: where the job's time goes;
+  ``write_shapes``: the same transform written in simpler one-pass shapes (no dedup; dedup without
+  quarantine), the ceiling of any design of the writer (:mod:`spark_jobs.bench.write_shapes`).
 - ``noop_catchup``: an available-now run with nothing new against starting and stopping a session.
 - ``cores``: the catch-up on ``local[1]`` against ``local[2]`` (:mod:`spark_jobs.bench.cores`).
 - ``orchestration``: ``airflow dags test`` of the catch-up DAG against the same spark-submit (the
@@ -36,7 +38,7 @@ bare-Spark counterpart it is a ratio to the best bare Spark does on the same fil
 
 ``--quick`` (under 3 minutes on 2 cores): 50k records, 2 repetitions (1 per process launch), a
 warm-up on a tenth of the input, no noop-sink stand-ins in the profile, and none of freshness, the
-Airflow comparisons, the core, driver-memory and JVM-start runs (see :data:`QUICK_LEAVES_OUT`; add them with ``--only``).
+Airflow comparisons, the core, driver-memory, JVM-start and write-shape runs (see :data:`QUICK_LEAVES_OUT`; add them with ``--only``).
 
 Exit status: 0 when every measurement ran (goals met or not: the report says), 1 when one failed.
 """
@@ -62,7 +64,7 @@ from spark_jobs.lake import PROJECT_ROOT
 log = logging.getLogger("spark_jobs.bench")
 
 BENCH_ROOT = PROJECT_ROOT / ".spark" / "bench"
-IN_PROCESS = ("throughput", "profile", "adhoc_query", "memory", "freshness", "backfill_priority", "state")
+IN_PROCESS = ("throughput", "profile", "write_shapes", "adhoc_query", "memory", "freshness", "backfill_priority", "state")
 LAUNCHES = ("noop_catchup", "orchestration", "orchestration_live", "sql_command", "cores", "min_driver_memory",
             "jvm_start")
 MEASUREMENTS = IN_PROCESS + LAUNCHES
@@ -74,6 +76,8 @@ QUICK_LEAVES_OUT = {
     "cores": "two more catch-ups of the whole input, on local[1] and local[2] (~2 min at 50k records)",
     "min_driver_memory": "up to six more catch-ups of the whole input with less and less driver memory",
     "jvm_start": "two SparkSession starts per repetition, with and without the class archive (~40 s each)",
+    "write_shapes": "three more writes of the whole input and one more bare-Spark run per repetition (~1 min at "
+                    "50k records)",
     "freshness": "a freshly started job needs ~8 micro-batches to warm up, so a meaningful figure needs "
                  "warm-up files plus 30 files 3 s apart (~2.5 min)",
     "backfill_priority": "a live job, two backfills of the whole input and three freshness phases (~10+ min)",
@@ -82,11 +86,11 @@ QUICK_LEAVES_OUT = {
 }
 QUICK = tuple(name for name in MEASUREMENTS if name not in QUICK_LEAVES_OUT)
 # These read the lake the throughput runs leave (caught up with the input), so they run it too.
-NEEDS_THROUGHPUT = ("throughput", "profile", "adhoc_query", "memory", "noop_catchup", "orchestration",
+NEEDS_THROUGHPUT = ("throughput", "profile", "write_shapes", "adhoc_query", "memory", "noop_catchup", "orchestration",
                     "orchestration_live", "sql_command")
 # The issue's order: throughput (and its profile), no-op catch-up, orchestration, freshness,
 # ad-hoc queries, recovery, state, memory.
-REPORT_ORDER = ("throughput", "profile", "cores", "noop_catchup", "orchestration", "orchestration_live", "freshness",
+REPORT_ORDER = ("throughput", "profile", "write_shapes", "cores", "noop_catchup", "orchestration", "orchestration_live", "freshness",
                 "backfill_priority", "adhoc_query", "sql_command", "recovery", "state", "memory", "min_driver_memory",
                 "jvm_start")
 # Each goal (as the issue states it) and the figures it is about.
@@ -357,6 +361,11 @@ def _in_process(config: BenchConfig, spark, data, source, run_dir: Path, measure
             if "profile" in config.only and raw:
                 measured["profile"] = _attempt("profile", lambda: measure_profile(
                     spark, data, raw, stand_ins=config.profile_stand_ins), failures)
+            if "write_shapes" in config.only and raw:
+                from spark_jobs.bench.write_shapes import measure_write_shapes
+
+                measured["write_shapes"] = _attempt("write_shapes", lambda: measure_write_shapes(
+                    spark, data, run_dir, config.repeat, raw, measured["throughput"]["job"]["median_s"]), failures)
             if "adhoc_query" in config.only and raw:
                 measured["adhoc_query"] = _attempt("adhoc_query", lambda: measure_adhoc(
                     spark, data, raw["lake"], config.repeat), failures)

@@ -338,9 +338,19 @@ def first_of_each_key(target: TableTarget, frame: DataFrame, most: int | None = 
         return frame
     if len(later) > most:
         log.info("table %s: more than %d later deliveries in one batch, ranking the whole batch", target.name, most)
-        return frame.withColumn("_rank", F.row_number().over(first)).where("_rank = 1").drop("_rank")
+        return rank_whole_batch(target, frame)
     drop = frame.sparkSession.createDataFrame(later, frame.select(*identity).schema)
     return frame.join(F.broadcast(drop), [frame[c].eqNullSafe(drop[c]) for c in identity], "left_anti")
+
+
+def rank_whole_batch(target: TableTarget, frame: DataFrame) -> DataFrame:
+    """``frame`` without the later deliveries of a key, found by ranking every row by key in one shuffle
+    of whole rows (no earlier read of ``frame`` needed)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.window import Window
+
+    first = Window.partitionBy(*target.unique_key).orderBy(*target.first_by)
+    return frame.withColumn("_rank", F.row_number().over(first)).where("_rank = 1").drop("_rank")
 
 
 def _literal(value) -> str:

@@ -21,7 +21,7 @@ from spark_jobs.errors import UsageError
 from spark_jobs.lake import Lake
 from tests.spark_jobs.conftest import JOB, file_name
 
-IN_PROCESS = ("throughput", "profile", "adhoc_query", "memory", "sql_command")
+IN_PROCESS = ("throughput", "profile", "write_shapes", "adhoc_query", "memory", "sql_command")
 
 
 @pytest.fixture(scope="module")
@@ -80,6 +80,17 @@ def test_profile_breaks_the_job_run_down(report):
     assert profile["job_spark_jobs_ms"].keys() <= {"parse_and_count", "merge_and_write", "delta_log"}
     assert len(profile["noop_sink_seconds"]) == 4 and all(s > 0 for s in profile["noop_sink_seconds"].values())
     assert profile["findings"]
+
+
+def test_write_shapes_time_each_one_pass_shape_against_bare_spark(report):
+    section = report["measurements"]["write_shapes"]  # each shape checked its rows (200 events) or failed
+    bare_s = section["bare_spark"]["median_s"]
+    assert bare_s > 0 and len(section["bare_spark"]["seconds"]) == 1
+    assert list(section["shapes"]) == ["transform_noop", "one_pass_append", "one_pass_dedup_merge", "job"]
+    for name, shape in section["shapes"].items():
+        assert shape["median_s"] > 0 and shape["ratio"] == round(bare_s / shape["median_s"], 3), name
+    assert section["shapes"]["job"]["median_s"] == report["measurements"]["throughput"]["job"]["median_s"]
+    assert len(section["findings"]) == 4
 
 
 def test_adhoc_query_gives_the_same_answer_on_raw_files_and_table(report):
