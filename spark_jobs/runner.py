@@ -31,7 +31,7 @@ from spark_jobs.errors import UsageError
 from spark_jobs.lake import Lake, PROJECT_ROOT
 from spark_jobs.monitoring.progress import executed
 from spark_jobs.registry import JobSpec
-from spark_jobs.session import snapshot_partitions_per_core
+from spark_jobs.session import job_step, snapshot_partitions_per_core
 from spark_jobs.streams import FileSource
 from spark_jobs.table_writers import (ExactlyOnceWriter, TableTarget, check_table_format, create_tables,
                                       refuse_old_layout)
@@ -370,19 +370,36 @@ def table_targets(job: JobSpec, module: ModuleType, lake: Lake) -> list[TableTar
             for t in job.tables]
 
 
+# The first lines of the Spark jobs' descriptions of a batch written from its cache (the Spark UI; the benchmark's profile).
+STEP_PARSE = "parse into the batch's cache, count rows and dates"
+STEP_WRITE = "write "
+STEP_COUNT = "count the batch's files"
+
+
 def write_micro_batch(module: ModuleType, writer: ExactlyOnceWriter, targets: list[TableTarget], files: DataFrame,
                       batch_id: int, carried: dict[str, int] | None = None) -> tuple[int, dict[str, int]]:
-    """Write one micro-batch to every table: each file is parsed once, each table gets one Delta commit.
+    """Write one micro-batch to every table: each table gets one Delta commit (two, at most, for a keyed table).
 
-    The parse is kept (memory, spilling to disk) for the batch: one pass over it counts each table's
-    rows and collects the partition values a merge is bounded by (the batch's event dates), then each
-    table is written from it. A table with no rows in this batch gets no commit (Delta's idempotent
-    writes do not need one per batch).
+    A batch whose files' names bound its event dates goes first through one pipelined pass
+    (:mod:`spark_jobs.one_pass`), which is all of it when the batch holds only good events within the
+    bound. Otherwise (or for what that pass left) the parse is kept (memory, spilling to disk) for the
+    batch: one pass over it counts each table's rows and collects the partition values a merge is
+    bounded by (the batch's event dates), then each table is written from it. A table with no rows in
+    this batch gets no commit (Delta's idempotent writes do not need one per batch).
 
     :param carried: filled with the rows the batch carried per table (before deduplication).
     :returns: the batch's input files, and rows inserted per table (0 for a table that already held
         this batch, and for rows whose key the table already held).
     """
+    from spark_jobs.one_pass import REST_MARKER, rest_table, write_one_pass
+
+    first = write_one_pass(module, writer, targets, files, batch_id)
+    if first is not None and first.complete:
+        if carried is not None:
+            carried.update(first.carried)
+        return first.files, first.rows
+    rest = rest_table(module, writer, targets, batch_id)
+    spark = files.sparkSession
     parsed = module.transform(files).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         route = module.ROUTE(parsed)
@@ -393,18 +410,28 @@ def write_micro_batch(module: ModuleType, writer: ExactlyOnceWriter, targets: li
                 if column in parsed.columns:
                     prune.append((target.name, column, f"values{len(prune)}"))
                     aggregates.append(F.collect_set(F.when(route == target.name, F.col(column))).alias(prune[-1][2]))
-        stats = parsed.agg(*aggregates).first()
+        with job_step(spark, STEP_PARSE):
+            stats = parsed.agg(*aggregates).first()
         rows = {}
         for i, target in enumerate(targets):
             batch_rows = stats[f"rows{i}"]
             if carried is not None:
                 carried[target.name] = batch_rows
             values = {column: stats[alias] for table, column, alias in prune if table == target.name}
-            rows[target.name] = 0 if not batch_rows else writer.write(
-                batch_id, target.name, module.OUTPUTS[target.name](parsed), values, rows=batch_rows)
+            if batch_rows:
+                with job_step(spark, f"{STEP_WRITE}{target.name}"):
+                    rows[target.name] = writer.write(batch_id, target.name, module.OUTPUTS[target.name](parsed), values,
+                                                     rows=batch_rows, marker=REST_MARKER if target.name == rest else "")
+            else:
+                rows[target.name] = 0
     finally:
         parsed.unpersist()
-    return files.count(), rows
+    for table, count in (first.rows if first is not None else {}).items():
+        rows[table] += count
+    if first is not None:
+        return first.files, rows
+    with job_step(spark, STEP_COUNT):
+        return files.count(), rows
 
 
 def run_streaming(job: JobSpec, options: RunOptions, spark: SparkSession | None = None) -> RunSummary:

@@ -111,3 +111,19 @@ def session_conf(spark: SparkSession, conf: dict[str, str]) -> Iterator[None]:
                 spark.conf.unset(key)
             else:
                 spark.conf.set(key, value)
+
+
+JOB_DESCRIPTION = "spark.job.description"
+
+
+@contextlib.contextmanager
+def job_step(spark: SparkSession, what: str) -> Iterator[None]:
+    """Name the Spark jobs this thread starts inside the block ``what`` (first line of their description in
+    the Spark UI, above what was there: a streaming batch's query name, id and batch), then put it back."""
+    context = spark.sparkContext
+    before = context.getLocalProperty(JOB_DESCRIPTION)
+    context.setJobDescription(f"{what}\n{before}" if before else what)
+    try:
+        yield
+    finally:
+        context.setLocalProperty(JOB_DESCRIPTION, before)

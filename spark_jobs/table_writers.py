@@ -50,6 +50,9 @@ STATS_COLUMNS_PROPERTY = "delta.dataSkippingStatsColumns"
 
 TXN_APP_ID_CONF = "spark.databricks.delta.write.txnAppId"
 TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
+# Delta repartitions a MERGE's output by the table's partition columns before writing (a shuffle of
+# whole rows) unless this is false.
+MERGE_REPARTITION_CONF = "spark.databricks.delta.merge.repartitionBeforeWrite.enabled"
 
 # Delta's commit conflicts (io.delta.exceptions.* / org.apache.spark.sql.delta.*): another writer
 # committed first; retrying re-reads the table and is safe.
@@ -237,11 +240,18 @@ class ExactlyOnceWriter:
         self.retry = retry or RetryPolicy()
         self.retries = 0  # conflicts retried so far, for the run's summary and tests
 
-    def txn_app_id(self, table: str) -> str:
-        return f"{self._app_id}:{table}"
+    def txn_app_id(self, table: str, marker: str = "") -> str:
+        """The Delta app id of this writer's commits to ``table``; ``marker`` names a second series of commits
+        (the rest of a batch whose first commit to the table was made by a one-pass write)."""
+        return f"{self._app_id}:{table}{marker}"
+
+    def holds(self, batch_id: int, table: str, marker: str = "") -> bool:
+        """Whether ``table`` already holds ``batch_id`` from this writer (its Delta log says so)."""
+        done = self._txn_version(self._targets[table], marker)
+        return done is not None and done >= batch_id
 
     def write(self, batch_id: int, table: str, frame: DataFrame, prune_values: dict[str, list] | None = None,
-              rows: int = 0) -> int:
+              rows: int = 0, *, ranked: bool = False, repartition: bool = True, marker: str = "") -> int:
         """Commit ``frame`` to ``table`` as micro-batch ``batch_id``, unless this writer already did.
 
         A table with a unique key gets only the rows whose key it does not hold yet (the first of a
@@ -250,6 +260,11 @@ class ExactlyOnceWriter:
         An ``upsert`` table also gets the rows whose key it holds updated; a ``complete`` table is
         overwritten by ``frame``. Conflicts with other writers are retried (each retry logged).
 
+        :param ranked: ``frame`` holds one row per key already (the later deliveries were dropped).
+        :param repartition: let Delta repartition a MERGE's output by the partition columns (fewer,
+            larger files; a shuffle of whole rows). ``False`` when ``frame`` was shuffled by key already.
+        :param marker: see :meth:`txn_app_id`.
+
         :returns: rows inserted (updated too, for an upsert; 0 when this writer had already committed
             this batch to the table).
         """
@@ -257,10 +272,10 @@ class ExactlyOnceWriter:
         for attempt in range(self.retry.attempts):
             try:
                 if target.write_mode == "complete":
-                    return self._append(batch_id, target, frame, rows, mode="overwrite")
+                    return self._append(batch_id, target, frame, rows, mode="overwrite", marker=marker)
                 if target.unique_key:
-                    return self._merge(batch_id, target, frame, prune_values or {})
-                return self._append(batch_id, target, frame, rows)
+                    return self._merge(batch_id, target, frame, prune_values or {}, ranked, repartition, marker)
+                return self._append(batch_id, target, frame, rows, marker=marker)
             except Exception as exc:  # noqa: BLE001 - only conflicts are retried
                 if not is_conflict(exc) or attempt + 1 == self.retry.attempts:
                     raise
@@ -272,19 +287,20 @@ class ExactlyOnceWriter:
                 self.retry.sleep(wait)
         raise AssertionError("unreachable")
 
-    def _append(self, batch_id: int, target: TableTarget, frame: DataFrame, rows: int, mode: str = "append") -> int:
-        done = self._txn_version(target)
-        if done is not None and done >= batch_id:
+    def _append(self, batch_id: int, target: TableTarget, frame: DataFrame, rows: int, mode: str = "append",
+                marker: str = "") -> int:
+        if self.holds(batch_id, target.name, marker):
             return 0
         (frame.write.format("delta").mode(mode)
-         .option("txnAppId", self.txn_app_id(target.name)).option("txnVersion", batch_id)
+         .option("txnAppId", self.txn_app_id(target.name, marker)).option("txnVersion", batch_id)
          .save(str(target.path)))
         return rows
 
-    def _merge(self, batch_id: int, target: TableTarget, frame: DataFrame, prune_values: dict[str, list]) -> int:
+    def _merge(self, batch_id: int, target: TableTarget, frame: DataFrame, prune_values: dict[str, list],
+               ranked: bool = False, repartition: bool = True, marker: str = "") -> int:
         from delta.tables import DeltaTable
 
-        source = first_of_each_key(target, frame) if target.first_by else frame
+        source = first_of_each_key(target, frame) if target.first_by and not ranked else frame
         condition = [f"t.`{c}` <=> s.`{c}`" if c in target.null_safe else f"t.`{c}` = s.`{c}`"
                      for c in target.unique_key]
         for column in target.prune_by:
@@ -294,8 +310,11 @@ class ExactlyOnceWriter:
                 condition.insert(0, f"t.`{column}` IN ({literals})" if values else "false")
         session = frame.sparkSession
         conf = session.conf
-        conf.set(TXN_APP_ID_CONF, self.txn_app_id(target.name))
+        conf.set(TXN_APP_ID_CONF, self.txn_app_id(target.name, marker))
         conf.set(TXN_VERSION_CONF, str(batch_id))
+        repartitioned = conf.get(MERGE_REPARTITION_CONF, None)
+        if not repartition:
+            conf.set(MERGE_REPARTITION_CONF, "false")
         try:
             merge = (DeltaTable.forPath(session, str(target.path)).alias("t")
                      .merge(source.alias("s"), " AND ".join(condition)))
@@ -305,15 +324,19 @@ class ExactlyOnceWriter:
         finally:
             conf.unset(TXN_APP_ID_CONF)
             conf.unset(TXN_VERSION_CONF)
+            if not repartition and repartitioned is None:
+                conf.unset(MERGE_REPARTITION_CONF)
+            elif not repartition:
+                conf.set(MERGE_REPARTITION_CONF, repartitioned)
         rows = result.collect() if result is not None else []
         # Delta returns no row when it skipped the merge: this writer already committed this batch.
         return int(rows[0]["num_inserted_rows"]) + int(rows[0]["num_updated_rows"]) if rows else 0
 
-    def _txn_version(self, target: TableTarget) -> int | None:
+    def _txn_version(self, target: TableTarget, marker: str = "") -> int | None:
         """The last batch id this writer committed to ``target`` (from the Delta log), or ``None``."""
         import deltalake
 
-        version = deltalake.DeltaTable(str(target.path)).transaction_version(self.txn_app_id(target.name))
+        version = deltalake.DeltaTable(str(target.path)).transaction_version(self.txn_app_id(target.name, marker))
         return None if version is None else int(version)
 
 

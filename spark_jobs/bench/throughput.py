@@ -187,27 +187,35 @@ def _timed(fn) -> float:
 
 
 def label_jobs(jobs: list[dict]) -> dict[str, int]:
-    """Milliseconds of a one-batch streaming run's Spark jobs by what they do, in the order the runner starts them.
+    """Milliseconds of a one-batch streaming run's Spark jobs by what they do, from the step names the runner
+    gives them (the first line of their descriptions).
 
     ``list_input_files`` is the file source listing a batch's files in a Spark job (only past
-    ``spark.sql.sources.parallelPartitionDiscovery.threshold`` files); ``parse_and_count`` the batch's
-    first job, which decodes and parses every file into the batch's cache while counting each table's
-    rows and collecting the event dates; ``delta_log`` Delta reading its own log (snapshots before and
-    after a commit); ``merge_and_write`` the rest: the in-batch dedup, each MERGE's anti join against
-    its table and its Parquet write, and the count of input files.
+    ``spark.sql.sources.parallelPartitionDiscovery.threshold`` files); ``delta_log`` Delta reading its own
+    log (snapshots before and after a commit); ``one_pass`` a batch written in one pipelined pass
+    (:mod:`spark_jobs.one_pass`: the listing of its files, then parse, in-batch dedup and MERGE);
+    ``parse_and_count`` decoding and parsing every file into the batch's cache while counting each
+    table's rows and collecting the event dates; ``merge_and_write`` each table's write from that cache
+    (in-batch dedup, MERGE, Parquet write) and the count of input files; ``other`` anything else.
     """
+    from spark_jobs.one_pass import STEP_LIST, STEP_ONE_PASS
+    from spark_jobs.runner import STEP_COUNT, STEP_PARSE, STEP_WRITE
+
     totals: dict[str, int] = {}
-    parsed = False
     for job in jobs:
         description = job["description"] or ""
         if description.startswith("Listing leaf files"):
             label = "list_input_files"
         elif description.startswith("Delta:") or "recordDeltaOperation" in description:
             label = "delta_log"
-        elif not parsed:
-            label, parsed = "parse_and_count", True
-        else:
+        elif description.startswith((STEP_LIST, STEP_ONE_PASS)):
+            label = "one_pass"
+        elif description.startswith(STEP_PARSE):
+            label = "parse_and_count"
+        elif description.startswith((STEP_WRITE, STEP_COUNT)):
             label = "merge_and_write"
+        else:
+            label = "other"
         totals[label] = totals.get(label, 0) + (job["ms"] or 0)
     return totals
 
@@ -284,6 +292,12 @@ def _findings(job_run: dict, by_label: dict, stand_ins: list[float], bare_write:
                      f"collecting event dates) takes {by_label['parse_and_count'] / 1000:.1f} s; the in-batch "
                      f"dedup, MERGE and write of each table {by_label.get('merge_and_write', 0) / 1000:.1f} s; "
                      f"Delta's own log reads {by_label.get('delta_log', 0) / 1000:.1f} s")
+    if "one_pass" in by_label:
+        notes.append(f"foreachBatch: the one pass (listing the batch's files, then decoding, parsing, ranking by "
+                     f"key and the insert-only MERGE of the events) takes {by_label['one_pass'] / 1000:.1f} s; "
+                     f"what it left for the batch's cache {by_label.get('parse_and_count', 0) / 1000:.1f} s + "
+                     f"{by_label.get('merge_and_write', 0) / 1000:.1f} s; Delta's own log reads "
+                     f"{by_label.get('delta_log', 0) / 1000:.1f} s")
     if stand_ins:
         bare_read, bare_parse, split_only, transform = stand_ins
         notes.append(f"into a noop sink: the job's transform takes {transform:.1f} s (the Python split alone "

@@ -221,6 +221,9 @@ ROUTE = lambda parsed: F.when(is_event(parsed), "cloudtrail_events").otherwise("
 # place in a file and reason.
 UNIQUE_KEYS = {"cloudtrail_events": ("eventID", "date"),
                "cloudtrail_quarantine": ("source_file", "record_index", "reason")}
+# An event's UTC date is its file's delivery date or the day before (CloudTrail delivers an event within
+# about 15 minutes): the file names bound a batch's dates before it is read (spark_jobs.one_pass).
+DELIVERY_DATE_BOUNDS = {"cloudtrail_events": ("date", 1)}
 # Among one batch's deliveries of an event, the first in file order is kept.
 FIRST_BY = {"cloudtrail_events": ("_source_file", "_record_index")}
 # Key columns that may be NULL (a file-level problem has no record_index).

@@ -76,8 +76,9 @@ def test_profile_breaks_the_job_run_down(report):
     profile = report["measurements"]["profile"]
     phases = profile["job_streaming_phases_ms"]
     assert phases["batches"] == 1 and phases["add_batch"] > 0
-    assert profile["job_spark_jobs_ms"]["parse_and_count"] > 0 and profile["job_spark_jobs_ms"]["merge_and_write"] > 0
-    assert profile["job_spark_jobs_ms"].keys() <= {"parse_and_count", "merge_and_write", "delta_log"}
+    # The benchmark's files are named with their delivery times and hold only good events: one pass.
+    assert profile["job_spark_jobs_ms"]["one_pass"] > 0
+    assert profile["job_spark_jobs_ms"].keys() <= {"one_pass", "delta_log"}
     assert len(profile["noop_sink_seconds"]) == 4 and all(s > 0 for s in profile["noop_sink_seconds"].values())
     assert profile["findings"]
 

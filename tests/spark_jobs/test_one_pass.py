@@ -1,0 +1,123 @@
+"""A batch of dated files goes in one pipelined pass; what it cannot take goes the cached way, exactly once."""
+
+from __future__ import annotations
+
+import datetime as dt
+import gzip
+import json
+from collections import Counter
+from pathlib import Path
+
+import deltalake
+
+from spark_jobs.lake import Lake
+from spark_jobs.sample_data import write_sample_landing
+from tests.spark_jobs.conftest import JOB, source_records
+
+EVENTS, QUARANTINE = "cloudtrail_events", "cloudtrail_quarantine"
+
+
+def _app_versions(table: Path) -> dict[str, int]:
+    """Every Delta app id in the table's log with its last version (the test's own reading of the log)."""
+    found: dict[str, int] = {}
+    for commit in sorted((table / "_delta_log").glob("*.json")):
+        for line in commit.read_text().splitlines():
+            action = json.loads(line)
+            if "txn" in action:
+                found[action["txn"]["appId"]] = action["txn"]["version"]
+    return found
+
+
+def _merge_predicates(table: Path) -> list[str]:
+    return [h["operationParameters"]["predicate"] for h in deltalake.DeltaTable(str(table)).history()
+            if h.get("operation") == "MERGE"]
+
+
+def _dated_file(folder: Path, delivered: dt.datetime, records: list[dict], token: str) -> Path:
+    """A CloudTrail delivery of ``records`` named with its delivery time, as S3 writes it."""
+    day = folder / f"{delivered:%Y/%m/%d}"
+    day.mkdir(parents=True, exist_ok=True)
+    path = day / f"111122223333_CloudTrail_eu-west-1_{delivered:%Y%m%dT%H%MZ}_{token}.json.gz"
+    path.write_bytes(gzip.compress(json.dumps({"Records": records}).encode()))
+    return path
+
+
+def _landing_files(landing: Path) -> list[Path]:
+    return sorted(p for p in landing.rglob("*.json.gz") if not p.name.startswith((".", "_")))
+
+
+def test_good_events_of_dated_files_are_written_in_one_pass(tmp_path, run_job, tables):
+    manifest = write_sample_landing(tmp_path / "landing", files=4, records_per_file=10, seed=61,
+                                    include_bad_files=False)
+    summary = run_job(tmp_path / "landing", tmp_path / "lake")
+    lake = Lake(tmp_path / "lake")
+    events = tables(tmp_path / "lake")[EVENTS]
+    assert Counter(r.eventID for r in events.select("eventID").collect()) == Counter(manifest.good_event_ids)
+    assert summary.rows == {EVENTS: len(manifest.good_event_ids), QUARANTINE: 0}
+    # One MERGE, bounded by the files' delivery dates and the day before each (not by the events' own
+    # dates, which only a pass over the data knows), under the writer's one app id; quarantine untouched.
+    delivered = {dt.datetime.strptime(p.name.split("_")[3][:8], "%Y%m%d").date() for p in _landing_files(tmp_path / "landing")}
+    bound = sorted(delivered | {d - dt.timedelta(days=1) for d in delivered})
+    event_dates = {r.date for r in events.select("date").distinct().collect()}
+    assert set(bound) - event_dates  # a date no event has: only the file names could name it
+    [predicate] = _merge_predicates(lake.table_path(EVENTS))
+    assert all(d.isoformat() in predicate for d in bound), predicate
+    assert [app.rsplit(":", 1)[1] for app in _app_versions(lake.table_path(EVENTS))] == [EVENTS]
+    assert deltalake.DeltaTable(str(lake.table_path(QUARANTINE))).version() == 0
+
+
+def test_a_batch_with_a_bad_record_or_an_old_event_writes_the_rest_under_a_second_marker(tmp_path, run_job, tables):
+    """Quarantine rows, and an event older than its file's delivery dates, are written by the cached way."""
+    manifest = write_sample_landing(tmp_path / "landing", files=3, records_per_file=8, seed=62,
+                                    include_bad_files=False)
+    records = source_records(_landing_files(tmp_path / "landing")[0])
+    old = dict(records[0], eventID="old-event-0001", eventTime="2020-01-01T10:00:00Z")
+    no_id = {k: v for k, v in records[1].items() if k != "eventID"}
+    delivered = dt.datetime(2024, 3, 2, 10, 5, tzinfo=dt.UTC)
+    _dated_file(tmp_path / "landing" / "extra", delivered, [old, no_id, dict(records[2], eventID="extra-0002")], "X1")
+    summary = run_job(tmp_path / "landing", tmp_path / "lake")
+    lake = Lake(tmp_path / "lake")
+    got = tables(tmp_path / "lake")
+    expected = Counter(manifest.good_event_ids) + Counter(["old-event-0001", "extra-0002"])
+    assert Counter(r.eventID for r in got[EVENTS].select("eventID").collect()) == expected
+    assert [(r.reason, r.record_index) for r in got[QUARANTINE].collect()] == [("missing_event_id", 1)]
+    assert summary.rows == {EVENTS: sum(expected.values()), QUARANTINE: 1}
+    apps = _app_versions(lake.table_path(EVENTS))
+    assert sorted(app.split(":", 1)[1] for app in apps) == [EVENTS, f"{EVENTS}:rest"] and set(apps.values()) == {0}
+    # A second run finds nothing new.
+    assert run_job(tmp_path / "landing", tmp_path / "lake").rows == {EVENTS: 0, QUARANTINE: 0}
+    assert tables(tmp_path / "lake")[EVENTS].count() == sum(expected.values())
+
+
+def test_a_batch_run_again_after_its_one_pass_commit_writes_only_the_rest(spark, tmp_path, tables):
+    """A crash after the one pass committed the events: the batch run again adds the quarantine, no event twice."""
+    from spark_jobs.one_pass import write_one_pass
+    from spark_jobs.runner import job_module, output_schemas, read_files, table_targets, write_micro_batch
+    from spark_jobs.table_writers import ExactlyOnceWriter, create_tables
+
+    manifest = write_sample_landing(tmp_path / "landing", files=2, records_per_file=6, seed=63,
+                                    include_bad_files=False)
+    records = source_records(_landing_files(tmp_path / "landing")[0])
+    bad_time = dict(records[0], eventID="bad-time-0001", eventTime="yesterday")
+    _dated_file(tmp_path / "landing" / "extra", dt.datetime(2024, 3, 2, 10, 5), [bad_time], "X2")
+    lake = Lake(tmp_path / "lake")
+    module = job_module(JOB)
+    targets = table_targets(JOB, module, lake)
+    create_tables(spark, targets, output_schemas(spark, JOB))
+    writer = ExactlyOnceWriter(spark, targets, "crash-test")
+    files = read_files(spark, JOB, tmp_path / "landing", dict(JOB.file_source_options), streaming=False)
+
+    first = write_one_pass(module, writer, targets, files, 7)
+    assert (first.complete, first.files, first.rows) == (False, 3, {EVENTS: 12, QUARANTINE: 0})
+    assert first.carried == {EVENTS: 12, QUARANTINE: 1}
+    # ... the driver dies here; the restarted query runs batch 7 again.
+    carried: dict = {}
+    assert write_micro_batch(module, writer, targets, files, 7, carried) == (3, {EVENTS: 0, QUARANTINE: 1})
+    assert carried == {EVENTS: 12, QUARANTINE: 1}
+    got = tables(tmp_path / "lake")
+    assert Counter(r.eventID for r in got[EVENTS].collect()) == Counter(manifest.good_event_ids)
+    assert [r.reason for r in got[QUARANTINE].collect()] == ["bad_event_time"]
+    # ... and once more (a second crash after both commits): nothing is written again.
+    versions = {t.name: deltalake.DeltaTable(str(t.path)).version() for t in targets}
+    assert write_micro_batch(module, writer, targets, files, 7) == (3, {EVENTS: 0, QUARANTINE: 0})
+    assert {t.name: deltalake.DeltaTable(str(t.path)).version() for t in targets} == versions
