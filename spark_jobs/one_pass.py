@@ -47,6 +47,7 @@ REST_MARKER = ":rest"
 # The observed metrics arrive through Spark's listener bus, just after the write returns.
 OBSERVATION_WAIT_SECONDS = 60.0
 _OUTSIDE = "_outside_bound"
+_REST_FILES = "_rest_files"
 # The first lines of the Spark jobs' descriptions (the Spark UI; the benchmark's profile).
 STEP_LIST = "one pass: list the batch's files"
 STEP_ONE_PASS = "one pass: parse, drop later deliveries, MERGE"
@@ -61,12 +62,16 @@ class OnePassResult:
     :param rows: rows inserted per table.
     :param carried: rows the batch carried per table (before deduplication); ``None`` when the
         observation did not arrive.
+    :param done: tables the pass wrote whole (nothing of the batch left for them).
+    :param rest_files: the input files whose rows it did not write (``None``: not known, all of them).
     """
 
     complete: bool
     files: int
     rows: dict[str, int] = field(default_factory=dict)
     carried: dict[str, int] | None = None
+    done: tuple[str, ...] = ()
+    rest_files: list[str] | None = None
 
 
 def bounded_table(module: ModuleType, targets: list[TableTarget]) -> tuple[TableTarget, str, int] | None:
@@ -125,8 +130,11 @@ def write_one_pass(module: ModuleType, writer: ExactlyOnceWriter, targets: list[
     route = module.ROUTE(parsed)
     inside = F.coalesce(F.col(column).isin(bound), F.lit(False))
     observation = Observation(f"one_pass_{uuid.uuid4().hex}")
+    left = (route != target.name) | ~inside  # a row this pass does not write
+    source_file = getattr(module, "SOURCE_FILE", None)
+    named = [F.collect_set(F.when(left, F.col(source_file))).alias(_REST_FILES)] if source_file else []
     observed = parsed.observe(observation, *[F.count_if(route == t.name).alias(t.name) for t in targets],
-                              F.count_if((route == target.name) & ~inside).alias(_OUTSIDE))
+                              F.count_if((route == target.name) & ~inside).alias(_OUTSIDE), *named)
     source = module.OUTPUTS[target.name](observed).where(inside)
     if target.first_by:
         source = rank_whole_batch(target, source)
@@ -142,10 +150,12 @@ def write_one_pass(module: ModuleType, writer: ExactlyOnceWriter, targets: list[
     carried = {t.name: int(metrics[t.name]) for t in targets}
     outside = int(metrics[_OUTSIDE])
     others = sum(count for name, count in carried.items() if name != target.name)
+    rest_files = sorted(metrics[_REST_FILES]) if source_file else None
     if outside or others:
-        log.info("batch %d: %d rows outside the delivery dates, %d rows for other tables: writing the rest from "
-                 "the batch's cache", batch_id, outside, others)
-    return OnePassResult(not outside and not others, len(paths), rows, carried)
+        log.info("batch %d: %d rows outside the delivery dates, %d rows for other tables (from %s files): writing "
+                 "them the cached way", batch_id, outside, others, len(rest_files) if rest_files is not None else "all")
+    return OnePassResult(not outside and not others, len(paths), rows, carried,
+                         done=(target.name,) if not outside else (), rest_files=rest_files)
 
 
 def _observed(observation: Observation, timeout: float = OBSERVATION_WAIT_SECONDS) -> dict | None:

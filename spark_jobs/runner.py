@@ -400,6 +400,9 @@ def write_micro_batch(module: ModuleType, writer: ExactlyOnceWriter, targets: li
         return first.files, first.rows
     rest = rest_table(module, writer, targets, batch_id)
     spark = files.sparkSession
+    done = first.done if first is not None else ()
+    if first is not None and first.rest_files is not None:  # only the files with rows the one pass left
+        files = files.where(F.col("path").isin(first.rest_files))
     parsed = module.transform(files).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         route = module.ROUTE(parsed)
@@ -415,8 +418,11 @@ def write_micro_batch(module: ModuleType, writer: ExactlyOnceWriter, targets: li
         rows = {}
         for i, target in enumerate(targets):
             batch_rows = stats[f"rows{i}"]
-            if carried is not None:
-                carried[target.name] = batch_rows
+            if carried is not None:  # the whole batch's rows: the one pass counted them all
+                carried[target.name] = first.carried[target.name] if first is not None and first.carried else batch_rows
+            if target.name in done:
+                rows[target.name] = 0
+                continue
             values = {column: stats[alias] for table, column, alias in prune if table == target.name}
             if batch_rows:
                 with job_step(spark, f"{STEP_WRITE}{target.name}"):

@@ -121,3 +121,21 @@ def test_a_batch_run_again_after_its_one_pass_commit_writes_only_the_rest(spark,
     versions = {t.name: deltalake.DeltaTable(str(t.path)).version() for t in targets}
     assert write_micro_batch(module, writer, targets, files, 7) == (3, {EVENTS: 0, QUARANTINE: 0})
     assert {t.name: deltalake.DeltaTable(str(t.path)).version() for t in targets} == versions
+
+
+def test_a_batch_whose_events_all_fit_leaves_only_the_quarantine_to_write(tmp_path, run_job, tables):
+    """A bad record in a dated batch: the events table gets the one pass's commit alone; quarantine its own."""
+    manifest = write_sample_landing(tmp_path / "landing", files=2, records_per_file=5, seed=64,
+                                    include_bad_files=False)
+    records = source_records(_landing_files(tmp_path / "landing")[0])
+    no_time = {k: v for k, v in records[0].items() if k != "eventTime"}
+    _dated_file(tmp_path / "landing" / "extra", dt.datetime(2024, 3, 2, 10, 5), [no_time], "X3")
+    summary = run_job(tmp_path / "landing", tmp_path / "lake")
+    lake = Lake(tmp_path / "lake")
+    got = tables(tmp_path / "lake")
+    assert Counter(r.eventID for r in got[EVENTS].collect()) == Counter(manifest.good_event_ids)
+    assert [r.reason for r in got[QUARANTINE].collect()] == ["missing_event_time"]
+    assert summary.rows == {EVENTS: len(manifest.good_event_ids), QUARANTINE: 1}
+    assert deltalake.DeltaTable(str(lake.table_path(EVENTS))).version() == 1  # created, then the one pass
+    assert [app.rsplit(":", 1)[1] for app in _app_versions(lake.table_path(EVENTS))] == [EVENTS]
+    assert [app.rsplit(":", 1)[1] for app in _app_versions(lake.table_path(QUARANTINE))] == [QUARANTINE]
