@@ -122,6 +122,8 @@ def write_one_pass(module: ModuleType, writer: ExactlyOnceWriter, targets: list[
     with job_step(spark, STEP_LIST):
         paths = [row[0] for row in files.select("path").collect()]
     bound = delivery_bound(paths, days_before)
+    if not paths:
+        return None
     if bound is None:
         log.info("batch %d: a file has no delivery date in its name or folders: parsing into the batch's cache",
                  batch_id)
