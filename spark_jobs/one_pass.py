@@ -57,6 +57,7 @@ STEP_ONE_PASS = "one pass: parse, drop later deliveries, MERGE"
 class OnePassResult:
     """What a one-pass write did.
 
+    :param table: the table it wrote (its commit holds the batch; the rest goes under :data:`REST_MARKER`).
     :param complete: the batch is wholly written (nothing for the general shape to do).
     :param files: the batch's input files.
     :param rows: rows inserted per table.
@@ -66,6 +67,7 @@ class OnePassResult:
     :param rest_files: the input files whose rows it did not write (``None``: not known, all of them).
     """
 
+    table: str
     complete: bool
     files: int
     rows: dict[str, int] = field(default_factory=dict)
@@ -121,9 +123,9 @@ def write_one_pass(module: ModuleType, writer: ExactlyOnceWriter, targets: list[
     spark = files.sparkSession
     with job_step(spark, STEP_LIST):
         paths = [row[0] for row in files.select("path").collect()]
-    bound = delivery_bound(paths, days_before)
     if not paths:
         return None
+    bound = delivery_bound(paths, days_before)
     if bound is None:
         log.info("batch %d: a file has no delivery date in its name or folders: parsing into the batch's cache",
                  batch_id)
@@ -148,7 +150,7 @@ def write_one_pass(module: ModuleType, writer: ExactlyOnceWriter, targets: list[
     if metrics is None:
         log.warning("batch %d: the one pass's metrics did not arrive in %.0f s; writing the rest from the batch's "
                     "cache", batch_id, OBSERVATION_WAIT_SECONDS)
-        return OnePassResult(False, len(paths), rows)
+        return OnePassResult(target.name, False, len(paths), rows)
     carried = {t.name: int(metrics[t.name]) for t in targets}
     outside = int(metrics[_OUTSIDE])
     others = sum(count for name, count in carried.items() if name != target.name)
@@ -156,7 +158,7 @@ def write_one_pass(module: ModuleType, writer: ExactlyOnceWriter, targets: list[
     if outside or others:
         log.info("batch %d: %d rows outside the delivery dates, %d rows for other tables (from %s files): writing "
                  "them the cached way", batch_id, outside, others, len(rest_files) if rest_files is not None else "all")
-    return OnePassResult(not outside and not others, len(paths), rows, carried,
+    return OnePassResult(target.name, not outside and not others, len(paths), rows, carried,
                          done=(target.name,) if not outside else (), rest_files=rest_files)
 
 

@@ -398,7 +398,7 @@ def write_micro_batch(module: ModuleType, writer: ExactlyOnceWriter, targets: li
         if carried is not None:
             carried.update(first.carried)
         return first.files, first.rows
-    rest = rest_table(module, writer, targets, batch_id)
+    rest = first.table if first is not None else rest_table(module, writer, targets, batch_id)
     spark = files.sparkSession
     done = first.done if first is not None else ()
     if first is not None and first.rest_files is not None:  # only the files with rows the one pass left

@@ -32,6 +32,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from spark_jobs.errors import UsageError
+from spark_jobs.session import session_conf
 
 log = logging.getLogger("spark_jobs")
 
@@ -312,22 +313,16 @@ class ExactlyOnceWriter:
         conf = session.conf
         conf.set(TXN_APP_ID_CONF, self.txn_app_id(target.name, marker))
         conf.set(TXN_VERSION_CONF, str(batch_id))
-        repartitioned = conf.get(MERGE_REPARTITION_CONF, None)
-        if not repartition:
-            conf.set(MERGE_REPARTITION_CONF, "false")
         try:
             merge = (DeltaTable.forPath(session, str(target.path)).alias("t")
                      .merge(source.alias("s"), " AND ".join(condition)))
             if target.write_mode == "upsert":
                 merge = merge.whenMatchedUpdateAll()
-            result = merge.whenNotMatchedInsertAll().execute()
+            with session_conf(session, {} if repartition else {MERGE_REPARTITION_CONF: "false"}):
+                result = merge.whenNotMatchedInsertAll().execute()
         finally:
             conf.unset(TXN_APP_ID_CONF)
             conf.unset(TXN_VERSION_CONF)
-            if not repartition and repartitioned is None:
-                conf.unset(MERGE_REPARTITION_CONF)
-            elif not repartition:
-                conf.set(MERGE_REPARTITION_CONF, repartitioned)
         rows = result.collect() if result is not None else []
         # Delta returns no row when it skipped the merge: this writer already committed this batch.
         return int(rows[0]["num_inserted_rows"]) + int(rows[0]["num_updated_rows"]) if rows else 0

@@ -45,7 +45,7 @@ SHAPES = ("transform_noop", "one_pass_append", "one_pass_dedup_merge")
 
 
 def _events_target(lake: Path, spark: SparkSession):
-    """The events table as the job makes it (empty), at ``lake``, and a writer for it."""
+    """The events table's target as the job makes it, at ``lake``, with the table created (empty)."""
     from spark_jobs.runner import job_module, output_schemas, table_targets
     from spark_jobs.table_writers import create_tables
 
