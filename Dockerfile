@@ -4,7 +4,7 @@
 #
 # Built with the Makefile's own set-up steps (`make install`: the venv from requirements.txt; `make jars`:
 # the pinned Delta jars from Maven Central, sha256-checked), so the image holds exactly what `make setup`
-# gives a developer; spark_jobs/deploy_checks.py checks that these are the Makefile's steps. The versions
+# gives a developer; tools/deploy_checks.py checks that these are the Makefile's steps. The versions
 # passed by docker-compose.yml are checked against what was installed.
 ARG PYTHON_VERSION=3.11
 FROM python:${PYTHON_VERSION}-slim-bookworm
@@ -21,7 +21,9 @@ COPY requirements.txt Makefile ./
 RUN make install && rm -rf /root/.cache
 
 # The Delta jars (rebuilt only when their pins change).
-COPY spark_jobs/__init__.py spark_jobs/errors.py spark_jobs/jars.py spark_jobs/
+COPY spark_jobs/__init__.py spark_jobs/
+COPY spark_jobs/model/ spark_jobs/model/
+COPY spark_jobs/launch/ spark_jobs/launch/
 RUN make jars && rm -rf /root/.m2
 
 # What docker-compose.yml says it runs is what was installed.
@@ -41,5 +43,5 @@ USER 50000
 
 # The venv's airflow, spark-submit and spark-class; the rest of the environment (the Makefile's, for
 # Airflow's services) is set by docker-compose.yml. No PYTHONPATH here: the Spark workers' executors get
-# the project's code from the driver (spark_jobs/code_zip.py), as on any cluster.
+# the project's code from the driver (spark_jobs/launch/code_zip.py), as on any cluster.
 ENV PATH=/opt/project/.venv/bin:$PATH

@@ -46,18 +46,18 @@ $(STAMP): requirements.txt
 		|| { echo "error: the install did not complete; see pip's output above"; exit 1; }
 	@rm -f $(VENV)/.installed-* && touch $@
 
-# The pinned JVM jars (Delta Lake, Spark's Kafka connector) from Maven Central into .jars/, sha256-checked (spark_jobs/jars.py).
-JARS_STAMP := $(PROJECT)/.jars/.ok-$(shell cat spark_jobs/jars.py | cksum | cut -d' ' -f1)
-$(JARS_STAMP): $(STAMP) spark_jobs/jars.py
-	@python -m spark_jobs.jars fetch
+# The pinned JVM jars (Delta Lake, Spark's Kafka connector) from Maven Central into .jars/, sha256-checked (spark_jobs/launch/jars.py).
+JARS_STAMP := $(PROJECT)/.jars/.ok-$(shell cat spark_jobs/launch/jars.py | cksum | cut -d' ' -f1)
+$(JARS_STAMP): $(STAMP) spark_jobs/launch/jars.py
+	@python -m spark_jobs.launch.jars fetch
 	@rm -f $(PROJECT)/.jars/.ok-* && touch $@
 
-# The driver JVM's class archive (spark_jobs/class_archive.py): every Spark start maps it and starts faster.
+# The driver JVM's class archive (spark_jobs/launch/class_archive.py): every Spark start maps it and starts faster.
 # Made after the jars and the venv it is made from; a failure only warns (Spark starts are then slower).
-ARCHIVE_STAMP := $(PROJECT)/.jars/.jsa-$(shell cat spark_jobs/class_archive.py spark_jobs/jars.py requirements.txt | cksum | cut -d' ' -f1)
+ARCHIVE_STAMP := $(PROJECT)/.jars/.jsa-$(shell cat spark_jobs/launch/class_archive.py spark_jobs/launch/jars.py requirements.txt | cksum | cut -d' ' -f1)
 $(ARCHIVE_STAMP): $(JARS_STAMP)
 	@echo "making the Spark driver's class archive (about 1.5 minutes the first time)"
-	@python -m spark_jobs.class_archive build
+	@python -m spark_jobs.launch.class_archive build
 	@rm -f $(PROJECT)/.jars/.jsa-* && touch $@
 
 $(AIRFLOW_HOME)/airflow.db: $(STAMP)
@@ -93,13 +93,13 @@ test: setup
 
 # Airflow for real on loopback (api-server, scheduler, dag-processor, triggerer), with this project's
 # DAGs, plugins, environment and spark_default; every port-dependent setting is derived from
-# AIRFLOW_PORT. `make stop` stops all of it and every driver it started (plugins/streaming/local_airflow.py).
+# AIRFLOW_PORT. `make stop` stops all of it and every driver it started (tools/local_airflow.py).
 AIRFLOW_PORT ?= 8080
 airflow: setup
-	@python plugins/streaming/local_airflow.py start --port $(AIRFLOW_PORT)
+	@python tools/local_airflow.py start --port $(AIRFLOW_PORT)
 
 stop:
-	@python plugins/streaming/local_airflow.py stop
+	@python tools/local_airflow.py stop
 
 # The environment above as shell exports, for running airflow or the CLI by hand: eval "$$(make -s env)"
 env:

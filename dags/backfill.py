@@ -36,7 +36,7 @@ from datetime import datetime, timedelta, timezone
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import DAG, Param, task
 
-from spark_jobs.jars import APPLICATION, spark_submit_conf, spark_submit_jars
+from spark_jobs.launch.jars import APPLICATION, spark_submit_conf, spark_submit_jars
 from spark_jobs.registry import JOBS, JobSpec
 from streaming.dag_parts import retrying_default_args
 
@@ -92,7 +92,7 @@ def build_backfill_dag(job: JobSpec) -> DAG:
             """Check the form (refused: fail naming the field, run nothing) and list the files."""
             from airflow.sdk.exceptions import AirflowFailException
 
-            from spark_jobs.backfill import BackfillRefused, check_request as check, list_files
+            from spark_jobs.control.backfill import BackfillRefused, check_request as check, list_files
 
             try:
                 request = check(job.name, params["source"], params["date_from"], params["date_to"],

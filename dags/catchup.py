@@ -13,7 +13,7 @@ The task runs:
         --name <job> <project>/spark_jobs/__main__.py \\
         run <job> --trigger available-now [--input DIR] [--max-files-per-trigger N]
 
-A `plan` task decides what the run spark-submits (`spark_jobs.catchup_plan`): a scheduled or
+A `plan` task decides what the run spark-submits (`spark_jobs.control.catchup_plan`): a scheduled or
 manual run the command above; a run of **Airflow's own backfill** (`airflow backfill create
 --dag-id <job>_catchup --from-date ... --to-date ...`, or the UI's Backfill dialog) loads only the
 files *delivered in its data interval* (the CloudTrail object name's timestamp), as a writer with a
@@ -37,7 +37,7 @@ from datetime import datetime, timedelta, timezone
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import DAG, Asset, CronDataIntervalTimetable, Param, task
 
-from spark_jobs.jars import APPLICATION, spark_submit_conf, spark_submit_jars
+from spark_jobs.launch.jars import APPLICATION, spark_submit_conf, spark_submit_jars
 from spark_jobs.registry import JOBS, JobSpec
 from streaming.dag_parts import input_folder_param, retrying_default_args
 from streaming.job_connections import pass_job_connection
@@ -94,8 +94,8 @@ def build_catchup_dag(job: JobSpec) -> DAG:
             """The live job, or (a run of Airflow's backfill) the files of this data interval; nothing to do: skip."""
             from airflow.sdk.exceptions import AirflowFailException
 
-            from spark_jobs.backfill import BackfillRefused
-            from spark_jobs.catchup_plan import plan_run
+            from spark_jobs.control.backfill import BackfillRefused
+            from spark_jobs.control.catchup_plan import plan_run
 
             try:
                 planned = plan_run(job.name, params["input"], params["max_files_per_trigger"], dag_run.run_type,
@@ -120,7 +120,7 @@ def build_catchup_dag(job: JobSpec) -> DAG:
             render_template_as_native_obj=True,
             name=job.name,
             # spark_jobs/__main__.py puts the project on the driver's sys.path; the driver ships its code
-            # to the executors as a py_files zip (spark_jobs.code_zip), on local[2] and on a cluster alike.
+            # to the executors as a py_files zip (spark_jobs.launch.code_zip), on local[2] and on a cluster alike.
             conf=spark_submit_conf(),
             # The pinned Delta jars fetched at set-up (paths only: nothing is read while parsing).
             jars=spark_submit_jars(),

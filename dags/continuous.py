@@ -37,8 +37,8 @@ from airflow.sdk import DAG
 from spark_jobs.registry import JOBS, JobSpec
 from streaming.dag_parts import input_folder_param
 from streaming.notifiers import SupervisorEventNotifier
-from streaming.operators import StreamingSupervisorOperator
-from streaming.sensors import CheckpointHealthSensor
+from streaming.operators.supervisor import StreamingSupervisorOperator
+from streaming.sensors.checkpoint_health import CheckpointHealthSensor
 
 DEFAULT_ARGS = {
     "owner": "data-platform",

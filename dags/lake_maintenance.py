@@ -27,7 +27,7 @@ from datetime import datetime, timedelta, timezone
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import DAG
 
-from spark_jobs.jars import APPLICATION, spark_submit_conf, spark_submit_jars
+from spark_jobs.launch.jars import APPLICATION, spark_submit_conf, spark_submit_jars
 from spark_jobs.registry import table_specs
 from streaming.dag_parts import retrying_default_args, skip_unwritten_table
 

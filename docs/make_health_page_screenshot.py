@@ -6,7 +6,7 @@ Usage (from the project root, after ``eval "$(make -s env)"``; about 5 minutes):
 
 It writes the generated samples to ``<root>/landing``, runs ``python -m spark_jobs run cloudtrail_etl
 --trigger processing-time:5s --max-files-per-trigger 2`` with ``LAKE_ROOT=<root>/lake``, starts an
-Airflow API server on loopback over the same lake (:class:`streaming.local_airflow.LocalAirflow`),
+Airflow API server on loopback over the same lake (:class:`tools.local_airflow.LocalAirflow`),
 waits for ``--batches`` rows in ``streaming_progress``, logs in with headless Chromium (Playwright,
 Debian's ``/usr/bin/chromium``) as the browser test does, screenshots Browse → Streaming health,
 prints ``python -m spark_jobs status``, then stops the driver (SIGTERM) and Airflow.
@@ -26,9 +26,9 @@ from pathlib import Path
 PROJECT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(PROJECT / "plugins"), str(PROJECT)]
 
-from spark_jobs.monitoring.history import read_progress  # noqa: E402
-from spark_jobs.sample_data import write_sample_landing  # noqa: E402
-from streaming.local_airflow import LocalAirflow, free_port  # noqa: E402
+from spark_jobs.control.monitoring.history import read_progress  # noqa: E402
+from tools.sample_data import write_sample_landing  # noqa: E402
+from tools.local_airflow import LocalAirflow, free_port  # noqa: E402
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]

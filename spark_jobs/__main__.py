@@ -1,4 +1,4 @@
-"""``python -m spark_jobs ...`` and ``spark-submit spark_jobs/__main__.py ...``: see spark_jobs.cli."""
+"""``python -m spark_jobs ...`` and ``spark-submit spark_jobs/__main__.py ...``: see spark_jobs.cli.main."""
 
 import sys
 from pathlib import Path
@@ -6,7 +6,7 @@ from pathlib import Path
 if not __package__:  # run as a script by spark-submit: make the package importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from spark_jobs.cli import main  # noqa: E402
+from spark_jobs.cli.main import main  # noqa: E402
 
 if __name__ == "__main__":
     sys.exit(main())

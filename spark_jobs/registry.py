@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
-from spark_jobs.errors import UsageError
-from spark_jobs.kafka.connection import REDACTION_REGEX
-from spark_jobs.kafka.forward import ForwardSpec
-from spark_jobs.streams import (DeltaTableSource, DimensionSpec, EventTimeSpec, FileSource, KafkaSource, SourceSpec,
+from spark_jobs.model.errors import UsageError
+from spark_jobs.model.kafka_connection import REDACTION_REGEX
+from spark_jobs.model.forwards import ForwardSpec
+from spark_jobs.model.streams import (DeltaTableSource, DimensionSpec, EventTimeSpec, FileSource, KafkaSource, SourceSpec,
                                 WindowSpec)
 
 WRITE_MODES = ("insert", "upsert", "complete")
@@ -78,7 +78,7 @@ class HealthThresholds:
 class AlertThresholds:
     """When a job's health opens an incident (one alert when it opens, one when it resolves).
 
-    Evaluated by :mod:`spark_jobs.monitoring.health` (the health sensor's trigger delivers the alerts;
+    Evaluated by :mod:`spark_jobs.control.monitoring.health` (the health sensor's trigger delivers the alerts;
     ``python -m spark_jobs status`` and the health page show them). The stall alert uses the job's
     :class:`HealthThresholds` (no commit for ``max_batch_age_seconds`` while input waits).
 
@@ -179,15 +179,15 @@ class JobSpec:
     :param progress: the job's progress history in ``streaming_progress`` (see :class:`ProgressHistory`).
     :param backfill_priority: the CPU priority of a backfill's driver, so the live job keeps its freshness
         during a large backfill: ``idle`` (Linux ``SCHED_IDLE``), ``nice:N`` or ``normal``
-        (:mod:`spark_jobs.priority`); ``$<NAME>_BACKFILL_PRIORITY`` or ``backfill --priority`` override it.
-    :param source: what the job reads (:mod:`spark_jobs.streams`): files (``FileSource``, the default:
+        (:mod:`spark_jobs.control.priority`); ``$<NAME>_BACKFILL_PRIORITY`` or ``backfill --priority`` override it.
+    :param source: what the job reads (:mod:`spark_jobs.model.streams`): files (``FileSource``, the default:
         Spark's ``binaryFile`` source), another job's Delta table as a stream (``DeltaTableSource``) or
         Kafka topics (``KafkaSource``). ``file_source_options`` are that source's options (for a Delta
         table: ``maxFilesPerTrigger``, ``skipChangeCommits``, ...; for Kafka: ``startingOffsets``,
         ``maxOffsetsPerTrigger``, ``failOnDataLoss``, ...).
     :param stateful: the job's ``transform`` keeps state across micro-batches (windows, watermarks,
         ``transformWithStateInPandas``): it runs on the stream itself, and each micro-batch of its
-        result is written (see :mod:`spark_jobs.analytics.batch_writer`). A stateless job's transform
+        result is written (see :mod:`spark_jobs.driver.write.stateful`). A stateless job's transform
         runs inside each micro-batch.
     :param event_time: the event-time column, watermark delay and windows of a stateful job.
     :param dimensions: reference files joined to each micro-batch (read again for every batch).
@@ -430,7 +430,7 @@ JOBS: Mapping[str, JobSpec] = MappingProxyType(
     {job.name: job for job in (CLOUDTRAIL_ETL, CLOUDTRAIL_ACTIVITY, CLOUDTRAIL_ALERTS, WORD_COUNT, CLOUDTRAIL_KAFKA)})
 
 # Lake tables forwarded to Kafka topics for other systems (python -m spark_jobs forward NAME; at least once,
-# keyed so that consumers drop duplicates: see spark_jobs.kafka.forward).
+# keyed so that consumers drop duplicates: see spark_jobs.driver.forward).
 FORWARDS: Mapping[str, ForwardSpec] = MappingProxyType({f.name: f for f in (
     ForwardSpec("cloudtrail_alerts_to_kafka", table="cloudtrail_alerts", topic="cloudtrail-alerts", key="alert_id"),
     ForwardSpec("console_logins_to_kafka", table="cloudtrail_events", topic="cloudtrail-console-logins", key="eventID",
@@ -447,11 +447,11 @@ STREAMING_PROGRESS = TableSpec(
     name="streaming_progress",
     partition_by=("date",),
     description="one row per executed micro-batch of every job's stream (Spark's progress, rows per table, "
-                "backlog), written by the driver's progress recorder (spark_jobs.monitoring.progress)",
+                "backlog), written by the driver's progress recorder (spark_jobs.control.monitoring.progress)",
 )
 PLATFORM_TABLES: Mapping[str, TableSpec] = MappingProxyType({t.name: t for t in (OPS_AUDIT, STREAMING_PROGRESS)})
 
-# The on-call actions of the DAG streaming_oncall (spark_jobs.oncall), with the form's label of each.
+# The on-call actions of the DAG streaming_oncall (spark_jobs.control.oncall_requests), with the form's label of each.
 ONCALL_ACTIONS: Mapping[str, str] = MappingProxyType({
     "restart": "restart: stop the driver after its micro-batch, start a new one",
     "stop": "stop: pause the continuous DAG (the driver stops after its micro-batch)",

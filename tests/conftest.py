@@ -25,7 +25,7 @@ def pytest_configure(config):
 @pytest.fixture(scope="session")
 def spark():
     """One real local SparkSession for the in-process tests (a start costs ~10 s)."""
-    from spark_jobs.session import build_session
+    from spark_jobs.driver.session import build_session
 
     session = build_session("tests")
     yield session
@@ -52,8 +52,8 @@ def _alive(pid: int) -> bool:
 @pytest.fixture(scope="session")
 def kafka_broker(tmp_path_factory):
     """A broker on free loopback ports; the job's Airflow connection points at it. Stopped (and checked gone) after."""
-    from spark_jobs.kafka.broker import LocalBroker
-    from spark_jobs.kafka.connection import env_var
+    from tools.kafka_broker import LocalBroker
+    from spark_jobs.model.kafka_connection import env_var
     from spark_jobs.registry import get_job
 
     variable = env_var(get_job("cloudtrail_kafka").source.connection_id)

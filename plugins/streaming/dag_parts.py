@@ -58,7 +58,7 @@ def skip_unwritten_table(table: str):
     def check(context) -> None:
         from airflow.sdk.exceptions import AirflowSkipException
 
-        from spark_jobs.lake import Lake
+        from spark_jobs.model.lake import Lake
 
         path = Lake.at(None).table_path(table)
         if not (path / "_delta_log").is_dir() and not (path / "_spark_metadata").is_dir():

@@ -49,7 +49,7 @@ margin:0 4px 3px 0;vertical-align:middle}
 
 
 def _age(seconds: float | None) -> str:
-    from spark_jobs.monitoring.status import age_text
+    from spark_jobs.control.monitoring.status import age_text
 
     return age_text(seconds)
 
@@ -69,7 +69,7 @@ def _supervisor_cell(health) -> str:
 
 
 def _row(health) -> str:
-    from spark_jobs.monitoring.status import commit_text, restarts_text
+    from spark_jobs.control.monitoring.status import commit_text, restarts_text
 
     alerts = ", ".join(sorted({c.code for c in health.conditions})) or "none"
     return (f'<tr data-job="{escape(health.job)}" data-state="{health.state}" '
@@ -95,7 +95,7 @@ def _consumer_lag(health) -> str:
 
 
 def _section(health, rows: list[dict], tables: list[str]) -> str:
-    from spark_jobs.monitoring.plots import job_charts, render
+    from spark_jobs.control.monitoring.plots import job_charts, render
 
     conditions = "".join(
         f'<div class="cond {c.severity}" data-condition="{c.code}"><b>{escape(c.code)}</b> '
@@ -142,13 +142,13 @@ def create_app():
     app = FastAPI(title="Streaming health", dependencies=[Depends(requires_authenticated())])
 
     def lake_root() -> str:
-        from spark_jobs.lake import resolve_lake_root
+        from spark_jobs.model.lake import resolve_lake_root
 
         return str(resolve_lake_root())
 
     def page(jobs: list, title: str) -> HTMLResponse:
-        from spark_jobs.monitoring.health import check_job
-        from spark_jobs.monitoring.history import read_progress
+        from spark_jobs.control.monitoring.health import check_job
+        from spark_jobs.control.monitoring.history import read_progress
 
         lake = lake_root()
         now = datetime.now(timezone.utc)
@@ -182,7 +182,7 @@ def create_app():
 
     @app.get("/api/status")
     def status() -> JSONResponse:
-        from spark_jobs.monitoring.status import collect
+        from spark_jobs.control.monitoring.status import collect
 
         lake = lake_root()
         return JSONResponse(json.loads(json.dumps(
@@ -191,7 +191,7 @@ def create_app():
 
     @app.get("/api/jobs/{job}/progress")
     def progress(job: str, limit: int = Query(PAGE_BATCHES, ge=1, le=10_000)) -> JSONResponse:
-        from spark_jobs.monitoring.history import read_progress
+        from spark_jobs.control.monitoring.history import read_progress
         from spark_jobs.registry import JOBS
 
         if job not in JOBS:

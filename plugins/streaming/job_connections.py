@@ -1,7 +1,7 @@
 """The Airflow connection a job's driver needs, handed to the driver's process when the task runs.
 
 A Kafka job's driver reads its brokers and credentials from ``$AIRFLOW_CONN_<ID>``
-(:mod:`spark_jobs.kafka.connection` reads it without importing Airflow, so the driver stays light
+(:mod:`spark_jobs.model.kafka_connection` reads it without importing Airflow, so the driver stays light
 and the command line works with an exported variable). Airflow itself keeps connections in its
 metadata DB or a secrets backend, which a spark-submitted driver cannot reach. So the task looks
 the connection up through Airflow when it runs (``Connection.get``: the environment, the secrets
@@ -35,7 +35,7 @@ def connection_env(job: JobSpec) -> dict[str, str]:
     from airflow.sdk import Connection
     from airflow.sdk.exceptions import AirflowFailException, AirflowNotFoundException
 
-    from spark_jobs.kafka.connection import env_var
+    from spark_jobs.model.kafka_connection import env_var
 
     try:
         connection = Connection.get(connection_id)

@@ -109,7 +109,7 @@ class SupervisorEventNotifier(_WebhookNotifier):
 
 class HealthAlertNotifier(_WebhookNotifier):
     """Tell a person that a job's health incident opened or resolved (once each: see
-    :mod:`spark_jobs.monitoring.incidents`).
+    :mod:`spark_jobs.control.monitoring.incidents`).
 
     The context holds the alert under ``"health_alert"``: ``kind`` (``opened`` / ``resolved``),
     ``job``, ``code``, ``severity``, ``summary``, ``action``, ``opened_at`` (and ``resolved_at``). The

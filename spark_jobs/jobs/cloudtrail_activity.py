@@ -20,8 +20,8 @@ Reads ``cloudtrail_events`` as a stream (Delta's streaming source) and writes:
   rows inside its aggregation (``numRowsDroppedByWatermark`` counts them, after its partial
   aggregation: one per late window key); the ledger finds the same rows by Spark's own rule: in
   micro-batch N a row is late when ``window.end <= `` the watermark of batch N-1 (see
-  :mod:`spark_jobs.analytics.windows`), applied to the rows batch N read from ``cloudtrail_events``
-  (the data files between its offsets, :mod:`spark_jobs.analytics.batch_writer`). So per micro-batch,
+  :mod:`spark_jobs.transforms.windows`), applied to the rows batch N read from ``cloudtrail_events``
+  (the data files between its offsets, :mod:`spark_jobs.driver.write.stateful`). So per micro-batch,
   the ledger's distinct late window keys equal Spark's ``numRowsDroppedByWatermark``.
 
 **State**: the aggregation's (``stateStoreSave``, operator 0 of the checkpoint): one row per open
@@ -39,9 +39,9 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from spark_jobs.analytics.batch_writer import BatchContext, conform, table_schema
-from spark_jobs.analytics.dimensions import enrich
-from spark_jobs.analytics.windows import WINDOW_KIND, is_late, windowed
+from spark_jobs.driver.write.stateful import BatchContext, conform, table_schema
+from spark_jobs.driver.dimensions import enrich
+from spark_jobs.transforms.windows import WINDOW_KIND, is_late, windowed
 from spark_jobs.registry import JobSpec
 
 ACCOUNT_COLUMNS = "account_name STRING, owner_team STRING, environment STRING, account_known BOOLEAN"

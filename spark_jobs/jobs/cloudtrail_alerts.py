@@ -7,7 +7,7 @@ Usage::
                               ORDER BY detected_at DESC"
     CLOUDTRAIL_ALERTS_SETTINGS='{"silent_after": "30 minutes"}' python -m spark_jobs run cloudtrail_alerts
 
-Reads ``cloudtrail_events`` as a stream and runs the rules of :mod:`spark_jobs.analytics.alert_rules`
+Reads ``cloudtrail_events`` as a stream and runs the rules of :mod:`spark_jobs.transforms.alert_rules`
 with ``transformWithStateInPandas`` (RocksDB state store, processing-time mode: state TTL and
 timers). Each alert row has a stable ``alert_id`` (hash of rule, key and window), the account's
 name, owner team and environment from the ``accounts`` file (``account_known`` false when it does
@@ -38,11 +38,11 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from spark_jobs.analytics.alert_rules import BURST, INPUT_COLUMNS, OUTPUT_SCHEMA, ROOT, SILENT, AlertRules, RuleSettings
-from spark_jobs.analytics.batch_writer import BatchContext, conform, table_schema
-from spark_jobs.analytics.dimensions import enrich
+from spark_jobs.transforms.alert_rules import BURST, INPUT_COLUMNS, OUTPUT_SCHEMA, ROOT, SILENT, AlertRules, RuleSettings
+from spark_jobs.driver.write.stateful import BatchContext, conform, table_schema
+from spark_jobs.driver.dimensions import enrich
 from spark_jobs.registry import JobSpec
-from spark_jobs.streams import job_settings
+from spark_jobs.model.streams import job_settings
 
 TABLE_SCHEMAS = {"cloudtrail_alerts": table_schema(
     f"{OUTPUT_SCHEMA}, account_name STRING, "

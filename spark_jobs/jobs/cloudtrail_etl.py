@@ -20,8 +20,8 @@ import functools
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from spark_jobs.cloudtrail import decode, reasons
-from spark_jobs.cloudtrail.schema import (
+from spark_jobs.transforms.cloudtrail import decode, reasons
+from spark_jobs.transforms.cloudtrail.schema import (
     KNOWN_TOP_LEVEL_KEYS,
     MAX_RAW_CHARS,
     RAW_JSON_FIELDS,
@@ -222,7 +222,7 @@ ROUTE = lambda parsed: F.when(is_event(parsed), "cloudtrail_events").otherwise("
 UNIQUE_KEYS = {"cloudtrail_events": ("eventID", "date"),
                "cloudtrail_quarantine": ("source_file", "record_index", "reason")}
 # An event's UTC date is its file's delivery date or the day before (CloudTrail delivers an event within
-# about 15 minutes): the file names bound a batch's dates before it is read (spark_jobs.one_pass).
+# about 15 minutes): the file names bound a batch's dates before it is read (spark_jobs.driver.write.pipelined).
 DELIVERY_DATE_BOUNDS = {"cloudtrail_events": ("date", 1)}
 # Among one batch's deliveries of an event, the first in file order is kept.
 FIRST_BY = {"cloudtrail_events": ("_source_file", "_record_index")}

@@ -24,7 +24,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from spark_jobs.analytics.batch_writer import BatchContext, conform, table_schema
+from spark_jobs.driver.write.stateful import BatchContext, conform, table_schema
 from spark_jobs.registry import JobSpec
 
 TABLE_SCHEMAS = {"word_counts": table_schema("word STRING, count BIGINT")}

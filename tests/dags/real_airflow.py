@@ -1,7 +1,7 @@
 """A real Airflow on loopback for a test module: free ports, its REST API, waiting for what it does.
 
 The modules that need a running scheduler (the continuous DAG's supervision, Airflow's own backfill)
-each start one :class:`streaming.local_airflow.LocalAirflow` with its own home, port and lake, and
+each start one :class:`tools.local_airflow.LocalAirflow` with its own home, port and lake, and
 talk to it through :class:`RestApi` (``SIMPLE_AUTH_MANAGER_ALL_ADMINS``: no login).
 """
 
@@ -18,7 +18,7 @@ import pytest
 from tests.dags.conftest import PROJECT_ROOT
 
 sys.path.insert(0, str(PROJECT_ROOT / "plugins"))
-from streaming.local_airflow import free_port  # noqa: E402,F401  (the modules' one port finder)
+from tools.local_airflow import free_port  # noqa: E402,F401  (the modules' one port finder)
 
 WAIT = 600  # seconds any one step may take on a busy 2-core machine (a Delta batch under load: minutes)
 

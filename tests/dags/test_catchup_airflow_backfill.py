@@ -1,6 +1,6 @@
 """Airflow's own backfill of cloudtrail_etl_catchup under a real scheduler: each run loads its hour's files.
 
-One Airflow (``streaming.local_airflow``, the code behind ``make airflow``) runs for the module with its
+One Airflow (``tools.local_airflow``, the code behind ``make airflow``) runs for the module with its
 own home, port and lake. The history folder holds generated CloudTrail deliveries (``sample_data``'s
 records) on five days, at 10:00 UTC; ``airflow backfill create`` over the middle three days (72 hourly
 runs, the folder given in ``--dag-run-conf``) must load exactly the files delivered on those days, 3 of
@@ -23,12 +23,12 @@ from pathlib import Path
 
 import pytest
 
-from spark_jobs.sample_data import DELIVERY_TARGETS, generate_records
+from tools.sample_data import DELIVERY_TARGETS, generate_records
 from tests.dags.conftest import PROJECT_ROOT, require_airflow_env
 from tests.dags.real_airflow import RestApi, free_port, wait_for
 
 sys.path.insert(0, str(PROJECT_ROOT / "plugins"))
-from streaming.local_airflow import LocalAirflow, marked_processes  # noqa: E402
+from tools.local_airflow import LocalAirflow, marked_processes  # noqa: E402
 
 DAG_ID = "cloudtrail_etl_catchup"
 DAYS = [date(2026, 1, 5) + timedelta(days=d) for d in range(5)]

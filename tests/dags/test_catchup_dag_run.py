@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from spark_jobs.cloudtrail import reasons
+from spark_jobs.transforms.cloudtrail import reasons
 from tests.dags.conftest import PROJECT_ROOT, require_airflow_env
 
 DAG_ID = "cloudtrail_etl_catchup"

@@ -1,6 +1,6 @@
 """cloudtrail_etl_continuous under a real Airflow scheduler on loopback: start, kill -9, stop, give up.
 
-One Airflow (api-server, scheduler, dag-processor, triggerer; :mod:`streaming.local_airflow`, the
+One Airflow (api-server, scheduler, dag-processor, triggerer; :mod:`tools.local_airflow`, the
 code behind ``make airflow``) runs for the whole module with its own home, port, lake and landing
 folder in pytest's tmp dir, and a webhook server on 127.0.0.1 that records every alert. The tests
 run in order and share it: a driver is started by unpausing the DAG, killed with kill -9 and
@@ -34,10 +34,10 @@ from tests.dags.conftest import PROJECT_ROOT, require_airflow_env
 from tests.dags.real_airflow import RestApi, wait_for
 
 sys.path.insert(0, str(PROJECT_ROOT / "plugins"))
-from streaming.local_airflow import LocalAirflow, free_port, marked_processes  # noqa: E402
+from tools.local_airflow import LocalAirflow, free_port, marked_processes  # noqa: E402
 
-from spark_jobs.lake import Lake  # noqa: E402
-from spark_jobs.ops_audit import read_rows  # noqa: E402
+from spark_jobs.model.lake import Lake  # noqa: E402
+from spark_jobs.control.ops_audit import read_rows  # noqa: E402
 
 DAG_ID = "cloudtrail_etl_continuous"
 JOB = "cloudtrail_etl"
@@ -240,8 +240,8 @@ def gauges(text: str) -> dict[str, float]:
 def test_the_driver_serves_its_streaming_gauges_for_prometheus(setup, first_run):
     """The DAG's spark-submit carries Spark's streaming metrics and the PrometheusServlet sink: the
     driver's UI (on the free port Spark found, named in its lease) answers as Prometheus scrapes it."""
-    from spark_jobs.checkpoint.lease import read_lease
-    from spark_jobs.monitoring.prometheus import PROMETHEUS_PATH
+    from spark_jobs.control.checkpoint.lease import read_lease
+    from spark_jobs.control.monitoring.prometheus import PROMETHEUS_PATH
 
     live_driver(setup)
     ui = wait_for("the driver's UI in its lease",

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from spark_jobs.cli import build_parser
-from spark_jobs.jars import DELTA_CONF, jar_paths, spark_submit_conf
+from spark_jobs.cli.main import build_parser
+from spark_jobs.launch.jars import DELTA_CONF, jar_paths, spark_submit_conf
 from spark_jobs.registry import JOBS, table_specs
 from tests.dags.conftest import DAGS_FOLDER, PROJECT_ROOT, run_parse_probe
 
@@ -94,7 +94,7 @@ def validate_param(dag, name: str, value) -> None:
 def spark_submit_command(dag, params: dict, monkeypatch) -> list[str]:
     """The exact spark-submit command of a manual run with ``params``: what ``plan`` returns, rendered into
     ``spark_submit``'s arguments and built by the provider's hook."""
-    from spark_jobs.catchup_plan import plan_run
+    from spark_jobs.control.catchup_plan import plan_run
 
     task = dag.get_task("spark_submit")
     values = {**dag.params.dump(), **params}
@@ -163,11 +163,10 @@ def test_parsing_looks_nothing_up_opens_nothing_and_imports_no_pyspark(airflow_e
     assert report["lookups"] == []
     assert report["opened"] == []
     assert report["pyspark"] == []
-    # The registry's pyspark-free declarations only (Kafka: the connection's redaction rule, the forwards' spec;
-    # the jars and the class archive: spark-submit's --jars and --conf).
-    assert set(report["spark_jobs"]) <= {"spark_jobs", "spark_jobs.errors", "spark_jobs.registry", "spark_jobs.streams",
-                                         "spark_jobs.jars", "spark_jobs.class_archive", "spark_jobs.kafka", "spark_jobs.kafka.connection",
-                                         "spark_jobs.kafka.forward"}
+    # Only the declarations (the registry and spark_jobs.model) and launch (spark-submit's --jars and --conf).
+    allowed = ("spark_jobs", "spark_jobs.registry", "spark_jobs.model", "spark_jobs.launch")
+    assert [m for m in report["spark_jobs"] if m not in allowed and not m.startswith(("spark_jobs.model.",
+                                                                                        "spark_jobs.launch."))] == []
     assert {f"{name}_continuous" for name, job in JOBS.items() if job.continuous_trigger} <= set(report["dag_ids"])
     assert "streaming_oncall" in report["dag_ids"]
 
@@ -202,8 +201,8 @@ def test_continuous_dag_policies(continuous):
 
 
 def test_continuous_dag_supervises_and_watches_side_by_side(continuous):
-    from streaming.operators import StreamingSupervisorOperator
-    from streaming.sensors import CheckpointHealthSensor
+    from streaming.operators.supervisor import StreamingSupervisorOperator
+    from streaming.sensors.checkpoint_health import CheckpointHealthSensor
 
     job, dag = continuous
     supervise, health = dag.get_task("supervise"), dag.get_task("checkpoint_health")
@@ -285,10 +284,10 @@ def test_lake_maintenance_spark_submits_the_lake_command_with_the_delta_jars(dag
     assert (parsed.command, parsed.lake_command, parsed.table) == ("lake", step, table)
 
 
-# --- streaming_oncall (dags/oncall.py): one checked, audited on-call action per run ---------------
+# --- streaming_oncall (dags/streaming_oncall.py): one checked, audited on-call action per run ---------------
 
 def test_oncall_dag_runs_one_action_at_a_time_without_retries(dagbag):
-    from streaming.oncall import OncallActionOperator
+    from streaming.operators.oncall import OncallActionOperator
 
     dag = dagbag.dags["streaming_oncall"]
     assert (dag.schedule, dag.catchup, dag.max_active_runs) == (None, False, 1)

@@ -15,9 +15,9 @@ import time
 
 import pytest
 
-from spark_jobs.kafka.broker import create_topic
-from spark_jobs.kafka.connection import env_var
-from spark_jobs.kafka.sample_messages import produce, sample_messages
+from tools.kafka_broker import create_topic
+from spark_jobs.model.kafka_connection import env_var
+from tools.kafka_messages import produce, sample_messages
 from spark_jobs.registry import get_job
 from tests.dags.conftest import require_airflow_env
 from tests.dags.test_catchup_dag_run import CatchupRuns, tail

@@ -26,9 +26,9 @@ from pathlib import Path
 
 import pytest
 
-from spark_jobs.checkpoint.lease import Lease
-from spark_jobs.lake import Lake
-from spark_jobs.ops_audit import read_rows
+from spark_jobs.control.checkpoint.lease import Lease
+from spark_jobs.model.lake import Lake
+from spark_jobs.control.ops_audit import read_rows
 from tests.dags.conftest import PROJECT_ROOT, require_airflow_env
 from tests.spark_jobs.conftest import run_job  # noqa: F401 - the fixture that runs the job in this process
 

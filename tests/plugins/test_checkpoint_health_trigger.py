@@ -7,7 +7,7 @@ import importlib
 
 import pytest
 
-from streaming.triggers import CheckpointHealthTrigger, health_level
+from streaming.triggers.checkpoint_health import CheckpointHealthTrigger, health_level
 
 KWARGS = {"job": "cloudtrail_etl", "lake_root": "/lake", "dag_id": "cloudtrail_etl_continuous",
           "run_id": "manual__1", "watch_task_id": "supervise", "input_path": "/landing",
@@ -18,7 +18,7 @@ def test_serialize_returns_an_importable_classpath_and_exactly_the_constructor_a
     classpath, kwargs = CheckpointHealthTrigger(**KWARGS).serialize()
 
     module, _, name = classpath.rpartition(".")
-    assert classpath == "streaming.triggers.CheckpointHealthTrigger"  # importable from plugins/
+    assert classpath == "streaming.triggers.checkpoint_health.CheckpointHealthTrigger"  # importable from plugins/
     assert getattr(importlib.import_module(module), name) is CheckpointHealthTrigger
     assert kwargs == KWARGS
     assert CheckpointHealthTrigger(**kwargs).serialize() == (classpath, kwargs)

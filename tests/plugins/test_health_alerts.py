@@ -14,7 +14,7 @@ import logging
 import pytest
 
 from streaming.notifiers import WEBHOOK_ENV
-from streaming.triggers import CheckpointHealthTrigger
+from streaming.triggers.checkpoint_health import CheckpointHealthTrigger
 from tests.spark_jobs.monitoring.plant import JOB, PlantedLake
 
 

@@ -1,6 +1,6 @@
 """The streaming health page in real headless Chromium, inside a real Airflow UI on loopback.
 
-One Airflow API server for the module (:class:`streaming.local_airflow.LocalAirflow`, the code behind
+One Airflow API server for the module (:class:`tools.local_airflow.LocalAirflow`, the code behind
 ``make airflow``; the DAGs serialized once with ``airflow dags reserialize``), with its own home, port
 and lake in pytest's tmp dir, and SimpleAuthManager's login (no all-admins shortcut). Debian's
 Chromium (``/usr/bin/chromium``; ``.ci/run`` installs it) is driven by Playwright with a new, empty
@@ -22,9 +22,9 @@ import urllib.request
 import psutil
 import pytest
 
-from spark_jobs.monitoring.history import read_progress
+from spark_jobs.control.monitoring.history import read_progress
 from spark_jobs.registry import JOBS
-from streaming.local_airflow import LocalAirflow, free_port, marked_processes
+from tools.local_airflow import LocalAirflow, free_port, marked_processes
 from tests.conftest import run_cli
 from tests.dags.conftest import require_airflow_env
 from tests.plugins.conftest import PLUGINS
@@ -209,8 +209,8 @@ def test_the_page_and_its_plugin_import_no_pyspark(tmp_path):
     planted = PlantedLake(tmp_path)
     planted.lagging()
     probe = ("import sys; from airflow import plugins_manager as pm; pm.ensure_plugins_loaded(); "
-             "from streaming.health_page import render_page; from spark_jobs.monitoring.health import check_job; "
-             "from spark_jobs.monitoring.history import read_progress; from spark_jobs.monitoring.status import collect; "
+             "from streaming.health_page import render_page; from spark_jobs.control.monitoring.health import check_job; "
+             "from spark_jobs.control.monitoring.history import read_progress; from spark_jobs.control.monitoring.status import collect; "
              "from spark_jobs.registry import JOBS; lake = sys.argv[1]; "
              "html = render_page([check_job(j, lake) for j in JOBS.values()], "
              "{j: read_progress(lake, j) for j in JOBS}, lake); collect(lake); "

@@ -8,11 +8,11 @@ import os
 
 import pytest
 
-from spark_jobs.cli import build_parser
-from spark_jobs.jars import jar_paths
-from spark_jobs.lake import PROJECT_ROOT
+from spark_jobs.cli.main import build_parser
+from spark_jobs.launch.jars import jar_paths
+from spark_jobs.model.lake import PROJECT_ROOT
 from spark_jobs.registry import get_job
-from streaming.operators import POLICY_ENV, StreamingSupervisorOperator, restart_policy
+from streaming.operators.supervisor import POLICY_ENV, StreamingSupervisorOperator, restart_policy
 
 APPLICATION = str(PROJECT_ROOT / "spark_jobs" / "__main__.py")
 
@@ -25,7 +25,7 @@ def test_driver_command_is_spark_submit_on_spark_default_with_the_jobs_continuou
     master = json.loads(os.environ["AIRFLOW_CONN_SPARK_DEFAULT"])["host"]
     assert command[:3] == ["spark-submit", "--master", master]
     assert not any(arg.startswith("spark.executorEnv.PYTHONPATH=") for arg in command)  # the code zip instead
-    # Spark's streaming gauges for Prometheus on the driver's UI (spark_jobs.monitoring.prometheus)
+    # Spark's streaming gauges for Prometheus on the driver's UI (spark_jobs.control.monitoring.prometheus)
     assert "spark.sql.streaming.metricsEnabled=true" in command
     assert "spark.metrics.conf.*.sink.prometheusServlet.class=org.apache.spark.metrics.sink.PrometheusServlet" in command
     assert command[command.index("--jars") + 1] == ",".join(str(p) for p in jar_paths())

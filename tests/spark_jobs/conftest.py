@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from spark_jobs.lake import Lake
+from spark_jobs.model.lake import Lake
 from spark_jobs.registry import get_job
-from spark_jobs.triggers import parse_trigger
+from spark_jobs.model.triggers import parse_trigger
 
 JOB = get_job("cloudtrail_etl")
 
@@ -18,7 +18,7 @@ JOB = get_job("cloudtrail_etl")
 @pytest.fixture(scope="session")
 def run_job(spark):
     """Run cloudtrail_etl in this process: ``run_job(input, lake, trigger=..., writer=..., **file_source_options)``."""
-    from spark_jobs.runner import RunOptions, run_streaming
+    from spark_jobs.driver.runner import RunOptions, run_streaming
 
     def run(input_path: Path, lake_root: Path, trigger: str = "available-now", writer: str | None = None,
             **file_options: str):

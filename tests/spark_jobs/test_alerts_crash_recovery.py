@@ -18,8 +18,8 @@ import threading
 import time
 from datetime import timedelta
 
-from spark_jobs.analytics import sample_events as se
-from spark_jobs.analytics.alert_rules import alert_id
+from tools import sample_events as se
+from spark_jobs.transforms.alert_rules import alert_id
 from tests.conftest import PROJECT_ROOT
 from tests.spark_jobs.analytics_helpers import accounts_file, events_lake, table
 

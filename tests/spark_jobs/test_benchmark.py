@@ -12,13 +12,13 @@ from dataclasses import replace
 
 import pytest
 
-from spark_jobs import benchmark
-from spark_jobs.bench import bare
-from spark_jobs.bench.data import RecordSource, write_landing
-from spark_jobs.bench.freshness import TableWatcher
-from spark_jobs.cli import build_parser
-from spark_jobs.errors import UsageError
-from spark_jobs.lake import Lake
+from tools.bench import benchmark
+from tools.bench import bare
+from tools.bench.data import RecordSource, write_landing
+from tools.bench.freshness import TableWatcher
+from spark_jobs.cli.main import build_parser
+from spark_jobs.model.errors import UsageError
+from spark_jobs.model.lake import Lake
 from tests.spark_jobs.conftest import JOB, file_name
 
 IN_PROCESS = ("throughput", "profile", "write_shapes", "adhoc_query", "memory", "sql_command")
@@ -111,7 +111,7 @@ def test_sql_command_answers_from_the_table(spark, report, config):
 
 
 def test_driver_memory_below_sparks_floor_is_refused_with_its_reason(tmp_path):
-    from spark_jobs.bench.cores import catchup_run
+    from tools.bench.cores import catchup_run
 
     (tmp_path / "landing").mkdir()
     run = catchup_run(tmp_path / "landing", tmp_path / "lake", driver_memory="400m")
@@ -126,7 +126,7 @@ def test_memory_peaks_are_positive(report):
 
 
 def test_bare_spark_writes_the_events_columns_but_rescued_data(spark):
-    from spark_jobs.runner import output_schemas
+    from spark_jobs.driver.runner import output_schemas
 
     events = output_schemas(spark, JOB)["cloudtrail_events"].fieldNames()
     record = bare.records_schema()["Records"].dataType.elementType.simpleString()
@@ -135,7 +135,7 @@ def test_bare_spark_writes_the_events_columns_but_rescued_data(spark):
 
 
 def test_table_watcher_sees_the_input_files_of_a_committed_table(spark, report, config):
-    from spark_jobs.runner import output_schemas
+    from spark_jobs.driver.runner import output_schemas
 
     lake = Lake(config.root / "run" / "job-lake-0")
     watcher = TableWatcher(spark, lake.table_path("cloudtrail_events"), output_schemas(spark, JOB)["cloudtrail_events"])
@@ -163,7 +163,7 @@ def test_bench_command_options():
 
 
 def test_jvm_start_times_driver_starts_with_and_without_the_class_archive():
-    from spark_jobs.bench.launches import measure_jvm_start
+    from tools.bench.launches import measure_jvm_start
 
     section = measure_jvm_start(repeat=1)  # raises unless each run's JVM had (or lacked) the archive as asked
     for mode in ("archive", "no_archive"):

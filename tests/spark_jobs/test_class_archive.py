@@ -7,9 +7,9 @@ import subprocess
 
 import pytest
 
-from spark_jobs.class_archive import (ARCHIVE_ENV, DEFAULT_JAVA_OPTIONS_CONF, QUIET, archive_path, check,
+from spark_jobs.launch.class_archive import (ARCHIVE_ENV, DEFAULT_JAVA_OPTIONS_CONF, QUIET, archive_path, check,
                                      java_options)
-from spark_jobs.jars import DELTA_CONF, spark_submit_conf, spark_submit_options
+from spark_jobs.launch.jars import DELTA_CONF, spark_submit_conf, spark_submit_options
 
 
 def test_every_spark_submit_of_the_project_carries_the_archive_options():
@@ -57,6 +57,6 @@ def test_the_archive_can_be_switched_off_or_moved(monkeypatch, tmp_path):
     moved = tmp_path / "elsewhere.jsa"
     monkeypatch.setenv(ARCHIVE_ENV, str(moved))
     assert java_options() == f"-XX:SharedArchiveFile={moved} {QUIET}"
-    assert check() == f"no class archive at {moved}: run `python -m spark_jobs.class_archive build`"
+    assert check() == f"no class archive at {moved}: run `python -m spark_jobs.launch.class_archive build`"
     monkeypatch.setenv(ARCHIVE_ENV, str(tmp_path / "with space" / "a.jsa"))
     assert java_options() == ""  # Spark splits Java options on whitespace

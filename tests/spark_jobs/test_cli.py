@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from spark_jobs.sample_data import write_sample_landing
+from tools.sample_data import write_sample_landing
 from tests.conftest import PROJECT_ROOT, run_cli
 
 

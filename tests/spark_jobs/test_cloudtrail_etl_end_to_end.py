@@ -8,10 +8,10 @@ from collections import Counter
 import pytest
 from pyspark.sql import functions as F
 
-from spark_jobs.cloudtrail import reasons
-from spark_jobs.cloudtrail.schema import KNOWN_TOP_LEVEL_KEYS
-from spark_jobs.runner import transform_batch
-from spark_jobs.sample_data import write_sample_landing
+from spark_jobs.transforms.cloudtrail import reasons
+from spark_jobs.transforms.cloudtrail.schema import KNOWN_TOP_LEVEL_KEYS
+from spark_jobs.driver.runner import transform_batch
+from tools.sample_data import write_sample_landing
 from tests.spark_jobs.conftest import JOB, file_name, source_records
 
 

@@ -6,7 +6,7 @@ import subprocess
 import sys
 import zipfile
 
-from spark_jobs import code_zip
+from spark_jobs.launch import code_zip
 from tests.conftest import PROJECT_ROOT
 
 
@@ -58,7 +58,7 @@ def test_a_zip_of_exactly_this_code_is_not_rebuilt(tmp_path):
 def test_the_projects_zip_imports_the_job_without_the_project_on_the_path(tmp_path):
     built = code_zip.build(tmp_path)
     probe = ("import sys; sys.path = [p for p in sys.path if p and p != %r]; sys.path.insert(0, %r); "
-             "import spark_jobs.cloudtrail.decode as m; print(m.__file__)") % (str(PROJECT_ROOT), str(built))
+             "import spark_jobs.transforms.cloudtrail.decode as m; print(m.__file__)") % (str(PROJECT_ROOT), str(built))
 
     done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=60,
                           env={"PATH": "/usr/bin:/bin"})

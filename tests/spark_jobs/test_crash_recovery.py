@@ -16,7 +16,7 @@ from collections import Counter
 from pathlib import Path
 from urllib.parse import unquote
 
-from spark_jobs.sample_data import write_sample_landing
+from tools.sample_data import write_sample_landing
 from tests.conftest import PROJECT_ROOT
 from tests.spark_jobs.conftest import file_name
 

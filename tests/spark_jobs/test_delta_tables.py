@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
-from spark_jobs.lake import Lake
-from spark_jobs.sample_data import write_sample_landing
+from spark_jobs.model.lake import Lake
+from tools.sample_data import write_sample_landing
 from tests.spark_jobs.conftest import JOB, file_name
 
 EVENTS, QUARANTINE = "cloudtrail_events", "cloudtrail_quarantine"
@@ -117,8 +117,8 @@ def test_files_delivered_again_under_new_names_add_nothing(ingested, run_job, ta
 
 
 def _writer(spark, lake: Lake, app_id: str):
-    from spark_jobs.runner import job_module, output_schemas, table_targets
-    from spark_jobs.table_writers import ExactlyOnceWriter, create_tables
+    from spark_jobs.driver.runner import job_module, output_schemas, table_targets
+    from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, create_tables
 
     targets = table_targets(JOB, job_module(JOB), lake)
     create_tables(spark, targets, output_schemas(spark, JOB))
@@ -126,7 +126,7 @@ def _writer(spark, lake: Lake, app_id: str):
 
 
 def _parsed_events(spark, landing: Path):
-    from spark_jobs.runner import transform_batch
+    from spark_jobs.driver.runner import transform_batch
 
     return transform_batch(spark, JOB, landing)[EVENTS]
 
@@ -164,7 +164,7 @@ def test_a_replayed_merge_is_skipped_even_with_other_rows_and_duplicates_keep_th
 
 def test_later_deliveries_are_dropped_the_same_way_few_or_many(spark, tmp_path):
     """Few duplicates: collected and dropped by a broadcast anti join; more than ``most``: the whole batch is ranked."""
-    from spark_jobs.table_writers import TableTarget, first_of_each_key
+    from spark_jobs.driver.write.delta_writer import TableTarget, first_of_each_key
 
     write_sample_landing(tmp_path / "b", files=1, records_per_file=10, seed=33, include_bad_files=False)
     b = _parsed_events(spark, tmp_path / "b")
@@ -224,9 +224,9 @@ def test_two_writers_at_once_over_overlapping_input_are_exact(tmp_path, run_job,
 def test_a_writer_starting_while_another_creates_the_table_waits_for_its_first_commit(spark, tmp_path, monkeypatch):
     from pyspark.sql.types import StringType, StructField, StructType
 
-    from spark_jobs import table_writers
-    from spark_jobs.errors import UsageError
-    from spark_jobs.table_writers import TableTarget, create_tables
+    from spark_jobs.driver.write import delta_writer as table_writers
+    from spark_jobs.model.errors import UsageError
+    from spark_jobs.driver.write.delta_writer import TableTarget, create_tables
 
     schema = StructType([StructField("id", StringType()), StructField("date", StringType())])
     target = TableTarget("t", tmp_path / "t", ("date",), ("id",))

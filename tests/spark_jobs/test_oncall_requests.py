@@ -17,12 +17,12 @@ import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
 
-from spark_jobs.checkpoint.lease import Lease, read_lease
-from spark_jobs.lake import Lake
-from spark_jobs.oncall import AirflowView, OncallRefused, check_request, reset_checkpoint
+from spark_jobs.control.checkpoint.lease import Lease, read_lease
+from spark_jobs.model.lake import Lake
+from spark_jobs.control.oncall_requests import AirflowView, OncallRefused, check_request, reset_checkpoint
 from spark_jobs.registry import get_job
-from spark_jobs.supervision.hold import place_hold
-from spark_jobs.supervision.state import SupervisorState, write_supervisor_state
+from spark_jobs.control.supervision.hold import place_hold
+from spark_jobs.control.supervision.state import SupervisorState, write_supervisor_state
 
 NOW = dt.datetime(2026, 11, 23, 12, 0, tzinfo=dt.timezone.utc)
 JOB = get_job("cloudtrail_etl")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from spark_jobs.cloudtrail import reasons
+from spark_jobs.transforms.cloudtrail import reasons
 from tests.spark_jobs.conftest import source_records
 
 pytestmark = pytest.mark.real_data

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from spark_jobs.errors import UsageError
+from spark_jobs.model.errors import UsageError
 from spark_jobs.registry import JOBS, all_tables, get_job
 from tests.conftest import PROJECT_ROOT
 
@@ -53,7 +53,7 @@ def test_an_unknown_write_mode_is_refused_naming_it():
 
 
 def test_job_settings_from_the_environment_override_the_registrys_and_unknown_ones_are_refused(monkeypatch):
-    from spark_jobs.streams import job_settings
+    from spark_jobs.model.streams import job_settings
 
     job = get_job("cloudtrail_alerts")
     monkeypatch.setenv("CLOUDTRAIL_ALERTS_SETTINGS", '{"silent_after": "1 hour"}')

@@ -1,4 +1,4 @@
-"""Tests of :mod:`spark_jobs.sample_data`: determinism, layout, and a manifest that matches the files.
+"""Tests of :mod:`tools.sample_data`: determinism, layout, and a manifest that matches the files.
 
 The manifest is checked against an independent reader written here from the reason codes' meaning,
 so a file that is not bad in the declared way (or a good id that is not in any file) fails a test.
@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from spark_jobs import sample_data
-from spark_jobs.cloudtrail import reasons
-from spark_jobs.sample_data import BadItem, SampleManifest, generate_records, main, write_sample_landing
+from tools import sample_data
+from spark_jobs.transforms.cloudtrail import reasons
+from tools.sample_data import BadItem, SampleManifest, generate_records, main, write_sample_landing
 
 START = datetime(2024, 3, 1, tzinfo=UTC)
 # Good records in the special files: array export 10, JSON lines 10, and 9 + 8 + 9 + 9 in the

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from spark_jobs.lake import Lake
-from spark_jobs.sql import parse_as_of_args, print_result, register_tables, run_duckdb
+from spark_jobs.model.lake import Lake
+from spark_jobs.driver.sql import parse_as_of_args, print_result, register_tables, run_duckdb
 from tests.conftest import PROJECT_ROOT, run_cli
 from tests.spark_jobs.lake_fixtures import append, events_frame, quarantine_frame
 
@@ -113,7 +113,7 @@ def test_delta_rs_resolves_a_time_to_the_same_version(lake):
 
 
 def test_duckdb_command_answers_without_pyspark(lake):
-    code = ("import sys, time; from spark_jobs.cli import main; start = time.monotonic(); "
+    code = ("import sys, time; from spark_jobs.cli.main import main; start = time.monotonic(); "
             f"rc = main(['sql', '--engine', 'duckdb', '--lake', {str(lake['root'])!r}, '--format', 'json', "
             "'SELECT count(*) AS n, count(DISTINCT eventID) AS ids FROM cloudtrail_events']); "
             "print('SECONDS', round(time.monotonic() - start, 3)); "

@@ -1,7 +1,7 @@
 """The same DAG and the same supervised job on a real Spark standalone cluster, by switching only spark_default.
 
 One master and one worker (2 cores, 1 GiB for executors) are started on 127.0.0.1 from the pip Spark
-for the module (:class:`spark_jobs.standalone.StandaloneCluster`); the worker's environment has no
+for the module (:class:`tools.standalone.StandaloneCluster`); the worker's environment has no
 ``PYTHONPATH``, so its executors can only run the project's code from the zip the driver ships. Then,
 on one lake and one landing folder:
 
@@ -33,15 +33,15 @@ from pathlib import Path
 import psutil
 import pytest
 
-from spark_jobs import code_zip
-from spark_jobs.bench.recovery import committed_files
-from spark_jobs.checkpoint.lease import read_lease
-from spark_jobs.lake import Lake
+from spark_jobs.launch import code_zip
+from tools.bench.recovery import committed_files
+from spark_jobs.control.checkpoint.lease import read_lease
+from spark_jobs.model.lake import Lake
 from spark_jobs.registry import get_job
-from spark_jobs.sample_data import write_sample_landing
-from spark_jobs.standalone import StandaloneCluster, connection_json, executor_processes
-from spark_jobs.supervision.driver import group_members
-from spark_jobs.supervision.supervisor import Supervisor
+from tools.sample_data import write_sample_landing
+from tools.standalone import StandaloneCluster, connection_json, executor_processes
+from spark_jobs.control.supervision.driver import group_members
+from spark_jobs.control.supervision.supervisor import Supervisor
 from tests.conftest import PROJECT_ROOT
 from tests.dags.conftest import require_airflow_env
 from tests.dags.test_catchup_dag_run import CatchupRuns, tail
@@ -167,7 +167,7 @@ def test_the_executors_ran_the_zip_of_the_current_code(run, catchup):
 @pytest.fixture(scope="module")
 def supervised(run, catchup):
     """The continuous job on the cluster under the supervisor: kill -9 of the driver JVM, restart, stop."""
-    from streaming.operators import StreamingSupervisorOperator
+    from streaming.operators.supervisor import StreamingSupervisorOperator
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", run.airflow.env["AIRFLOW_CONN_SPARK_DEFAULT"])

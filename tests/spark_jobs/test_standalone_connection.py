@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from spark_jobs.standalone import connection_json, spark_connection
+from tools.standalone import connection_json, spark_connection
 
 
 def test_the_provider_submits_to_the_standalone_master_in_client_mode(monkeypatch):

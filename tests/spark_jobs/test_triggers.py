@@ -2,8 +2,8 @@
 
 import pytest
 
-from spark_jobs.errors import UsageError
-from spark_jobs.triggers import parse_trigger
+from spark_jobs.model.errors import UsageError
+from spark_jobs.model.triggers import parse_trigger
 
 
 @pytest.mark.parametrize("spec, seconds, kwargs", [

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 from pyspark.sql import functions as F
 
-from spark_jobs.analytics.sample_events import windows_of
-from spark_jobs.analytics.windows import WATERMARK_DELAY_KEY, windowed
+from tools.sample_events import windows_of
+from spark_jobs.transforms.windows import WATERMARK_DELAY_KEY, windowed
 from spark_jobs.registry import get_job
 
 EVENT_TIME = get_job("cloudtrail_activity").event_time

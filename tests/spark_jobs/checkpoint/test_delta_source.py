@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from spark_jobs.checkpoint.delta_source import delta_backlog, delta_source_offset
-from spark_jobs.checkpoint.inspect import inspect_checkpoint
-from spark_jobs.checkpoint.store import Location
+from spark_jobs.control.checkpoint.delta_source import delta_backlog, delta_source_offset
+from spark_jobs.control.checkpoint.inspect import inspect_checkpoint
+from spark_jobs.control.checkpoint.store import Location
 from spark_jobs.registry import get_job
 
 ACTIVITY = get_job("cloudtrail_activity")

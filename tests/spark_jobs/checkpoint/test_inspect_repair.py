@@ -24,12 +24,12 @@ from pathlib import Path
 import fsspec
 import pytest
 
-from spark_jobs.checkpoint.explain import explain_start_failure
-from spark_jobs.checkpoint.inspect import inspect_checkpoint
-from spark_jobs.checkpoint.lease import Lease
-from spark_jobs.checkpoint.repair import repair_checkpoint
+from spark_jobs.control.checkpoint.explain import explain_start_failure
+from spark_jobs.control.checkpoint.inspect import inspect_checkpoint
+from spark_jobs.control.checkpoint.lease import Lease
+from spark_jobs.control.checkpoint.repair import repair_checkpoint
 from spark_jobs.registry import HealthThresholds, get_job
-from spark_jobs.sample_data import write_sample_landing
+from tools.sample_data import write_sample_landing
 
 JOB = get_job("cloudtrail_etl")
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
@@ -210,7 +210,7 @@ def test_a_lake_without_a_checkpoint_is_not_started(tmp_path, template):
 
 
 def _hold_lease(control: Path, ttl: float) -> subprocess.Popen:
-    code = ("import sys, time; from spark_jobs.checkpoint.lease import Lease; "
+    code = ("import sys, time; from spark_jobs.control.checkpoint.lease import Lease; "
             "Lease.acquire(sys.argv[1], 'cloudtrail_etl', ttl_seconds=float(sys.argv[2])); print('held', flush=True); "
             "time.sleep(600)")
     child = subprocess.Popen([sys.executable, "-c", code, str(control), str(ttl)], stdout=subprocess.PIPE, text=True)

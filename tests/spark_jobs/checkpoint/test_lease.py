@@ -14,7 +14,7 @@ from datetime import timedelta
 import fsspec
 import pytest
 
-from spark_jobs.checkpoint.lease import Lease, LeaseHeld, LeaseLost, parse_iso, read_lease
+from spark_jobs.control.checkpoint.lease import Lease, LeaseHeld, LeaseLost, parse_iso, read_lease
 from spark_jobs.registry import HealthThresholds
 
 
@@ -130,7 +130,7 @@ def test_heartbeat_thread_keeps_a_short_lease_alive(control_dir):
 
 def test_dead_pid_on_this_host_is_taken_over_without_waiting_for_the_ttl(tmp_path):
     control = str(tmp_path / "control")
-    code = ("import sys; from spark_jobs.checkpoint.lease import Lease; "
+    code = ("import sys; from spark_jobs.control.checkpoint.lease import Lease; "
             "Lease.acquire(sys.argv[1], 'job', ttl_seconds=3600); print('held', flush=True)")
     child = subprocess.run([sys.executable, "-c", code, control], capture_output=True, text=True, timeout=60)
     assert child.stdout == "held\n", child.stderr
@@ -142,7 +142,7 @@ def test_dead_pid_on_this_host_is_taken_over_without_waiting_for_the_ttl(tmp_pat
 
 def test_kill_9_of_a_holder_is_taken_over_at_once(tmp_path):
     control = str(tmp_path / "control")
-    code = ("import sys, time; from spark_jobs.checkpoint.lease import Lease; "
+    code = ("import sys, time; from spark_jobs.control.checkpoint.lease import Lease; "
             "Lease.acquire(sys.argv[1], 'job', ttl_seconds=3600); print('held', flush=True); time.sleep(600)")
     child = subprocess.Popen([sys.executable, "-c", code, control], stdout=subprocess.PIPE, text=True)
     try:
@@ -174,7 +174,7 @@ def test_lease_of_another_host_is_judged_by_the_heartbeat_only(control_dir):
 
 def test_concurrent_acquires_have_exactly_one_winner(tmp_path):
     control = str(tmp_path / "control")
-    code = ("import sys, time; from spark_jobs.checkpoint.lease import Lease, LeaseHeld\n"
+    code = ("import sys, time; from spark_jobs.control.checkpoint.lease import Lease, LeaseHeld\n"
             "time.sleep(max(0.0, float(sys.argv[2]) - time.time()))\n"
             "try:\n    Lease.acquire(sys.argv[1], 'job', ttl_seconds=3600)\n    print('won', flush=True)\n"
             "    sys.stdin.read()\n"  # hold the lease until the test has every answer

@@ -7,11 +7,11 @@ import zlib
 
 import pytest
 
-from spark_jobs.checkpoint.inspect import CheckpointReport, _state
-from spark_jobs.checkpoint.listing import glob_to_regex, hidden, list_input, max_file_age_ms
-from spark_jobs.checkpoint.logs import (LogDamage, parse_commit, parse_offsets, read_source_log, scan_log_dir,
+from spark_jobs.control.checkpoint.inspect import CheckpointReport, _state
+from spark_jobs.control.checkpoint.listing import glob_to_regex, hidden, list_input, max_file_age_ms
+from spark_jobs.control.checkpoint.logs import (LogDamage, parse_commit, parse_offsets, read_source_log, scan_log_dir,
                                         verify_crc)
-from spark_jobs.checkpoint.store import Location, normalize_file_uri
+from spark_jobs.control.checkpoint.store import Location, normalize_file_uri
 from spark_jobs.registry import get_job
 
 OFFSETS = b'v1\n{"batchWatermarkMs":5,"batchTimestampMs":1700000000000,"conf":{"a":"b"}}\n{"logOffset":3}'
@@ -150,8 +150,8 @@ def test_the_checkpoint_package_imports_no_pyspark():
     import subprocess
     import sys
 
-    code = ("import sys, spark_jobs.checkpoint, spark_jobs.checkpoint.inspect, spark_jobs.checkpoint.repair, "
-            "spark_jobs.checkpoint.cli; print(sorted(m for m in sys.modules if m.split('.')[0] == 'pyspark'))")
+    code = ("import sys, spark_jobs.control.checkpoint, spark_jobs.control.checkpoint.inspect, spark_jobs.control.checkpoint.repair, "
+            "spark_jobs.cli.checkpoint; print(sorted(m for m in sys.modules if m.split('.')[0] == 'pyspark'))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout.strip()) == (0, "[]"), done.stderr
 
@@ -160,7 +160,7 @@ def test_delta_app_ids_are_read_from_json_commits_and_parquet_checkpoints(tmp_pa
     import pyarrow as pa
     from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
-    from spark_jobs.checkpoint.tables import delta_app_versions, delta_transaction_version, table_progress
+    from spark_jobs.control.checkpoint.tables import delta_app_versions, delta_transaction_version, table_progress
 
     path = str(tmp_path / "events")
     for batch in range(3):

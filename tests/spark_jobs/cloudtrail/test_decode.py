@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from spark_jobs.cloudtrail import reasons
-from spark_jobs.cloudtrail.decode import (
+from spark_jobs.transforms.cloudtrail import reasons
+from spark_jobs.transforms.cloudtrail.decode import (
     ARRAY, DOCUMENT, LINES, RECORDS, Piece, decode_file, gunzip, plain_event_time, salvage, shape_of, split_file)
-from spark_jobs.cloudtrail.schema import KNOWN_TOP_LEVEL_KEYS
+from spark_jobs.transforms.cloudtrail.schema import KNOWN_TOP_LEVEL_KEYS
 
 KNOWN = frozenset(KNOWN_TOP_LEVEL_KEYS)
 

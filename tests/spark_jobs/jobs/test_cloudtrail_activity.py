@@ -11,8 +11,8 @@ from datetime import timedelta
 
 import pytest
 
-from spark_jobs.analytics import sample_events as se
-from spark_jobs.checkpoint.inspect import inspect_checkpoint
+from tools import sample_events as se
+from spark_jobs.control.checkpoint.inspect import inspect_checkpoint
 from spark_jobs.registry import get_job
 from tests.spark_jobs.analytics_helpers import accounts_file, run, streamed, table
 
@@ -50,7 +50,7 @@ def test_every_window_count_equals_the_count_of_its_on_time_events(spark, activi
 
 def test_the_batch_recount_over_on_time_events_equals_the_streamed_windows(spark, activity):
     """The same transform in batch (no watermark: every event counts), minus the ledger's pairs."""
-    from spark_jobs.analytics.windows import windowed
+    from spark_jobs.transforms.windows import windowed
 
     lake = activity["lake"]
     all_counts = Counter({_key(r): r["events"] for r in activity["batch"]["cloudtrail_activity"]})
@@ -98,7 +98,7 @@ def test_the_ledger_matches_sparks_rows_dropped_by_watermark_in_every_batch(spar
 
 
 def test_the_windows_state_is_what_the_progress_reports_and_only_open_windows(spark, activity):
-    from spark_jobs.analytics.state import read_state
+    from spark_jobs.driver.stream_state import read_state
 
     [store] = read_state(spark, str(activity["lake"].checkpoint_path(JOB.name)))
     last = activity["progress"][-1]

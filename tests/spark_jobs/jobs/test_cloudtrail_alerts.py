@@ -10,9 +10,9 @@ from datetime import datetime, timezone
 
 import pytest
 
-from spark_jobs.analytics import sample_events as se
-from spark_jobs.analytics.alert_rules import alert_id
-from spark_jobs.errors import UsageError
+from tools import sample_events as se
+from spark_jobs.transforms.alert_rules import alert_id
+from spark_jobs.model.errors import UsageError
 from spark_jobs.registry import get_job
 from tests.spark_jobs.analytics_helpers import streamed, table
 
@@ -57,7 +57,7 @@ def test_the_batch_run_gives_the_streamed_alerts(spark, alerts):
 
 
 def test_a_state_ttl_not_above_the_silence_threshold_is_refused():
-    from spark_jobs.analytics.alert_rules import RuleSettings
+    from spark_jobs.transforms.alert_rules import RuleSettings
 
     settings = {**JOB.settings, "state_ttl": "1 hour", "silent_after": "2 hours"}
     with pytest.raises(UsageError, match=r"state_ttl \(1 hour\) must be longer than silent_after \(2 hours\)"):
@@ -68,7 +68,7 @@ def test_a_state_ttl_not_above_the_silence_threshold_is_refused():
 
 def test_the_state_is_read_with_sparks_state_data_sources(spark, alerts):
     """Each state variable, its TTL, and its rows: one silence timer and last event per account, the rule windows."""
-    from spark_jobs.analytics.state import read_state
+    from spark_jobs.driver.stream_state import read_state
 
     variables = read_state(spark, str(alerts["lake"].checkpoint_path(JOB.name)), show=1)
     found = {(v.operator, v.variable, v.kind, v.ttl): v.rows for v in variables}

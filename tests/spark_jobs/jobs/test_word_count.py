@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from spark_jobs.lake import Lake
+from spark_jobs.model.lake import Lake
 from spark_jobs.registry import get_job
 from tests.spark_jobs.analytics_helpers import run, table
 
@@ -40,7 +40,7 @@ def test_the_word_count_matches_a_batch_count_after_every_file_lands(spark, tmp_
 
 
 def test_the_batch_transform_gives_the_same_counts(spark, tmp_path):
-    from spark_jobs.runner import transform_batch
+    from spark_jobs.driver.runner import transform_batch
 
     (tmp_path / "a.txt").write_text(FILES[0])
     (tmp_path / "b.txt").write_text(FILES[1])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 
-from spark_jobs.kafka.broker import cluster_id
+from tools.kafka_broker import cluster_id
 
 
 def test_no_cluster_id_starts_with_a_dash_which_kafka_storage_would_take_for_an_option():

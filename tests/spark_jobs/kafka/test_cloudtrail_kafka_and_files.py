@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 import time
 
-from spark_jobs.kafka.broker import create_topic
-from spark_jobs.kafka.sample_messages import Message, produce
-from spark_jobs.sample_data import write_sample_landing
+from tools.kafka_broker import create_topic
+from tools.kafka_messages import Message, produce
+from tools.sample_data import write_sample_landing
 from tests.spark_jobs.conftest import source_records
 
 TOPIC = "ct-both-ways"

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from spark_jobs.kafka.broker import create_topic
-from spark_jobs.kafka.connection import env_var
-from spark_jobs.kafka.sample_messages import Message, produce, sample_messages
+from tools.kafka_broker import create_topic
+from spark_jobs.model.kafka_connection import env_var
+from tools.kafka_messages import Message, produce, sample_messages
 from tests.conftest import PROJECT_ROOT
 from tests.spark_jobs.kafka.conftest import KAFKA_JOB
 
@@ -117,7 +117,7 @@ def test_ten_thousand_messages_with_resends_and_bad_ones_killed_mid_stream_give_
 def test_consumer_lag_in_checkpoint_inspect_equals_the_brokers_numbers_while_stopped(ingested, kafka_broker):
     from confluent_kafka import Consumer, TopicPartition
 
-    from spark_jobs.checkpoint.inspect import inspect_checkpoint
+    from spark_jobs.control.checkpoint.inspect import inspect_checkpoint
 
     waiting = {0: 3, 1: 5, 2: 7}
     sent_ms = int(time.time() * 1000) - 60_000  # a minute old when produced
@@ -142,7 +142,7 @@ def test_consumer_lag_in_checkpoint_inspect_equals_the_brokers_numbers_while_sto
     # The health page's backlog cell says the same (the health summary runs the same inspection).
     if str(PROJECT_ROOT / "plugins") not in sys.path:
         sys.path.insert(0, str(PROJECT_ROOT / "plugins"))
-    from spark_jobs.monitoring.health import check_job
+    from spark_jobs.control.monitoring.health import check_job
     from streaming.health_page import _row
 
     row = _row(check_job(KAFKA_JOB, ingested["lake"]))
@@ -153,8 +153,8 @@ def test_consumer_lag_in_checkpoint_inspect_equals_the_brokers_numbers_while_sto
 def test_reprocess_from_a_timestamp_restores_lost_rows_and_leaves_the_table_exact(spark, ingested):
     from delta.tables import DeltaTable
 
-    from spark_jobs.kafka.spark import reprocess_kafka
-    from spark_jobs.lake import Lake
+    from spark_jobs.driver.kafka import reprocess_kafka
+    from spark_jobs.model.lake import Lake
 
     sample, lake, now_ms = ingested["sample"], ingested["lake"], ingested["now_ms"]
     newer = {m.event_id for m in sample.messages if m.event_id and m.timestamp_ms >= now_ms - 2 * HOUR_MS}
@@ -184,8 +184,8 @@ def test_messages_deleted_before_the_job_read_them_are_reported_and_fail_the_job
     from confluent_kafka import TopicPartition
     from confluent_kafka.admin import AdminClient
 
-    from spark_jobs.checkpoint.inspect import inspect_checkpoint
-    from spark_jobs.runner import JobFailed
+    from spark_jobs.control.checkpoint.inspect import inspect_checkpoint
+    from spark_jobs.driver.runner import JobFailed
 
     lake = ingested["lake"]
     position = _checkpoint_offsets(ingested["checkpoint"])

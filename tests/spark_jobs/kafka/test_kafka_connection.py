@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from spark_jobs.errors import UsageError
-from spark_jobs.kafka.connection import KafkaConnection
-from spark_jobs.kafka.options import run_overrides
-from spark_jobs.streams import kafka_subscription
+from spark_jobs.model.errors import UsageError
+from spark_jobs.model.kafka_connection import KafkaConnection
+from spark_jobs.control.kafka_options import run_overrides
+from spark_jobs.model.streams import kafka_subscription
 
 SECRET = 's3cr"et'
 

@@ -7,8 +7,8 @@ import json
 import shutil
 from collections import defaultdict
 
-from spark_jobs.kafka.broker import create_topic
-from spark_jobs.kafka.forward import run_forward
+from tools.kafka_broker import create_topic
+from spark_jobs.driver.forward import run_forward
 from spark_jobs.registry import FORWARDS
 
 TOPIC = "ct-alerts"

@@ -16,8 +16,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from types import SimpleNamespace
 
-from spark_jobs.checkpoint.lease import _process_start
-from spark_jobs.monitoring.progress import append_rows, progress_row
+from spark_jobs.control.checkpoint.lease import _process_start
+from spark_jobs.control.monitoring.progress import append_rows, progress_row
 from spark_jobs.registry import get_job
 
 JOB = get_job("cloudtrail_etl")

@@ -15,11 +15,11 @@ from datetime import datetime, timezone
 import pytest
 from pyspark.sql.streaming import StreamingQueryListener
 
-from spark_jobs.lake import Lake
-from spark_jobs.monitoring.history import read_progress
-from spark_jobs.monitoring.progress import PROGRESS_TABLE, apply_retention, progress_table_path
-from spark_jobs.sample_data import write_sample_landing
-from spark_jobs.sql import print_result, register_tables, run_duckdb
+from spark_jobs.model.lake import Lake
+from spark_jobs.control.monitoring.history import read_progress
+from spark_jobs.control.monitoring.progress import PROGRESS_TABLE, apply_retention, progress_table_path
+from tools.sample_data import write_sample_landing
+from spark_jobs.driver.sql import print_result, register_tables, run_duckdb
 from tests.spark_jobs.conftest import JOB
 
 FILES_PER_BATCH = 9

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import psutil
 
-from spark_jobs.supervision.driver import group_members
+from spark_jobs.control.supervision.driver import group_members
 
 HERE = Path(__file__).resolve().parent
 LEASE_HOLDER = HERE / "lease_holder.py"
@@ -91,7 +91,7 @@ def table_event_ids(lake: Path) -> list[str]:
 
 def caught_up(checkpoint: Path, landing: Path) -> bool:
     """Every landed file was read by a committed batch, and every planned batch is committed."""
-    from spark_jobs.bench.recovery import committed_files
+    from tools.bench.recovery import committed_files
 
     landed = {p.name for p in landing.rglob("*.json.gz")}
     return (bool(landed) and landed <= committed_files(checkpoint)

@@ -9,7 +9,7 @@ import signal
 import sys
 import time
 
-from spark_jobs.checkpoint.lease import Lease
+from spark_jobs.control.checkpoint.lease import Lease
 
 control, hold, code, ttl = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
 lease = Lease.acquire(control, "cloudtrail_etl", ttl)

@@ -10,8 +10,8 @@ import sys
 import time
 from collections import Counter
 
-from spark_jobs.checkpoint.lease import read_lease
-from spark_jobs.sample_data import write_sample_landing
+from spark_jobs.control.checkpoint.lease import read_lease
+from tools.sample_data import write_sample_landing
 from tests.conftest import PROJECT_ROOT, run_cli
 from tests.spark_jobs.supervision.helpers import batch_ids, table_event_ids, wait_for
 

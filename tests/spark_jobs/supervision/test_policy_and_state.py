@@ -8,8 +8,8 @@ from dataclasses import fields
 import pytest
 
 from spark_jobs.registry import JOBS, RestartPolicy, get_job
-from spark_jobs.supervision.policy import RestartBudget, backoff_seconds, healthy_long_enough
-from spark_jobs.supervision.state import (SupervisorState, append_event, read_events, read_supervisor_state,
+from spark_jobs.control.supervision.policy import RestartBudget, backoff_seconds, healthy_long_enough
+from spark_jobs.control.supervision.state import (SupervisorState, append_event, read_events, read_supervisor_state,
                                           write_supervisor_state)
 
 POLICY = RestartPolicy(initial_backoff_seconds=5, multiplier=2, max_backoff_seconds=60, max_restarts=3,

@@ -9,13 +9,13 @@ import threading
 from collections import Counter
 from dataclasses import replace
 
-from spark_jobs.checkpoint.lease import read_lease
-from spark_jobs.lake import Lake
+from spark_jobs.control.checkpoint.lease import read_lease
+from spark_jobs.model.lake import Lake
 from spark_jobs.registry import get_job
-from spark_jobs.sample_data import write_sample_landing
-from spark_jobs.supervision.command import driver_command
-from spark_jobs.supervision.state import read_events, read_supervisor_state
-from spark_jobs.supervision.supervisor import Supervisor
+from tools.sample_data import write_sample_landing
+from spark_jobs.control.supervision.command import driver_command
+from spark_jobs.control.supervision.state import read_events, read_supervisor_state
+from spark_jobs.control.supervision.supervisor import Supervisor
 from tests.conftest import PROJECT_ROOT
 from tests.spark_jobs.supervision.helpers import (assert_no_process_left, batch_ids, caught_up, table_event_ids,
                                                   wait_for)

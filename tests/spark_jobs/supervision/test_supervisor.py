@@ -15,10 +15,10 @@ import threading
 import time
 from dataclasses import replace
 
-from spark_jobs.lake import Lake
+from spark_jobs.model.lake import Lake
 from spark_jobs.registry import RestartPolicy, get_job
-from spark_jobs.supervision.state import read_events, read_supervisor_state
-from spark_jobs.supervision.supervisor import Supervisor
+from spark_jobs.control.supervision.state import read_events, read_supervisor_state
+from spark_jobs.control.supervision.supervisor import Supervisor
 from tests.spark_jobs.supervision.helpers import assert_no_process_left, lease_holder, wait_for
 
 JOB = get_job("cloudtrail_etl")
@@ -152,7 +152,7 @@ def test_a_long_healthy_run_resets_the_consecutive_failures_and_the_budget(tmp_p
 
 
 def test_paused_supervision_neither_kills_a_stalled_driver_nor_restarts_an_ended_one_until_resumed(tmp_path):
-    from spark_jobs.supervision.hold import lift_hold, place_hold
+    from spark_jobs.control.supervision.hold import lift_hold, place_hold
 
     control, stop, supervisor, seen, thread, result, first = _supervising_a_lease_holder(tmp_path)
     place_hold(str(control), "alice", "taking a thread dump")
@@ -185,7 +185,7 @@ def test_paused_supervision_neither_kills_a_stalled_driver_nor_restarts_an_ended
 CHILD_OF_A_SUPERVISOR = """
 import sys, time
 from pathlib import Path
-from spark_jobs.supervision.driver import Driver
+from spark_jobs.control.supervision.driver import Driver
 driver = Driver([sys.executable, "-c", "import time; time.sleep(600)"], Path(sys.argv[1]))
 print(driver.start(), flush=True)
 time.sleep(600)

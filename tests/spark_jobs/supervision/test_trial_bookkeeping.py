@@ -2,7 +2,7 @@
 
 import json
 
-from spark_jobs.bench.recovery import committed_files
+from tools.bench.recovery import committed_files
 
 
 def _write(path, lines):
@@ -37,7 +37,7 @@ def test_nothing_is_committed_before_the_first_commit(tmp_path):
 
 
 def test_the_airflow_trial_gives_its_components_its_own_database_lake_landing_and_overrides(tmp_path):
-    from spark_jobs.bench.recovery_airflow import DAG_ID, airflow_env
+    from tools.bench.recovery_airflow import DAG_ID, airflow_env
 
     env = airflow_env(tmp_path / "airflow", tmp_path / "lake", tmp_path / "landing", "processing-time:2s",
                       {"healthy_reset_seconds": 60})
@@ -58,7 +58,7 @@ def test_the_trial_command_takes_through_cli_or_airflow():
 
     import pytest
 
-    from spark_jobs.bench.recovery import add_trial_arguments
+    from tools.bench.recovery import add_trial_arguments
 
     parser = argparse.ArgumentParser()
     add_trial_arguments(parser)

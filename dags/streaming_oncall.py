@@ -1,0 +1,82 @@
+"""
+# streaming_oncall: on-call actions on a streaming job, from a form, checked and audited
+
+Trigger it with its form: **Job**, **Action**, the fields the action needs, a **Reason** (required),
+**Dry run** (say exactly what would happen, do nothing).
+
+| action | what it does |
+|---|---|
+| `restart` | clears `supervise` of the running `<job>_continuous` run: the driver stops after its micro-batch, a new one starts from the same checkpoint |
+| `stop` | pauses `<job>_continuous`: the driver stops after its micro-batch; waits until its lease is released |
+| `pause_supervision` | the supervisor keeps the driver running but stops restarting it or killing it when it stalls |
+| `resume_supervision` | lifts that hold, and unpauses `<job>_continuous` if it is paused (the job starts again) |
+| `reprocess_from` | replays the input delivered from **From time** on; each table's affected partitions rebuilt in one Delta commit (no duplicates, no holes; readers see old or new rows, never a mix) |
+| `reset_checkpoint` | (job stopped) moves the checkpoint to a backup; the next run starts fresh, the tables stay exact |
+| `rollback_table` | restores **Table** to **Table version** (`lake restore`: a new version, itself undoable) |
+
+Every field is checked before anything runs (`spark_jobs.control.oncall_requests.check_request`); a refusal fails the
+task with a message naming the field. Only checked values reach spark-submit (an argument list, no
+shell); the reason goes only to the audit. Every run, refused and dry runs included, is one row of
+the Delta table `ops_audit` (`python -m spark_jobs sql "SELECT * FROM ops_audit"`), and the task's
+XCom holds the plan and the audit row.
+
+**Who may run it**: whoever may trigger this DAG (Airflow's own permissions: "DAG Runs: create" on
+`streaming_oncall`; the `USER` role and above with the simple auth manager, or a FAB role with that
+permission on this DAG only). The actions on `<job>_continuous` are made through Airflow's REST API
+with the connection `airflow_api` (a service user allowed to edit those DAGs). One action at a time
+(`max_active_runs=1`); no retries (a person decides what to do after a failure).
+
+Parsing this file reads only the registry: no connection, Variable, file or pyspark import.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+from airflow.sdk import DAG, Param
+
+from spark_jobs.registry import JOBS, ONCALL_ACTIONS
+from streaming.operators.oncall import OncallActionOperator
+
+TABLES = sorted({table.name for job in JOBS.values() for table in job.tables})
+
+
+def oncall_params() -> dict[str, Param]:
+    """The trigger form: typed fields, titles, descriptions; the rest is checked by the task."""
+    return {
+        "job": Param(sorted(JOBS)[0], type="string", enum=sorted(JOBS), title="Job",
+                     description="The registry job to act on."),
+        "action": Param(type="string", enum=list(ONCALL_ACTIONS), values_display=dict(ONCALL_ACTIONS), title="Action",
+                        description="What to do (see the DAG's documentation)."),
+        "from_time": Param(None, type=["null", "string"], format="date-time", title="From time (UTC)",
+                           description="reprocess_from only: replay the input files delivered at or after this "
+                                       "time (the time in the CloudTrail object name)."),
+        "table": Param(None, type=["null", "string"], enum=[None, *TABLES], title="Table",
+                       description="rollback_table only: the table to roll back."),
+        "table_version": Param(None, type=["null", "integer"], minimum=0, title="Table version",
+                               description="rollback_table only: the Delta version to bring back "
+                                           "(python -m spark_jobs lake history --table T)."),
+        "reason": Param(type="string", minLength=1, maxLength=2000, title="Reason",
+                        description="Required: why (kept in the audit table ops_audit)."),
+        "dry_run": Param(False, type="boolean", title="Dry run",
+                         description="Say exactly what would happen; do nothing."),
+    }
+
+
+with DAG(
+    dag_id="streaming_oncall",
+    description="on-call actions on a streaming job: restart, stop, supervision, reprocess, reset, rollback",
+    doc_md=__doc__,
+    schedule=None,
+    start_date=datetime(2025, 1, 1, tzinfo=timezone.utc),
+    catchup=False,
+    max_active_runs=1,
+    default_args={"owner": "data-platform", "retries": 0, "execution_timeout": timedelta(hours=6)},
+    tags=["oncall", "operations"],
+    params=oncall_params(),
+) as streaming_oncall:
+    OncallActionOperator(
+        task_id="act",
+        doc_md="Check the form, do the action (or say what it would do), write the ops_audit row "
+               "(XCom `plan`, `audit`).",
+    )

@@ -1,0 +1,213 @@
+"""The operator of ``streaming_oncall``: check an on-call request, do it (or say what it would do), audit it."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from airflow.sdk import BaseOperator
+from airflow.sdk.exceptions import AirflowFailException
+
+# Fields of the form, in the order the audit row keeps them.
+FORM_FIELDS = ("job", "action", "from_time", "table", "table_version", "reason", "dry_run")
+# Actions that read or change the continuous DAG's state in Airflow.
+NEEDS_AIRFLOW = ("restart", "stop", "resume_supervision")
+
+
+class OncallActionOperator(BaseOperator):
+    """Carry out one on-call action on a registry job, from the run's params (the trigger form).
+
+    1. :func:`spark_jobs.control.oncall_requests.check_request` checks every field and the job's state (its lease, its
+       supervisor, the continuous DAG in Airflow); a refusal fails the task naming the field
+       (:class:`AirflowFailException`, no retry) and runs nothing.
+    2. The plan (:meth:`~spark_jobs.control.oncall_requests.OncallRequest.plan`) goes to the log and to XCom ``plan``;
+       a dry run ends there.
+    3. The action: ``reprocess_from`` and ``rollback_table`` spark-submit ``python -m spark_jobs reprocess``
+       / ``lake restore`` (the Spark provider's hook, the connection ``conn_id``, the Delta jars and conf
+       of the other DAGs) with the checked values only; ``restart``, ``stop`` and ``resume_supervision``
+       pause, unpause or clear ``<job>_continuous`` through Airflow's REST API
+       (:class:`streaming.hooks.airflow_api.AirflowApi`) and wait for the lease to prove it; the rest change
+       the lake's control files.
+    4. Every run, refused and dry runs included, appends one row to ``ops_audit`` (delta-rs, no JVM):
+       who, when, the parameters, the reason, the outcome, the table versions before and after. The
+       outcome is also the task's return value (XCom).
+
+    :param conn_id: the Spark connection of the spark-submits.
+    :param api_conn_id: the HTTP connection of Airflow's REST API.
+    :param stop_timeout: seconds ``stop`` waits for the driver's lease to be released.
+    :param restart_timeout: seconds ``restart`` waits for the new driver's lease.
+    """
+
+    ui_color = "#fde0e0"
+
+    def __init__(self, *, conn_id: str = "spark_default", api_conn_id: str = "airflow_api",
+                 stop_timeout: float = 300, restart_timeout: float = 600, **kwargs) -> None:
+        kwargs.setdefault("retries", 0)
+        super().__init__(**kwargs)
+        self.conn_id = conn_id
+        self.api_conn_id = api_conn_id
+        self.stop_timeout = stop_timeout
+        self.restart_timeout = restart_timeout
+        self._hook = None
+
+    # -- the steps -------------------------------------------------------------------------------
+
+    def execute(self, context) -> dict:
+        from spark_jobs.model.lake import Lake
+        from spark_jobs.control.oncall_requests import OncallRefused, check_request
+        from spark_jobs.control.ops_audit import AuditRecord
+
+        params, dag_run = context["params"], context["dag_run"]
+        form = {name: params.get(name) for name in FORM_FIELDS}
+        lake = Lake.at()
+        record = AuditRecord(job=str(form["job"]), action=str(form["action"]),
+                             parameters={k: v for k, v in form.items() if k != "reason"},
+                             reason=str(form["reason"] or ""), dry_run=form["dry_run"] is True,
+                             triggered_by=getattr(dag_run, "triggering_user_name", None), dag_id=dag_run.dag_id,
+                             run_id=dag_run.run_id)
+        record.versions_before = record.versions_after = self._versions(form["job"], lake)
+        try:
+            airflow = self._airflow_view(form["job"]) if form["action"] in NEEDS_AIRFLOW else None
+            request = check_request(form["job"], form["action"], form["reason"], form["dry_run"],
+                                    form["from_time"], form["table"], form["table_version"], lake=lake,
+                                    airflow=airflow)
+        except OncallRefused as exc:
+            record.outcome, record.message = "refused", str(exc)
+            self._audit(context, lake, record)
+            raise AirflowFailException(f"on-call action refused, nothing was run: {exc}") from None
+        record.parameters = request.parameters()
+        plan = request.plan()
+        self.log.info("%s %s of %s (audit id %s), asked by %s: %s", "dry run of" if request.dry_run else "doing",
+                      request.action, request.job.name, record.audit_id, record.triggered_by, request.reason)
+        for step, line in enumerate(plan, 1):
+            self.log.info("  %d. %s", step, line)
+        context["ti"].xcom_push(key="plan", value=plan)
+        if request.dry_run:
+            record.outcome, record.message = "dry_run", "\n".join(plan)
+            return self._audit(context, lake, record)
+        try:
+            done = self._perform(request, record)
+        except BaseException as exc:
+            record.outcome, record.message = "failed", f"{type(exc).__name__}: {exc}"[:4000]
+            record.versions_after = self._versions(form["job"], lake)
+            self._audit(context, lake, record)
+            raise
+        record.outcome, record.message = "succeeded", json.dumps(done, sort_keys=True, default=str)
+        record.versions_after = self._versions(form["job"], lake)
+        return self._audit(context, lake, record)
+
+    def _audit(self, context, lake, record) -> dict:
+        from spark_jobs.control.ops_audit import append
+
+        row = append(lake, record)
+        shown = {**row, "time": row["time"].isoformat(), "finished": row["finished"].isoformat(),
+                 "versions_before": dict(row["versions_before"]), "versions_after": dict(row["versions_after"])}
+        self.log.info("ops_audit: %s", json.dumps(shown, sort_keys=True))
+        context["ti"].xcom_push(key="audit", value=shown)
+        return shown
+
+    @staticmethod
+    def _versions(job, lake) -> dict[str, int]:
+        from spark_jobs.control.oncall_requests import table_versions
+        from spark_jobs.registry import JOBS
+
+        return table_versions(JOBS[job], lake) if job in JOBS else {}
+
+    def _api(self):
+        from streaming.hooks.airflow_api import AirflowApi
+
+        return AirflowApi.from_airflow(self.api_conn_id)
+
+    def _airflow_view(self, job_name):
+        """The continuous DAG's state from the REST API (an unreachable API is a view with the error)."""
+        from spark_jobs.control.oncall_requests import AirflowView
+        from spark_jobs.registry import JOBS
+        from streaming.hooks.airflow_api import AirflowApiError
+
+        dag_id = f"{job_name}_continuous"
+        if job_name not in JOBS:
+            return None
+        try:
+            api = self._api()
+            paused = bool(api.dag(dag_id)["is_paused"])
+            runs = api.running_runs(dag_id)
+            run_id = runs[-1]["dag_run_id"] if runs else None
+            state = api.task_states(dag_id, run_id).get("supervise") if run_id else None
+            return AirflowView(dag_id, paused, run_id, state)
+        except (AirflowApiError, KeyError, ValueError) as exc:
+            return AirflowView(dag_id, None, error=str(exc))
+
+    def _perform(self, request, record) -> dict:
+        action = request.action
+        if action in ("reprocess_from", "rollback_table"):
+            return self._spark_submit(request, record.audit_id)
+        if action == "reset_checkpoint":
+            from spark_jobs.control.oncall_requests import reset_checkpoint
+
+            return reset_checkpoint(request)
+        control = str(request.lake.control_path(request.job.name))
+        if action == "pause_supervision":
+            from spark_jobs.control.supervision.hold import place_hold
+
+            return {"hold": place_hold(control, record.triggered_by, request.reason, record.audit_id)}
+        if action == "resume_supervision":
+            from spark_jobs.control.supervision.hold import lift_hold
+
+            done = {"lifted": lift_hold(control)}
+            if request.airflow is not None and request.airflow.paused:
+                self._api().set_paused(request.airflow.dag_id, False)
+                done["unpaused"] = request.airflow.dag_id
+            return done
+        if action == "stop":
+            return self._stop(request)
+        return self._restart(request)
+
+    def _spark_submit(self, request, audit_id: str) -> dict:
+        from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
+        from spark_jobs.launch.jars import APPLICATION, spark_submit_conf, spark_submit_jars
+
+        args = request.spark_args(audit_id)
+        self._hook = SparkSubmitHook(conn_id=self.conn_id, conf=spark_submit_conf(), jars=spark_submit_jars(),
+                                     name=f"{request.job.name}_oncall_{request.action}", application_args=args)
+        self._hook.submit(APPLICATION)
+        return {"spark_submit": args}
+
+    def _stop(self, request) -> dict:
+        from spark_jobs.control.checkpoint.lease import read_lease
+
+        control = str(request.lake.control_path(request.job.name))
+        before = read_lease(control)
+        self._api().set_paused(request.airflow.dag_id, True)
+        self.log.info("paused %s; waiting for the driver to stop after its micro-batch", request.airflow.dag_id)
+        deadline = time.monotonic() + self.stop_timeout
+        while time.monotonic() < deadline:
+            lease = read_lease(control)
+            if lease is None or lease.expired():
+                return {"paused": request.airflow.dag_id, "driver_before": before and before.describe(),
+                        "lease": lease and {"generation": lease.generation, "released": lease.released}}
+            time.sleep(1)
+        raise RuntimeError(f"{request.airflow.dag_id} is paused, but the driver still holds the lease after "
+                           f"{self.stop_timeout:g} s: {read_lease(control).describe()}")
+
+    def _restart(self, request) -> dict:
+        from spark_jobs.control.checkpoint.lease import read_lease
+
+        control = str(request.lake.control_path(request.job.name))
+        before = read_lease(control)
+        view = request.airflow
+        self._api().clear_task(view.dag_id, view.running_run_id, "supervise")
+        self.log.info("cleared supervise of %s %s; waiting for a new driver", view.dag_id, view.running_run_id)
+        deadline = time.monotonic() + self.restart_timeout
+        while time.monotonic() < deadline:
+            lease = read_lease(control)
+            if lease is not None and lease.generation > before.generation and not lease.expired():
+                return {"cleared": f"{view.dag_id} {view.running_run_id} supervise",
+                        "driver_before": before.describe(), "driver_after": lease.describe()}
+            time.sleep(1)
+        raise RuntimeError(f"no new driver took the checkpoint's lease within {self.restart_timeout:g} s after "
+                           f"clearing supervise of {view.dag_id}")
+
+    def on_kill(self) -> None:
+        if self._hook is not None:
+            self._hook.on_kill()

@@ -1,0 +1,393 @@
+"""Backfills: a checked request to load historical files of a date range into a job's live tables.
+
+A backfill is an available-now run of the job over a ``source`` folder, with a checkpoint of its own
+(one per source and date range: :attr:`BackfillRequest.writer`), writing into the same Delta tables as
+the live stream. Delta's idempotent writes and the tables' unique keys make it exactly once beside
+the live job, other backfills and files delivered again (see :mod:`spark_jobs.driver.write.delta_writer`).
+
+Files are selected by the delivery date CloudTrail puts in the object name
+(``<account>_CloudTrail_<region>_20240301T0805Z_<id>.json.gz``), else by the ``YYYY/MM/DD`` folders
+above the file; a file with neither is not part of any dated backfill. Spark's file source has no
+option for this (``modifiedAfter``/``modifiedBefore`` select by modification time, which a copy of old
+logs does not keep), so the runner filters the listed files by this date before any is parsed.
+A request may give a time window instead of dates (``time_from`` inclusive, ``time_to`` exclusive:
+an Airflow data interval); then a file's delivery time is the object name's timestamp, else midnight
+(UTC) of its date folders (:func:`file_time`).
+
+Backfill runs read with a wide ``maxFileAge`` (:data:`BACKFILL_MAX_FILE_AGE`): Spark's file source
+forgets, and never reads, a file whose modification time is more than ``maxFileAge`` (7 days by
+default) older than the newest file its checkpoint has seen, and copies of historical logs keep
+their old S3 modification times. They also run at a lower CPU priority than the live job
+(:attr:`~spark_jobs.registry.JobSpec.backfill_priority`, :mod:`spark_jobs.control.priority`).
+
+Everything a form or a command line supplies is checked here before anything runs, and nothing
+else reaches a shell or spark-submit: a refused request raises :class:`BackfillRefused` naming the
+field. No pyspark: Airflow imports this while a task validates a form.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from spark_jobs.control.checkpoint.listing import list_input
+from spark_jobs.control.checkpoint.store import Location
+from spark_jobs.model.errors import UsageError
+from spark_jobs.model.lake import PROJECT_ROOT
+from spark_jobs.registry import JobSpec, get_job
+
+# The delivery timestamp in a CloudTrail object name, and the date folders of its S3 layout.
+NAME_DATE = r"_(\d{8})T\d{4}Z[_.]"
+NAME_TIME = r"_(\d{8}T\d{4})Z[_.]"
+FOLDER_DATE = r"/(\d{4})/(\d{2})/(\d{2})/[^/]*$"
+# Characters a shell or a URL parser would give a meaning to; none belongs in a log folder's path.
+SHELL_METACHARACTERS = set(";&|$`<>*?[]{}()!'\"\\#~^%\n\r\t\0")
+MAX_FILES_PER_TRIGGER = 100_000
+ROOTS_ENV_SUFFIX = "_INPUT_ROOTS"
+# Spark's file source skips files more than maxFileAge older than the newest one its checkpoint saw;
+# a backfill of copied historical logs (old modification times) must not.
+BACKFILL_MAX_FILE_AGE = "36500d"
+
+
+class BackfillRefused(UsageError):
+    """A backfill request that is not run, with the field at fault and what to do.
+
+    :param field: the form field (``source``, ``date_from``, ...).
+    :param message: what is wrong with its value.
+    """
+
+    def __init__(self, field: str, message: str):
+        super().__init__(f"{field}: {message}")
+        self.field = field
+
+
+@dataclass(frozen=True)
+class BackfillRequest:
+    """A checked backfill: which job, which files, how fast.
+
+    :param job: the registry job.
+    :param source: the folder to read (resolved: no ``..``, no symlink out of its root).
+    :param date_from: the first delivery date (UTC) to load; ``None`` with ``date_to`` ``None``: every
+        file of ``source``, dated or not.
+    :param date_to: the last delivery date (UTC) to load, inclusive.
+    :param max_files_per_trigger: files per micro-batch; ``None``: the registry's.
+    :param dry_run: list the files, write nothing.
+    :param time_window: ``(start, end)`` (aware UTC datetimes, end exclusive) instead of dates: the files
+        whose delivery time (:func:`file_time`) lies in it (an Airflow run's data interval).
+    """
+
+    job: JobSpec
+    source: Path
+    date_from: dt.date | None
+    date_to: dt.date | None
+    max_files_per_trigger: int | None = None
+    dry_run: bool = False
+    time_window: tuple[dt.datetime, dt.datetime] | None = None
+
+    @property
+    def writer(self) -> str:
+        """The backfill's writer name: its checkpoint is ``<lake>/checkpoints/<job>@<writer>``.
+
+        The same source and range always get the same name, so a rerun resumes (and adds nothing).
+        """
+        digest = hashlib.sha256(str(self.source).encode()).hexdigest()[:10]
+        if self.time_window is not None:
+            start, end = self.time_window
+            return f"backfill-{start:%Y%m%dT%H%M%SZ}-{end:%Y%m%dT%H%M%SZ}-{digest}"
+        if self.file_dates is None:
+            return f"backfill-all-{digest}"
+        return f"backfill-{self.date_from:%Y%m%d}-{self.date_to:%Y%m%d}-{digest}"
+
+    @property
+    def selects_all(self) -> bool:
+        """Whether every file of the source is selected (no dates, no time window)."""
+        return self.file_dates is None and self.time_window is None
+
+    def selects(self, path: str) -> bool | None:
+        """Whether ``path`` is in the request's range; ``None`` for a file without a date."""
+        if self.selects_all:
+            return True
+        if self.time_window is not None:
+            moment = file_time(path)
+            return None if moment is None else self.time_window[0] <= moment < self.time_window[1]
+        day = file_date(path)
+        return None if day is None else self.date_from <= day <= self.date_to
+
+    def file_source_options(self) -> dict[str, str]:
+        """The file-source options of the backfill's run: the registry's, its files per micro-batch, and
+        a wide ``maxFileAge`` (:data:`BACKFILL_MAX_FILE_AGE`: copied historical logs keep old mtimes)."""
+        options = dict(self.job.file_source_options)
+        if self.max_files_per_trigger is not None:
+            options["maxFilesPerTrigger"] = str(self.max_files_per_trigger)
+        options["maxFileAge"] = BACKFILL_MAX_FILE_AGE
+        return options
+
+    @property
+    def file_dates(self) -> tuple[dt.date, dt.date] | None:
+        """The delivery dates selected, or ``None`` for every file of the source."""
+        return None if self.date_from is None else (self.date_from, self.date_to)
+
+    def cli_args(self) -> list[str]:
+        """The arguments of ``python -m spark_jobs backfill`` for this request (all checked values)."""
+        args = ["backfill", self.job.name, "--source", str(self.source)]
+        if self.time_window is not None:
+            args += ["--time-from", _iso(self.time_window[0]), "--time-to", _iso(self.time_window[1])]
+        elif self.file_dates is not None:
+            args += ["--date-from", self.date_from.isoformat(), "--date-to", self.date_to.isoformat()]
+        if self.max_files_per_trigger is not None:
+            args += ["--max-files-per-trigger", str(self.max_files_per_trigger)]
+        return args + (["--dry-run"] if self.dry_run else [])
+
+
+def input_roots(job: JobSpec) -> list[Path]:
+    """The folders a backfill of ``job`` may read under: ``$<JOB>_INPUT_ROOTS`` (``os.pathsep``-separated),
+    else the registry's ``input_roots`` (relative to the project root unless absolute); resolved."""
+    given = os.environ.get(job.name.upper() + ROOTS_ENV_SUFFIX)
+    roots = [r for r in given.split(os.pathsep) if r] if given else list(job.input_roots)
+    return [(Path(r) if Path(r).is_absolute() else PROJECT_ROOT / r).resolve() for r in roots]
+
+
+def check_request(job: str, source: str | None, date_from, date_to, max_files_per_trigger=None,
+                  dry_run: bool = False, today: dt.date | None = None, time_from=None, time_to=None,
+                  now: dt.datetime | None = None) -> BackfillRequest:
+    """Check every field of a backfill request; the first bad one is refused.
+
+    :param job: a registry job's name.
+    :param source: an absolute folder (or ``file://`` URL) under one of :func:`input_roots`.
+    :param date_from: ``YYYY-MM-DD`` (or a date); empty: the earliest date there is (when ``date_to`` is
+        given), or no date range at all (when neither is: every file, dated or not).
+    :param date_to: ``YYYY-MM-DD`` (or a date), not before ``date_from`` and not after ``today``; empty:
+        today (UTC).
+    :param max_files_per_trigger: ``None`` or an integer from 1 to :data:`MAX_FILES_PER_TRIGGER`.
+    :param today: the current UTC date (for tests).
+    :param time_from: instead of dates: the first delivery time, ISO-8601 (UTC unless it names an
+        offset) or an aware datetime; needs ``time_to``.
+    :param time_to: the end of the time window (exclusive), after ``time_from``, not in the future.
+    :param now: the current time (for tests).
+    :raises BackfillRefused: naming the field and what to do.
+    """
+    try:
+        spec = get_job(str(job))
+    except UsageError as exc:
+        raise BackfillRefused("job", str(exc)) from None
+    if not spec.accepts_backfill:
+        raise BackfillRefused("job", f"{spec.name} reads {spec.source.describe()} into tables that are not insert-only "
+                                     "by key: a second writer would count or overwrite wrongly; reprocess it with a "
+                                     "new checkpoint instead")
+    path = check_source(spec, source)
+    now = now or dt.datetime.now(dt.timezone.utc)
+    today = today or now.date()
+    window = _time_window(time_from, time_to, now, dated=date_from not in (None, "") or date_to not in (None, ""))
+    no_from, no_to = date_from in (None, ""), date_to in (None, "")
+    if no_from and no_to:
+        first = last = None
+    else:
+        first = dt.date.min if no_from else _date("date_from", date_from)
+        last = today if no_to else _date("date_to", date_to)
+    if first is None:
+        pass
+    elif first > last:
+        raise BackfillRefused("date_to", f"{last} is before date_from {first}: the range runs backwards")
+    elif last > today:
+        raise BackfillRefused("date_to", f"{last} is in the future (today is {today} UTC)")
+    if max_files_per_trigger not in (None, ""):
+        if isinstance(max_files_per_trigger, bool) or not str(max_files_per_trigger).isdigit() or not (
+                1 <= int(max_files_per_trigger) <= MAX_FILES_PER_TRIGGER):
+            raise BackfillRefused("max_files_per_trigger", f"{max_files_per_trigger!r} is not a whole number from 1 "
+                                                           f"to {MAX_FILES_PER_TRIGGER}")
+        max_files_per_trigger = int(max_files_per_trigger)
+    else:
+        max_files_per_trigger = None
+    if not isinstance(dry_run, bool):
+        raise BackfillRefused("dry_run", f"{dry_run!r} is not true or false")
+    return BackfillRequest(spec, path, first, last, max_files_per_trigger, dry_run, window)
+
+
+def parse_time(field: str, value) -> dt.datetime:
+    """An aware UTC datetime from an ISO-8601 text (UTC unless it names an offset) or a datetime.
+
+    :raises BackfillRefused: (``field``) for anything else.
+    """
+    if isinstance(value, dt.datetime):
+        moment = value
+    elif isinstance(value, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}([T ][0-9:.]+)?(Z|[+-]\d{2}:?\d{2})?",
+                                                 value.strip()):
+        try:
+            moment = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise BackfillRefused(field, f"{value!r} is not a time (ISO-8601, e.g. 2024-03-01T08:00:00Z)") from None
+    else:
+        raise BackfillRefused(field, f"{value!r} is not a time (ISO-8601, e.g. 2024-03-01T08:00:00Z)")
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.timezone.utc)
+    return moment.astimezone(dt.timezone.utc)
+
+
+def _time_window(time_from, time_to, now: dt.datetime, dated: bool) -> tuple[dt.datetime, dt.datetime] | None:
+    no_from, no_to = time_from in (None, ""), time_to in (None, "")
+    if no_from and no_to:
+        return None
+    if dated:
+        raise BackfillRefused("time_from", "give either dates (date_from, date_to) or a time window (time_from, "
+                                           "time_to), not both")
+    if no_from or no_to:
+        missing = "time_from" if no_from else "time_to"
+        raise BackfillRefused(missing, "is required with the other end of the time window")
+    start, end = parse_time("time_from", time_from), parse_time("time_to", time_to)
+    if end <= start:
+        raise BackfillRefused("time_to", f"{_iso(end)} is not after time_from {_iso(start)}: the window is empty "
+                                         "or runs backwards")
+    if end > now:
+        raise BackfillRefused("time_to", f"{_iso(end)} is in the future (now is {_iso(now)})")
+    return start, end
+
+
+def _iso(moment: dt.datetime) -> str:
+    return moment.astimezone(dt.timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def check_source(job: JobSpec, source: str | None) -> Path:
+    """The resolved folder of ``source``, if it is an existing folder under one of the job's input roots.
+
+    :raises BackfillRefused: (field ``source``) for an empty value, a relative path, shell
+        metacharacters, a ``..`` part, a scheme other than ``file://``, a folder that does not exist
+        and a path (or a symlink) that leads out of every root.
+    """
+    roots = input_roots(job)
+    allowed = ", ".join(str(r) for r in roots) or "(none configured)"
+    if not isinstance(source, str) or not source.strip():
+        raise BackfillRefused("source", f"is required: an absolute folder under {allowed}")
+    bad = sorted(set(source) & SHELL_METACHARACTERS)
+    if bad:
+        raise BackfillRefused("source", f"{source!r} contains {' '.join(repr(c) for c in bad)}; a log folder's path "
+                                        "has none of these")
+    text = source
+    if "://" in text:
+        scheme = text.split("://", 1)[0]
+        if scheme != "file":
+            raise BackfillRefused("source", f"{source!r}: the {scheme}:// scheme is not readable here; give a local "
+                                            f"folder under {allowed}")
+        text = text[len("file://"):]
+    if not text.startswith("/"):
+        raise BackfillRefused("source", f"{source!r} is not an absolute path; give a folder under {allowed}")
+    if ".." in text.split("/"):
+        raise BackfillRefused("source", f"{source!r} contains '..'; give the folder's plain path under {allowed}")
+    path = Path(text)
+    if not path.is_dir():
+        raise BackfillRefused("source", f"{source!r} is not an existing folder")
+    resolved = path.resolve()
+    if not any(resolved == root or root in resolved.parents for root in roots):
+        via = f" (it leads to {resolved} through a symlink)" if resolved != path else ""
+        raise BackfillRefused("source", f"{source!r} is not under an input root of job {job.name}{via}; allowed: "
+                                        f"{allowed} (set ${job.name.upper()}{ROOTS_ENV_SUFFIX} or the registry's "
+                                        "input_roots to add one)")
+    return resolved
+
+
+def _date(field: str, value) -> dt.date:
+    if isinstance(value, dt.datetime):
+        return value.date()
+    if isinstance(value, dt.date):
+        return value
+    if isinstance(value, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", value.strip()):
+        try:
+            return dt.date.fromisoformat(value.strip())
+        except ValueError:
+            pass
+    raise BackfillRefused(field, f"{value!r} is not a date (YYYY-MM-DD)")
+
+
+def file_time(path: str) -> dt.datetime | None:
+    """The delivery time of a log file (UTC): its object name's ``YYYYMMDDTHHMMZ``, else midnight of its
+    ``YYYY/MM/DD`` folders; ``None`` with neither. The runner's Spark filter
+    (:func:`spark_jobs.driver.runner.file_time_column`) computes the same."""
+    name = re.search(NAME_TIME, path.rsplit("/", 1)[-1])
+    if name:
+        try:
+            return dt.datetime.strptime(name.group(1), "%Y%m%dT%H%M").replace(tzinfo=dt.timezone.utc)
+        except ValueError:
+            pass
+    day = _folder_date(path)
+    return None if day is None else dt.datetime(day.year, day.month, day.day, tzinfo=dt.timezone.utc)
+
+
+def _folder_date(path: str) -> dt.date | None:
+    folders = re.search(FOLDER_DATE, path)
+    if folders:
+        try:
+            return dt.date(*(int(g) for g in folders.groups()))
+        except ValueError:
+            return None
+    return None
+
+
+def file_date(path: str) -> dt.date | None:
+    """The delivery date of a log file: from its object name's timestamp, else its ``YYYY/MM/DD`` folders.
+
+    The runner's Spark filter (:func:`spark_jobs.driver.runner.file_date_column`) computes the same.
+    """
+    name = re.search(NAME_DATE, path.rsplit("/", 1)[-1])
+    if name:
+        try:
+            return dt.datetime.strptime(name.group(1), "%Y%m%d").date()
+        except ValueError:
+            pass
+    return _folder_date(path)
+
+
+@dataclass(frozen=True)
+class FileListing:
+    """The files a backfill selects.
+
+    :param files: input files in the range, sorted.
+    :param out_of_range: files with a date outside the range.
+    :param undated: files with no date in their name or folders, left out of a dated backfill.
+    """
+
+    files: list[str]
+    out_of_range: int
+    undated: int
+
+    def summary(self, shown: int = 20) -> dict:
+        return {"files": len(self.files), "out_of_range": self.out_of_range, "undated": self.undated,
+                "first_files": self.files[:shown]}
+
+
+def list_files(request: BackfillRequest) -> FileListing:
+    """The input files of ``request``: those Spark's file source would list under its source (the job's
+    options, by :func:`spark_jobs.control.checkpoint.listing.list_input`), selected by :func:`file_date`."""
+    listed = list_input(Location.of(request.source), dict(request.job.file_source_options))
+    files, out_of_range, undated = [], 0, 0
+    for path in sorted(item.key for item in listed):
+        selected = request.selects(path)
+        if selected is None:
+            undated += 1
+        elif selected:
+            files.append(path)
+        else:
+            out_of_range += 1
+    return FileListing(files, out_of_range, undated)
+
+
+GLOB_CHARACTERS = set("{}[]*?\\,")
+
+
+def read_path(request: BackfillRequest, listing: FileListing) -> str:
+    """What the file source reads: the source folder, or, for a dated backfill, a glob of only the
+    folders that hold selected files (``<source>/{2024/03/01,2024/03/02}``), so Spark neither lists
+    nor batches the years of files outside the range. (Spark globs the path; Hadoop expands braces
+    holding slashes.) A folder whose name has glob characters falls back to the whole source; the
+    runner's date filter selects the files either way.
+    """
+    if request.selects_all or not listing.files:
+        return str(request.source)
+    folders = sorted({os.path.relpath(os.path.dirname(f), request.source) for f in listing.files})
+    if any(set(folder) & GLOB_CHARACTERS for folder in folders) or "." in folders:
+        return str(request.source)
+    # A folder inside another chosen one is listed with it (the job's recursiveFileLookup).
+    outer = [f for f in folders if not any(f.startswith(other + "/") for other in folders if other != f)]
+    return str(request.source / outer[0]) if len(outer) == 1 else f"{request.source}/{{{','.join(outer)}}}"

@@ -1,0 +1,78 @@
+"""What one run of a ``<job>_catchup`` DAG spark-submits: the live job, or one backfilled data interval.
+
+- A scheduled or manual run processes everything new on the job's **live checkpoint**:
+  ``run <job> --trigger available-now [--input DIR] [--max-files-per-trigger N]``.
+- A run of **Airflow's own backfill** (``airflow backfill create``, the UI's Backfill dialog;
+  ``dag_run.run_type == "backfill"``) loads the files *delivered in its data interval*
+  ``[data_interval_start, data_interval_end)`` (the CloudTrail object name's timestamp, else midnight
+  of the ``YYYY/MM/DD`` folders: :func:`spark_jobs.control.backfill.file_time`) as a writer of its own, with a
+  checkpoint per interval: ``backfill <job> --source DIR --time-from START --time-to END``. A run
+  whose interval holds no file ends here, without a spark-submit.
+
+No pyspark (Airflow's ``plan`` task imports it). A form-supplied ``input`` is checked like a
+backfill's source (:func:`spark_jobs.control.backfill.check_source`: under the job's input roots, no ``..``,
+no symlink out of a root, no shell metacharacters) before it reaches spark-submit.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+
+from spark_jobs.control.backfill import BackfillRefused, check_request, check_source, list_files
+from spark_jobs.model.lake import PROJECT_ROOT
+from spark_jobs.registry import get_job
+
+BACKFILL_RUN_TYPE = "backfill"
+
+
+def job_input(job_name: str, given: str | None) -> str:
+    """The folder a run reads: the form's ``input``, else ``$<JOB>_INPUT``, else the registry's default."""
+    job = get_job(job_name)
+    chosen = given or os.environ.get(job.input_env_var) or job.default_input
+    return chosen if os.path.isabs(chosen) else str(PROJECT_ROOT / chosen)
+
+
+def plan_run(job_name: str, input_path: str | None, max_files_per_trigger: int | None, run_type: str,
+             interval: tuple[dt.datetime, dt.datetime] | None) -> dict:
+    """What one catch-up run does: the arguments of ``python -m spark_jobs``, ``None`` when nothing is to do.
+
+    :param job_name: the registry job.
+    :param input_path: the form's ``input`` (empty: the job's default input).
+    :param max_files_per_trigger: the form's files per micro-batch (``None``: the registry's).
+    :param run_type: the DAG run's type (``scheduled``, ``manual``, ``backfill``, ...).
+    :param interval: the run's data interval (used by backfill runs).
+    :returns: ``{"kind": "live"|"backfill", "args": [...] or None, ...}`` (a backfill run also says its
+        writer and the listing); ``args`` is ``None`` for a backfill run whose interval holds no file.
+    :raises BackfillRefused: a bad ``input`` (field ``input``), or a backfill run without a data interval.
+    """
+    job = get_job(job_name)
+    run_type = str(getattr(run_type, "value", run_type))
+    if input_path:
+        try:
+            input_path = str(check_source(job, input_path))
+        except BackfillRefused as exc:
+            raise BackfillRefused("input", str(exc).split(": ", 1)[1]) from None
+    if run_type != BACKFILL_RUN_TYPE:
+        folder = job_input(job.name, input_path)
+        if job.source.kind == "files" and not os.path.isdir(folder):  # fails in a second, not after a JVM start (the next run tries again)
+            raise BackfillRefused("input", f"the input folder {folder} does not exist (set ${job.input_env_var} or "
+                                           "the run's input)")
+        args = ["run", job.name, "--trigger", "available-now"]
+        if input_path:
+            args += ["--input", input_path]
+        if max_files_per_trigger is not None:
+            args += ["--max-files-per-trigger", str(int(max_files_per_trigger))]
+        return {"kind": "live", "args": args}
+    if interval is None or None in interval:
+        raise BackfillRefused("data_interval", "a backfill run needs a data interval (a DAG with a time-based schedule)")
+    source = job_input(job.name, input_path)
+    try:
+        request = check_request(job.name, source, None, None, max_files_per_trigger, time_from=interval[0],
+                                time_to=interval[1])
+    except BackfillRefused as exc:
+        raise BackfillRefused("input" if exc.field == "source" else exc.field, str(exc).split(": ", 1)[1]) from None
+    listing = list_files(request)
+    summary = {"kind": "backfill", "writer": request.writer, "source": str(request.source),
+               "time_from": interval[0].isoformat(), "time_to": interval[1].isoformat(), **listing.summary()}
+    return {**summary, "args": request.cli_args() if listing.files else None}

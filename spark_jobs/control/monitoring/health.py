@@ -1,0 +1,243 @@
+"""One health summary per job, and the conditions that open an incident: shared by the alerting
+trigger, ``python -m spark_jobs status`` and the health page, so all three always say the same.
+
+:func:`check_job` reads the checkpoint (:func:`spark_jobs.control.checkpoint.inspect.inspect_checkpoint`:
+status, last commit, backlog, the driver's lease, the supervisor's state), the job's newest rows of
+``streaming_progress`` and its open incidents, and returns a :class:`JobHealth`: a state for people,
+the numbers behind it, and the :class:`Condition`\\ s the registry's ``AlertThresholds`` raise.
+
+States (``JobHealth.state``):
+
+===============  ==================================================================================
+``healthy``      a driver is running and keeping up
+``lagging``      a driver is running but falling behind: too many files wait, or its micro-batches
+                 process rows slower than they arrive
+``stalled``      the driver's process runs but commits nothing (paused, hung, or no commit for the
+                 job's limit while input waits)
+``dead``         the driver is gone without releasing its lease (the supervisor restarts it)
+``failed``       the supervisor gave up, or the checkpoint is damaged: a person is needed
+``idle``         no driver runs (a catch-up job between runs, or a paused continuous job)
+``not_started``  the job never ran against this lake
+===============  ==================================================================================
+
+No pyspark here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from spark_jobs.registry import JobSpec
+
+STATES = ("healthy", "lagging", "stalled", "dead", "failed", "idle", "not_started")
+CONDITIONS = ("stalled", "falling_behind", "backlog_high", "quarantine_high", "restarts_over_budget")
+RUNNING = ("healthy", "in_flight", "lagging")  # checkpoint statuses with a live, committing driver
+
+
+@dataclass(frozen=True)
+class Condition:
+    """Something about a job that is worth an alert while it lasts.
+
+    :param code: one of :data:`CONDITIONS`.
+    :param severity: ``warning`` or ``error``.
+    :param summary: what is wrong, with the numbers.
+    :param action: what to do about it.
+    """
+
+    code: str
+    severity: str
+    summary: str
+    action: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class JobHealth:
+    """What :func:`check_job` found (``to_dict`` is ``status --json``'s per-job object)."""
+
+    job: str
+    state: str
+    reason: str
+    checkpoint_status: str
+    checked_at: str
+    last_commit_time: str | None = None
+    last_commit_age_seconds: float | None = None
+    latest_commit_batch: int | None = None
+    backlog_files: int | None = None
+    driver: dict | None = None
+    supervisor: dict | None = None
+    restarts_in_window: int | None = None
+    max_restarts: int | None = None
+    restarts_total: int | None = None
+    backoff: str | None = None
+    last_batch: dict | None = None
+    conditions: list[Condition] = field(default_factory=list)
+    incidents: list[dict] = field(default_factory=list)
+    report: dict = field(default_factory=dict, repr=False)
+
+    def to_dict(self, with_report: bool = False) -> dict:
+        out = {key: value for key, value in asdict(self).items() if key not in ("report", "conditions")}
+        out["conditions"] = [c.to_dict() for c in self.conditions]
+        if with_report:
+            out["report"] = self.report
+        return out
+
+
+def _age(text: str | None, now: datetime) -> float | None:
+    if not text:
+        return None
+    return round((now - datetime.fromisoformat(text)).total_seconds(), 1)
+
+
+def _backoff(supervisor: dict | None) -> str | None:
+    """The supervisor's backoff in words: ``backing off until <time> (<n> consecutive failures)``."""
+    if not supervisor:
+        return None
+    if supervisor.get("is_backing_off"):
+        return (f"backing off until {supervisor.get('next_attempt_at')} "
+                f"({supervisor.get('consecutive_failures')} consecutive failures)")
+    if supervisor.get("state") == "given_up":
+        return f"gave up: {supervisor.get('last_reason')}"
+    return f"not backing off ({supervisor.get('consecutive_failures', 0)} consecutive failures)"
+
+
+def quarantine_tables(job: JobSpec) -> list[str]:
+    return [t.name for t in job.tables if t.quarantine]
+
+
+def evaluate(job: JobSpec, report: dict, rows: list[dict]) -> list[Condition]:
+    """The conditions the registry's ``AlertThresholds`` raise for a checkpoint report and the job's
+    newest progress rows (oldest first)."""
+    alerts = job.alerts
+    status = report.get("status")
+    backlog = report.get("backlog_files") or 0
+    found: list[Condition] = []
+    if status == "stalled":
+        problem = next((p for p in report.get("problems", []) if p["code"] in ("no_progress", "driver_stalled")), None)
+        found.append(Condition(
+            "stalled", "error",
+            f"{job.name} is stalled: " + (problem["explanation"] if problem else "its driver commits nothing"),
+            (problem["action"] + "; " if problem else "")
+            + f"if it keeps stalling, read {report.get('control')}/driver.log and the Spark UI of the driver"))
+    recent = [r for r in rows[-alerts.slow_batches:]
+              if r.get("input_rows_per_second") is not None and r.get("processed_rows_per_second") is not None]
+    if (status in RUNNING and backlog > 0 and len(rows) >= alerts.slow_batches
+            and len(recent) == alerts.slow_batches
+            and all(r["processed_rows_per_second"] < r["input_rows_per_second"] for r in recent)):
+        came = sum(r["input_rows_per_second"] for r in recent) / len(recent)
+        went = sum(r["processed_rows_per_second"] for r in recent) / len(recent)
+        found.append(Condition(
+            "falling_behind", "warning",
+            f"{job.name} is falling behind: its last {len(recent)} micro-batches processed {went:.2f} rows/s "
+            f"while {came:.2f} rows/s arrived, and {backlog} input files wait",
+            "see which part of the batch duration grew (health page); give the driver more cores or memory, "
+            "or raise maxFilesPerTrigger so each trigger does more; the backlog shrinks once processing "
+            "outpaces input"))
+    limit = alerts.max_backlog_files if alerts.max_backlog_files is not None else job.health.max_pending_files
+    if backlog > limit:
+        found.append(Condition(
+            "backlog_high", "warning",
+            f"{backlog} input files wait for {job.name}, more than {limit} (AlertThresholds.max_backlog_files)",
+            "check that the driver runs and commits (state, last commit); to catch up faster raise "
+            "maxFilesPerTrigger or give the driver more resources; --latest-first if fresh data matters "
+            "more than order"))
+    window = [r for r in rows[-alerts.quarantine_window_batches:] if r.get("rows")]
+    carried = sum(sum(r["rows"].values()) for r in window)
+    bad = sum(r["rows"].get(table, 0) for r in window for table in quarantine_tables(job))
+    if carried and bad / carried > alerts.max_quarantine_rate:
+        tables = quarantine_tables(job)
+        found.append(Condition(
+            "quarantine_high", "warning",
+            f"{bad} of the {carried} rows of {job.name}'s last {len(window)} micro-batches were quarantined "
+            f"({bad / carried:.1%}, above {alerts.max_quarantine_rate:.1%})",
+            f"see why: python -m spark_jobs sql --engine duckdb \"SELECT reason, count(*) FROM {tables[0]} GROUP BY "
+            "reason ORDER BY 2 DESC\"; fix the producer of the bad files; good records are not lost"))
+    supervisor = report.get("supervisor") or {}
+    restarts = supervisor.get("restarts_in_window") or 0
+    if supervisor.get("state") == "given_up" or restarts >= alerts.max_restarts_in_window:
+        gave_up = supervisor.get("state") == "given_up"
+        found.append(Condition(
+            "restarts_over_budget", "error",
+            f"{job.name} keeps failing: its supervisor restarted the driver {restarts} times within "
+            f"{supervisor.get('window_seconds', 0):.0f} s (alert at {alerts.max_restarts_in_window}, gives up after "
+            f"{supervisor.get('max_restarts')})" + ("; it gave up" if gave_up else "")
+            + f"; last reason: {supervisor.get('last_reason')}",
+            f"read {report.get('control')}/events.jsonl and driver.log for the cause and fix it"
+            + (f"; then unpause {job.name}_continuous (it paused itself)" if gave_up else
+               "; the supervisor keeps restarting it with backoff until the budget is spent")))
+    return found
+
+
+def _state(report: dict, conditions: list[Condition]) -> tuple[str, str]:
+    status = report.get("status") or "unknown"
+    problems = report.get("problems") or []
+    supervisor = report.get("supervisor") or {}
+    codes = {c.code for c in conditions}
+    if status == "corrupt":
+        first = next((p for p in problems if p["severity"] == "error"), None)
+        return "failed", "the checkpoint is damaged: " + (first["explanation"] if first else "see checkpoint inspect")
+    if supervisor.get("state") == "given_up" and status not in RUNNING:
+        return "failed", f"the supervisor gave up: {supervisor.get('last_reason')}"
+    if status == "stalled":
+        return "stalled", next(c.summary for c in conditions if c.code == "stalled")
+    if status == "dead":
+        problem = next((p for p in problems if p["code"] == "driver_dead"), None)
+        return "dead", problem["explanation"] if problem else "the driver is gone without releasing its lease"
+    if status == "lagging" or codes & {"falling_behind", "backlog_high"}:
+        reason = next((c.summary for c in conditions if c.code in ("falling_behind", "backlog_high")), None)
+        lagging = next((p for p in problems if p["code"] == "lagging"), None)
+        return "lagging", reason or (lagging["explanation"] if lagging else "input is piling up")
+    if status in RUNNING:
+        return "healthy", "a driver is running and keeping up"
+    if status == "idle":
+        return "idle", "no driver is running; the next run starts from the checkpoint"
+    if status == "not_started":
+        return "not_started", "no checkpoint yet: the job never ran against this lake"
+    return "failed", f"the checkpoint could not be read ({status})"
+
+
+def check_job(job: JobSpec, lake_root: str | Path | None, input_path: str | None = None,
+              now: datetime | None = None, incidents: list[dict] | None = None) -> JobHealth:
+    """The job's health now (see the module docstring).
+
+    :param job: the registry job.
+    :param lake_root: the lake (None: ``$LAKE_ROOT`` or ``./lake``).
+    :param input_path: the job's input folder (default: as the runner resolves it).
+    :param incidents: the job's open incidents (default: read from ``<lake>/control/<job>``).
+    """
+    from spark_jobs.control.checkpoint.inspect import inspect_checkpoint, lake_location
+    from spark_jobs.control.monitoring.history import read_progress
+    from spark_jobs.control.monitoring.incidents import IncidentStore
+
+    now = now or datetime.now(timezone.utc)
+    lake = lake_location(lake_root)
+    report = inspect_checkpoint(job, lake.url, input_path, now=now).to_dict()
+    needed = max(job.alerts.slow_batches, job.alerts.quarantine_window_batches)
+    rows = read_progress(lake.path, job.name, limit=needed, days=job.progress.retention_days, now=now,
+                         columns=["batch_id", "timestamp", "input_rows_per_second", "processed_rows_per_second",
+                                  "batch_duration_ms", "num_input_rows", "input_files", "rows"]) if lake.local else []
+    conditions = evaluate(job, report, rows)
+    state, reason = _state(report, conditions)
+    supervisor = report.get("supervisor")
+    if incidents is None:
+        incidents = IncidentStore(report["control"]).open_incidents()
+    last = rows[-1] if rows else None
+    return JobHealth(
+        job=job.name, state=state, reason=reason, checkpoint_status=report.get("status"),
+        checked_at=now.isoformat(timespec="seconds"),
+        last_commit_time=report.get("last_commit_time"),
+        last_commit_age_seconds=_age(report.get("last_commit_time"), now),
+        latest_commit_batch=report.get("latest_commit_batch"),
+        backlog_files=report.get("backlog_files"),
+        driver=report.get("driver"),
+        supervisor=supervisor,
+        restarts_in_window=(supervisor or {}).get("restarts_in_window"),
+        max_restarts=(supervisor or {}).get("max_restarts"),
+        restarts_total=(supervisor or {}).get("restarts_total"),
+        backoff=_backoff(supervisor),
+        last_batch={**last, "timestamp": last["timestamp"].isoformat()} if last else None,
+        conditions=conditions, incidents=incidents, report=report)

@@ -1,0 +1,158 @@
+"""The supervisor's state and event log, beside the checkpoint (never inside it).
+
+``<control>/supervisor.json`` (rewritten atomically on every change)::
+
+    {"job", "state": "starting|running|backing_off|held|stopped|given_up", "consecutive_failures",
+     "is_backing_off", "next_attempt_at", "restarts_in_window", "window_seconds", "max_restarts",
+     "last_reason", "last_exit_code", "driver_pid", "updated_at", ...}
+
+``<control>/events.jsonl``: one JSON object per line, appended: ``time``, ``job``, ``kind``
+(``start``, ``restart``, ``give_up``, ``stop``, ``held``, ``resume``), ``reason``, ``outcome`` and the counts at that
+moment. ``<control>`` is a local path or an fsspec URL. No pyspark here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+
+import fsspec
+from fsspec.implementations.local import LocalFileSystem
+
+SUPERVISOR_FILE = "supervisor.json"
+EVENTS_FILE = "events.jsonl"
+STATES = ("starting", "running", "backing_off", "held", "stopped", "given_up")
+# "held" / "resume": supervision paused (a driver that ended is not restarted) and resumed (spark_jobs.control.supervision.hold).
+EVENT_KINDS = ("start", "restart", "give_up", "stop", "held", "resume")
+
+
+def utc_iso(moment: datetime | None = None) -> str:
+    """``moment`` (default now) as ISO-8601 UTC with milliseconds."""
+    return (moment or datetime.now(timezone.utc)).astimezone(timezone.utc).isoformat(timespec="milliseconds")
+
+
+@dataclass
+class SupervisorState:
+    """What the supervisor of one job is doing (the Databricks-like counters, and more).
+
+    :param job: the job's name.
+    :param state: one of :data:`STATES`.
+    :param consecutive_failures: failures since the last healthy run (reset by a long healthy run).
+    :param is_backing_off: waiting before the next restart.
+    :param next_attempt_at: when the next restart starts (ISO UTC) while backing off.
+    :param restarts_in_window: restarts within the budget's window.
+    :param window_seconds: the budget's window.
+    :param max_restarts: restarts allowed within the window.
+    :param last_reason: why the driver was last restarted (or given up on, or stopped).
+    :param last_exit_code: the exit status of the last driver that ended.
+    :param driver_pid: the running driver's process (the supervisor's child), if any.
+    :param updated_at: the last write (ISO UTC); refreshed while the supervisor runs.
+    :param supervisor_pid: the supervising process.
+    :param started_at: when this supervisor started (ISO UTC).
+    :param attempt: drivers started by this supervisor (1 for the first).
+    :param restarts_total: restarts by this supervisor.
+    :param running_since: when the current driver became healthy (ISO UTC).
+    :param log_path: the drivers' log file.
+    """
+
+    job: str
+    window_seconds: float
+    max_restarts: int
+    state: str = "starting"
+    consecutive_failures: int = 0
+    is_backing_off: bool = False
+    next_attempt_at: str | None = None
+    restarts_in_window: int = 0
+    last_reason: str | None = None
+    last_exit_code: int | None = None
+    driver_pid: int | None = None
+    updated_at: str | None = None
+    supervisor_pid: int | None = None
+    started_at: str | None = None
+    attempt: int = 0
+    restarts_total: int = 0
+    running_since: str | None = None
+    log_path: str | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _split(control_dir: str) -> tuple[fsspec.AbstractFileSystem, str]:
+    fs, path = fsspec.core.url_to_fs(str(control_dir))
+    return fs, path.rstrip("/")
+
+
+def write_supervisor_state(control_dir: str, state: SupervisorState) -> dict:
+    """Write ``supervisor.json`` atomically (a reader sees the old or the new state); returns it."""
+    if state.state not in STATES:
+        raise ValueError(f"unknown supervisor state {state.state!r}; one of {', '.join(STATES)}")
+    state.updated_at = utc_iso()
+    data = state.to_dict()
+    payload = (json.dumps(data, sort_keys=True) + "\n").encode("utf-8")
+    fs, base = _split(control_dir)
+    path = f"{base}/{SUPERVISOR_FILE}"
+    if isinstance(fs, LocalFileSystem):
+        os.makedirs(base, exist_ok=True)
+        temp = f"{base}/.{SUPERVISOR_FILE}.{uuid.uuid4().hex}.tmp"
+        with open(temp, "wb") as handle:
+            handle.write(payload)
+        os.replace(temp, path)
+    else:  # an object store's put is atomic
+        fs.makedirs(base, exist_ok=True)
+        fs.pipe_file(path, payload)
+    return data
+
+
+def read_supervisor_state(control_dir: str) -> dict | None:
+    """The last ``supervisor.json`` under ``control_dir`` (a path or fsspec URL); None if there is none."""
+    fs, base = _split(control_dir)
+    try:
+        with fs.open(f"{base}/{SUPERVISOR_FILE}", "rb") as handle:
+            return json.loads(handle.read().decode("utf-8"))
+    except FileNotFoundError:
+        return None
+    except ValueError:  # not JSON: never written by this module (writes are atomic)
+        return None
+
+
+def append_event(control_dir: str, event: dict) -> dict:
+    """Append one event (``time`` is added when missing) to ``events.jsonl``; returns it."""
+    if event.get("kind") not in EVENT_KINDS:
+        raise ValueError(f"unknown event kind {event.get('kind')!r}; one of {', '.join(EVENT_KINDS)}")
+    event = {"time": utc_iso(), **event}
+    line = (json.dumps(event, sort_keys=True, default=str) + "\n").encode("utf-8")
+    fs, base = _split(control_dir)
+    path = f"{base}/{EVENTS_FILE}"
+    if isinstance(fs, LocalFileSystem):
+        os.makedirs(base, exist_ok=True)
+        # One write of one line with O_APPEND: lines never interleave.
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            os.write(descriptor, line)
+        finally:
+            os.close(descriptor)
+    else:  # object stores cannot append: rewrite (one supervisor per job writes it)
+        fs.makedirs(base, exist_ok=True)
+        old = fs.cat_file(path) if fs.exists(path) else b""
+        fs.pipe_file(path, old + line)
+    return event
+
+
+def read_events(control_dir: str) -> list[dict]:
+    """Every event in ``events.jsonl``, oldest first (a torn last line is skipped)."""
+    fs, base = _split(control_dir)
+    try:
+        text = fs.cat_file(f"{base}/{EVENTS_FILE}").decode("utf-8")
+    except FileNotFoundError:
+        return []
+    events = []
+    for line in text.splitlines():
+        try:
+            events.append(json.loads(line))
+        except ValueError:
+            continue
+    return events

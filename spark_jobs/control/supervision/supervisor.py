@@ -1,0 +1,367 @@
+"""The supervisor of a continuous job: keeps one driver running, restarts it with backoff, gives up once.
+
+Usage (in the foreground, SIGTERM or Ctrl-C stops it and its driver gracefully)::
+
+    python -m spark_jobs supervise cloudtrail_etl --lake lake --input landing/cloudtrail
+
+From Python (Airflow's ``supervise`` task wraps exactly this)::
+
+    Supervisor(job, Lake.at(root), command, notify=print, should_stop=stop_event.is_set).run()
+
+Each poll (``RestartPolicy.poll_seconds``) it looks at, in this order:
+
+1. the driver process: it ended → a failure (its exit status and the tail of its log);
+2. ``should_stop()``: true → SIGTERM to the Python driver, which stops after its micro-batch;
+   SIGKILL to its process group after ``stop_grace_seconds``; state ``stopped``;
+3. the driver's lease (``spark_jobs.control.checkpoint.lease``): a heartbeat older than
+   ``stall_after_seconds`` (default: the lease's ttl) while the process lives is a **stalled** driver
+   (SIGSTOPped, or hung) → killed, a failure;
+4. the checkpoint (``spark_jobs.control.checkpoint.inspect``, every few seconds): input files waiting and no
+   batch committed for longer than the registry's ``HealthThresholds.max_batch_age_seconds`` (counted
+   from this driver's start at the earliest) is **stalled** too → killed, a failure.
+
+While supervision is paused (a hold in ``<control>/supervision_hold.json``, placed by the on-call DAG's
+``pause_supervision``: :mod:`spark_jobs.control.supervision.hold`) a driver that ends is not restarted and a
+stalled one is not killed: the supervisor waits (state ``held``) until the hold is lifted, then starts
+a driver again (a ``resume`` event). Such an end is not a failure: it uses none of the restart budget.
+
+After a failure it restarts the driver from the same checkpoint after ``initial_backoff_seconds *
+multiplier ** (consecutive_failures - 1)`` (capped), unless ``max_restarts`` restarts happened within
+``window_seconds``: then it gives up (state ``given_up``) and notifies once. A run healthy for
+``healthy_reset_seconds`` clears the consecutive failures and the budget. Every state change is
+written to ``<control>/supervisor.json`` and passed to ``on_state``; every start, restart, give-up
+and stop is appended to ``<control>/events.jsonl`` and passed to ``notify``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Callable
+
+from spark_jobs.model.lake import Lake
+from spark_jobs.registry import JobSpec, RestartPolicy
+from spark_jobs.control.supervision.driver import Driver
+from spark_jobs.control.supervision.hold import read_hold
+from spark_jobs.control.supervision.policy import RestartBudget, backoff_seconds, healthy_long_enough
+from spark_jobs.control.supervision.state import SupervisorState, append_event, utc_iso, write_supervisor_state
+
+log = logging.getLogger("spark_jobs.control.supervision")
+
+# A driver that has not taken its lease this long after it started is stuck before Spark even runs.
+START_TIMEOUT_SECONDS = 180.0
+# The checkpoint (and the input listing) is inspected at most this often.
+INSPECT_EVERY_SECONDS = 5.0
+# supervisor.json's updated_at is refreshed this often while nothing changes (a sign of life).
+REFRESH_EVERY_SECONDS = 30.0
+LOG_TAIL_LINES = 20
+_SIGNALS = {int(s) for s in signal.Signals}
+
+
+@dataclass
+class _Failure:
+    reason: str
+    exit_code: int | None
+    log_tail: str
+
+
+def _error_line(tail: str) -> str | None:
+    """The driver's own one-line error (``error: ...``), else the last exception line of its log."""
+    lines = [line.rstrip() for line in tail.splitlines() if line.strip()]
+    for line in reversed(lines):
+        if line.startswith("error:"):
+            return line[:1000]
+    if any(line.startswith("Traceback") for line in lines):  # the exception line ends a traceback
+        return next((line[:1000] for line in reversed(lines) if not line[0].isspace()), None)
+    return None
+
+
+class Supervisor:
+    """Keeps the driver of one continuous job running (see the module docstring).
+
+    :param job: the job's registry entry (its ``restart`` policy and ``health`` thresholds apply).
+    :param lake: the lake; the state, events and driver log go to ``lake.control_path(job.name)``.
+    :param command: the driver command, e.g. ``python -m spark_jobs run JOB --trigger ...``.
+    :param policy: overrides ``job.restart`` (tests use short values).
+    :param notify: called with each event dict (kinds ``start``, ``restart``, ``give_up``, ``stop``);
+        its failures are logged, never raised.
+    :param should_stop: polled; true → graceful stop, :meth:`run` returns ``"stopped"``.
+    :param on_state: called with the state dict after every change.
+    :param input_path: the job's landing folder, for the checkpoint's backlog (default: the registry's).
+    :param env: the driver's environment (default: this process's).
+    :param cwd: the driver's working folder.
+    :param log_path: the driver's log (default ``<control>/driver.log``).
+    """
+
+    def __init__(self, job: JobSpec, lake: Lake, command: list[str], policy: RestartPolicy | None = None,
+                 notify: Callable[[dict], None] | None = None, should_stop: Callable[[], bool] | None = None,
+                 on_state: Callable[[dict], None] | None = None, *, input_path: str | None = None,
+                 env: dict | None = None, cwd: str | None = None, log_path: Path | None = None) -> None:
+        if not command:
+            raise ValueError("the driver command is empty; pass the argv of the driver, e.g. "
+                             "[python, -m, spark_jobs, run, JOB]")
+        self.job = job
+        self.lake = lake
+        self.command = list(command)
+        self.policy = policy or job.restart
+        self.notify = notify
+        self.should_stop = should_stop or (lambda: False)
+        self.on_state = on_state
+        self.input_path = input_path
+        self.control = str(lake.control_path(job.name))
+        self.driver = Driver(self.command, log_path or Path(self.control) / "driver.log", env=env, cwd=cwd)
+        self.budget = RestartBudget(self.policy)
+        self.state = SupervisorState(job=job.name, window_seconds=self.policy.window_seconds,
+                                     max_restarts=self.policy.max_restarts, supervisor_pid=os.getpid(),
+                                     log_path=str(self.driver.log_path))
+        self._running_since: float | None = None  # monotonic, while the driver is healthy
+        self._last_inspect = 0.0
+        self._last_save = 0.0
+        self._held_warned = False  # a stall seen while supervision is paused was logged once
+
+    # -- state and events ------------------------------------------------------------------------
+
+    def _save(self, changed: bool = True) -> dict:
+        self.state.restarts_in_window = self.budget.count()
+        data = write_supervisor_state(self.control, self.state)
+        self._last_save = time.monotonic()
+        if changed and self.on_state is not None:
+            try:
+                self.on_state(dict(data))
+            except Exception:  # noqa: BLE001 - a broken callback must not stop supervision
+                log.exception("on_state callback failed")
+        return data
+
+    def _event(self, kind: str, reason: str, outcome: str, **extra) -> dict:
+        event = append_event(self.control, {
+            "job": self.job.name, "kind": kind, "reason": reason, "outcome": outcome,
+            "consecutive_failures": self.state.consecutive_failures,
+            "restarts_in_window": self.budget.count(), "max_restarts": self.policy.max_restarts,
+            "window_seconds": self.policy.window_seconds, **extra})
+        log.log(logging.ERROR if kind == "give_up" else logging.WARNING if kind == "restart" else logging.INFO,
+                "%s %s: %s -> %s", self.job.name, kind, reason, outcome)
+        if self.notify is not None:
+            try:
+                self.notify(dict(event))
+            except Exception:  # noqa: BLE001 - a broken notifier must not stop supervision
+                log.exception("notify callback failed for %s event", kind)
+        return event
+
+    # -- the loop --------------------------------------------------------------------------------
+
+    def run(self) -> str:
+        """Supervise until stopped (``"stopped"``) or out of restarts (``"given_up"``).
+
+        No driver process outlives this call.
+        """
+        self.state.started_at = utc_iso()
+        self._save()
+        self._event("start", reason="supervision started", outcome=f"starting the driver: {' '.join(self.command)}")
+        try:
+            ended: _Failure | None = None
+            while True:
+                if self.should_stop():
+                    return self._stopped("asked to stop before the driver started", "no driver was running")
+                if read_hold(self.control) is not None:
+                    if not self._wait_while_held(ended):
+                        return self._stopped("asked to stop while supervision was paused", "no driver was running")
+                self._start_driver()
+                failure = self._watch()
+                if failure is None:
+                    return self._graceful_stop()
+                ended = failure
+                if read_hold(self.control) is not None:
+                    continue  # supervision is paused: not a failure, nothing restarted until it resumes
+                if self._after_failure(failure) == "given_up":
+                    return "given_up"
+                if not self._back_off():
+                    return self._stopped("asked to stop while backing off", "no driver was running")
+        finally:
+            if self.driver.poll() is None or self.driver.members():
+                self.driver.kill()
+
+    def _start_driver(self) -> None:
+        self.state.attempt += 1
+        self.state.driver_pid = self.driver.start()
+        self.state.state = "starting"
+        self.state.is_backing_off = False
+        self.state.next_attempt_at = None
+        self._running_since = None
+        self._save()
+
+    def _watch(self) -> _Failure | None:
+        """Poll the driver until it fails (the failure) or a stop is asked for (None)."""
+        while True:
+            code = self.driver.poll()
+            if code is not None:
+                self.driver.cleanup_after_exit()
+                tail = self.driver.log_tail(LOG_TAIL_LINES)
+                said = _error_line(tail)
+                ended = (f"the driver was killed by {signal.Signals(-code).name}" if code < 0 and -code in _SIGNALS
+                         else f"the driver exited with status {code}")
+                return _Failure(ended + (f": {said}" if said else ""), code, tail)
+            if self.should_stop():
+                return None
+            problem = self._health()
+            if problem is not None and read_hold(self.control) is not None:
+                if not self._held_warned:
+                    log.warning("%s: %s; not killed: supervision is paused", self.job.name, problem)
+                    self._held_warned = True
+            elif problem is not None:
+                code = self.driver.kill()
+                return _Failure(problem, code, self.driver.log_tail(LOG_TAIL_LINES))
+            self._maybe_reset()
+            if time.monotonic() - self._last_save >= REFRESH_EVERY_SECONDS:
+                self._save(changed=False)
+            time.sleep(self.policy.poll_seconds)
+
+    def _health(self) -> str | None:
+        """Why the running driver must be replaced (stalled), or None while it is fine."""
+        from spark_jobs.control.checkpoint.lease import read_lease
+
+        lease = read_lease(self.control)
+        ours = lease is not None and not lease.released and self.driver.owns(lease.pid)
+        if not ours:
+            waited = time.monotonic() - (self.driver.started_monotonic or time.monotonic())
+            if self.state.state == "starting" and waited > START_TIMEOUT_SECONDS:
+                return (f"stalled: the driver (pid {self.driver.pid}) did not take the checkpoint's lease within "
+                        f"{START_TIMEOUT_SECONDS:g} s of starting")
+            return None
+        limit = self.policy.stall_after_seconds or lease.ttl_seconds
+        age = lease.heartbeat_age()
+        if age > limit:
+            return (f"stalled: the driver (pid {lease.pid}) has not renewed its lease for {age:.1f} s "
+                    f"(limit {limit:g} s): it is paused (SIGSTOP) or hung")
+        if self.state.state != "running" or self.state.driver_pid != lease.pid:
+            self.state.state = "running"
+            self.state.driver_pid = lease.pid
+            self._running_since = time.monotonic()
+            self.state.running_since = utc_iso()
+            self._save()
+        return self._backlog_stall()
+
+    def _backlog_stall(self) -> str | None:
+        """The checkpoint's verdict (``spark_jobs.control.checkpoint.inspect``): input waiting and no commit for
+        longer than the registry's ``max_batch_age_seconds`` (counted from this driver's start at the
+        earliest) is stalled."""
+        if time.monotonic() - self._last_inspect < INSPECT_EVERY_SECONDS:
+            return None
+        self._last_inspect = time.monotonic()
+        try:
+            from spark_jobs.control.checkpoint.inspect import inspect_checkpoint
+
+            report = inspect_checkpoint(self.job, str(self.lake.root), self.input_path).to_dict()
+        except Exception as exc:  # noqa: BLE001 - an unreadable listing is not the driver's fault
+            log.warning("could not inspect the checkpoint of %s: %s", self.job.name, exc)
+            return None
+        # Only its no-progress verdict: a stale heartbeat is judged above, by stall_after_seconds.
+        said = next((p.get("explanation") for p in report.get("problems") or [] if p.get("code") == "no_progress"), None)
+        return f"stalled: {said}" if report.get("status") == "stalled" and said else None
+
+    def _maybe_reset(self) -> None:
+        if self._running_since is None or (self.state.consecutive_failures == 0 and not self.budget.count()):
+            return
+        if healthy_long_enough(self.policy, time.monotonic() - self._running_since):
+            log.info("%s healthy for %g s: consecutive failures and the restart budget reset", self.job.name,
+                     self.policy.healthy_reset_seconds)
+            self.state.consecutive_failures = 0
+            self.budget.clear()
+            self._save()
+
+    def _wait_while_held(self, ended: _Failure | None) -> bool:
+        """Wait, starting no driver, until the hold is lifted (True) or a stop is asked for (False)."""
+        hold = read_hold(self.control) or {}
+        said = f"supervision is paused by {hold.get('by') or 'someone'}: {hold.get('reason') or 'no reason given'}"
+        self.state.state = "held"
+        self.state.is_backing_off = False
+        self.state.next_attempt_at = None
+        self.state.driver_pid = None
+        self.state.running_since = None
+        self._running_since = None
+        if ended is not None:
+            self.state.last_reason = ended.reason
+            self.state.last_exit_code = ended.exit_code
+        self._save()
+        self._event("held", reason=ended.reason if ended else "supervision is paused",
+                    outcome=f"not restarted: {said}; resume supervision to start the driver again",
+                    hold=hold, **({"exit_code": ended.exit_code, "log_tail": ended.log_tail} if ended else {}))
+        while read_hold(self.control) is not None:
+            if self.should_stop():
+                return False
+            time.sleep(self.policy.poll_seconds)
+        self._event("resume", reason="supervision resumed", outcome="starting the driver from the same checkpoint")
+        return True
+
+    def _after_failure(self, failure: _Failure) -> str | None:
+        self.state.consecutive_failures += 1
+        self.state.last_reason = failure.reason
+        self.state.last_exit_code = failure.exit_code
+        self.state.driver_pid = None
+        self.state.running_since = None
+        self._running_since = None
+        details = {"exit_code": failure.exit_code, "log_tail": failure.log_tail, "log_path": str(self.driver.log_path)}
+        if self.budget.exhausted():
+            self.state.state = "given_up"
+            self.state.is_backing_off = False
+            self.state.next_attempt_at = None
+            self._save()
+            self._event("give_up", reason=failure.reason,
+                        outcome=f"not restarted: {self.budget.count()} restarts within {self.policy.window_seconds:g} s "
+                                f"already (budget {self.policy.max_restarts})",
+                        action=(f"fix the cause (the reason above; the driver log {self.driver.log_path}; "
+                                f"`python -m spark_jobs checkpoint inspect {self.job.name}`), then start supervision "
+                                f"again: clear the `supervise` task of the DAG {self.job.name}_continuous, or run "
+                                f"`python -m spark_jobs supervise {self.job.name}`"),
+                        **details)
+            return "given_up"
+        wait = backoff_seconds(self.policy, self.state.consecutive_failures)
+        self.budget.record()
+        self.state.restarts_total += 1
+        self.state.state = "backing_off"
+        self.state.is_backing_off = True
+        self.state.next_attempt_at = utc_iso(datetime.now(timezone.utc) + timedelta(seconds=wait))
+        self._backoff_until = time.monotonic() + wait
+        self._save()
+        self._event("restart", reason=failure.reason,
+                    outcome=f"restarting from the same checkpoint in {wait:g} s (restart {self.budget.count()} of "
+                            f"{self.policy.max_restarts} allowed within {self.policy.window_seconds:g} s)",
+                    backoff_seconds=wait, next_attempt_at=self.state.next_attempt_at, **details)
+        return None
+
+    def _back_off(self) -> bool:
+        """Sleep until the next attempt; False if a stop was asked for meanwhile."""
+        while True:
+            if self.should_stop():
+                return False
+            left = self._backoff_until - time.monotonic()
+            if left <= 0:
+                return True
+            time.sleep(min(left, self.policy.poll_seconds, 0.5))
+
+    def _graceful_stop(self) -> str:
+        from spark_jobs.control.checkpoint.lease import read_lease
+
+        lease = read_lease(self.control)
+        driver_pid = lease.pid if lease is not None and not lease.released else None
+        started = time.monotonic()
+        code, in_time = self.driver.stop(self.policy.stop_grace_seconds, driver_pid=driver_pid)
+        took = time.monotonic() - started
+        self.state.last_exit_code = code
+        outcome = (f"the driver stopped after its micro-batch in {took:.1f} s (status {code})" if in_time else
+                   f"the driver did not stop within {self.policy.stop_grace_seconds:g} s; its process group was killed")
+        return self._stopped("asked to stop", outcome, stop_seconds=round(took, 2), exit_code=code)
+
+    def _stopped(self, reason: str, outcome: str, **extra) -> str:
+        self.state.state = "stopped"
+        self.state.is_backing_off = False
+        self.state.next_attempt_at = None
+        self.state.driver_pid = None
+        self.state.last_reason = reason
+        self._save()
+        self._event("stop", reason=reason, outcome=outcome, **extra)
+        return "stopped"

@@ -1,0 +1,612 @@
+"""Maintenance and recovery of the lake's Delta tables: ``python -m spark_jobs lake ...``.
+
+Usage::
+
+    python -m spark_jobs lake history  [--table T] [--limit 20] [--format table|json]
+    python -m spark_jobs lake optimize [--table T] [--where "date >= '2024-03-01'"] [--zorder-by COL,...|none]
+    python -m spark_jobs lake vacuum   [--table T] [--retention-hours H] [--dry-run] [--force]
+    python -m spark_jobs lake restore  --table T (--to-version N | --to-timestamp TIME) [--yes]
+    python -m spark_jobs lake convert  [--table T]
+
+Without ``--table`` a command acts on every table of the registry, one after the other. Each prints
+one JSON line per table (``history``: a table, or JSON lines with ``--format json``). ``history``
+and the check of ``restore`` read the log with delta-rs (no JVM); the others are Delta transactions
+run by delta-spark (``build_session``; under spark-submit its master and conf).
+
+While a job writes the table:
+
+- ``optimize`` is one Delta transaction per batch of rewritten files (``dataChange=false``):
+  readers keep reading the version they started on, appends never conflict with it, and a MERGE that
+  read a file compaction replaced fails its commit and is retried by the job's writer.
+- ``vacuum`` deletes only files that no version younger than the retention needs and that are not
+  in the log at all (left by a killed batch) and older than the retention; an uncommitted write is
+  younger than that, which is what Delta's retention safety check protects. Below the table's
+  ``delta.deletedFileRetentionDuration`` it is refused unless ``--force``.
+- ``restore`` is one transaction (the running job's later commits are kept), but it removes rows
+  the job's checkpoint has already marked as written: they are not ingested again.
+- ``convert`` is not: it reads the file sink's ``_spark_metadata`` log once; stop the previous
+  version's job first (the current job refuses to start on a table in the old layout).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import re
+import shutil
+import sys
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from spark_jobs.model.errors import UsageError
+from spark_jobs.model.lake import Lake
+from spark_jobs.registry import JOBS, JobSpec, TableSpec, all_tables
+
+COMMANDS = ("history", "optimize", "vacuum", "restore", "convert")
+OPTIMIZE_ATTEMPTS = 3
+log = logging.getLogger("spark_jobs")
+# Delta's own default of delta.deletedFileRetentionDuration ("interval 1 week").
+DELTA_DEFAULT_RETENTION_HOURS = 168.0
+RETENTION_CHECK_CONF = "spark.databricks.delta.retentionDurationCheck.enabled"
+CONVERT_USES_METADATA_LOG_CONF = "spark.databricks.delta.convert.useMetadataLog"
+# VACUUM lists the table's folders with this many tasks; Spark's default (10,000) costs minutes on a
+# small machine for a small table.
+LISTING_PARALLELISM_CONF = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
+# VACUUM START / VACUUM END commits in the history, with the number of files deleted.
+VACUUM_LOGGING_CONF = "spark.databricks.delta.vacuum.logging.enabled"
+
+
+# --- tables ----------------------------------------------------------------------------------------
+
+def registry_table(name: str) -> tuple[JobSpec, TableSpec]:
+    """The registry's table called ``name`` and its job.
+
+    :raises UsageError: naming the unknown table and the known ones.
+    """
+    for job in JOBS.values():
+        for table in job.tables:
+            if table.name == name:
+                return job, table
+    known = list(all_tables())
+    raise UsageError(f"unknown table {name!r}; tables: {', '.join(known)}")
+
+
+def chosen_tables(name: str | None) -> list[tuple[JobSpec, TableSpec]]:
+    """``name``'s table, or every registry table when ``name`` is None."""
+    if name:
+        return [registry_table(name)]
+    return list(all_tables().values())  # a table several jobs write, once (with its owner)
+
+
+def delta_path(lake: Lake, table: str) -> Path:
+    """The table's folder, checked to be a Delta table.
+
+    :raises UsageError: when it is absent or in the old file-sink layout, with the way out.
+    """
+    path = lake.table_path(table)
+    if (path / "_delta_log").is_dir():
+        return path
+    if (path / "_spark_metadata").is_dir():
+        raise UsageError(f"table {table} at {path} is in the old file-sink layout; convert it first: "
+                         f"python -m spark_jobs lake convert --table {table}")
+    raise UsageError(f"table {table} has no Delta table at {path} yet (run its job first, or pass --lake)")
+
+
+def _utc(millis: int | float | None) -> str | None:
+    if millis is None:
+        return None
+    return datetime.fromtimestamp(millis / 1000, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _int(value) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def latest_version(path: Path) -> int:
+    from deltalake import DeltaTable
+
+    return DeltaTable(str(path)).version()
+
+
+def version_rows(path: Path, version: int | None = None) -> int | None:
+    """Rows in ``version`` (the latest if None) from the add actions' stats; None without stats."""
+    from deltalake import DeltaTable
+
+    actions = DeltaTable(str(path), version=version).get_add_actions(flatten=True)
+    if actions.num_rows == 0:
+        return 0
+    counts = actions.column("num_records").to_pylist() if "num_records" in actions.column_names else [None]
+    return None if any(c is None for c in counts) else int(sum(counts))
+
+
+# --- history ---------------------------------------------------------------------------------------
+
+# operation -> (metric of rows added, metric of rows removed), from delta-spark's commitInfo.
+_ROW_METRICS = {
+    "WRITE": ("numOutputRows", None),
+    "STREAMING UPDATE": ("numOutputRows", None),
+    "CREATE TABLE AS SELECT": ("numOutputRows", None),
+    "REPLACE TABLE AS SELECT": ("numOutputRows", None),
+    "MERGE": ("numTargetRowsInserted", "numTargetRowsDeleted"),
+    "DELETE": (None, "numDeletedRows"),
+    "UPDATE": ("numUpdatedRows", "numUpdatedRows"),
+    "OPTIMIZE": (None, None),
+}
+_FILE_METRICS = (("numFiles", None), ("numAddedFiles", "numRemovedFiles"),
+                 ("numTargetFilesAdded", "numTargetFilesRemoved"),
+                 ("numConvertedFiles", None), ("numRestoredFiles", "numRemovedFiles"), (None, "numDeletedFiles"))
+
+
+def history(lake: Lake, table: str, limit: int = 20) -> list[dict]:
+    """The table's newest ``limit`` versions, newest first, read from the log with delta-rs.
+
+    Each entry: version, time (UTC), operation, rows_added, rows_removed (None where the operation
+    does not say: an ``OPTIMIZE`` or ``VACUUM`` changes no rows, so 0), files_added, files_removed,
+    and the operation's parameters.
+    """
+    from deltalake import DeltaTable
+
+    entries = []
+    for commit in DeltaTable(str(delta_path(lake, table))).history(limit):
+        operation = commit.get("operation") or ""
+        metrics = commit.get("operationMetrics") or {}
+        added_key, removed_key = _ROW_METRICS.get(operation, (None, None))
+        rows_added = _int(metrics.get(added_key)) if added_key else None
+        rows_removed = _int(metrics.get(removed_key)) if removed_key else None
+        if operation in ("OPTIMIZE", "VACUUM START", "VACUUM END", "SET TBLPROPERTIES", "CREATE TABLE"):
+            rows_added, rows_removed = 0, 0
+        files_added = files_removed = None
+        for add_key, remove_key in _FILE_METRICS:
+            if add_key and add_key in metrics and files_added is None:
+                files_added = _int(metrics[add_key])
+            if remove_key and remove_key in metrics and files_removed is None:
+                files_removed = _int(metrics[remove_key])
+        entries.append({
+            "table": table,
+            "version": commit.get("version"),
+            "time": _utc(commit.get("timestamp")),
+            "operation": operation,
+            "rows_added": rows_added,
+            "rows_removed": rows_removed,
+            "files_added": files_added,
+            "files_removed": files_removed,
+            "parameters": {k: v for k, v in (commit.get("operationParameters") or {}).items()},
+        })
+    return entries
+
+
+def print_history(entries: list[dict], output_format: str, out=sys.stdout) -> None:
+    if output_format == "json":
+        for entry in entries:
+            print(json.dumps(entry, sort_keys=False), file=out)
+        return
+    columns = ("table", "version", "time", "operation", "rows_added", "rows_removed", "files_added", "files_removed")
+    cells = [[("" if e[c] is None else str(e[c])) for c in columns] for e in entries]
+    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
+    print("  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip(), file=out)
+    for row in cells:
+        print("  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip(), file=out)
+
+
+def lost_commit_race(error: BaseException) -> bool:
+    """Whether ``error`` is a commit that lost to a concurrent writer (safe to redo from a fresh snapshot).
+
+    Besides Delta's ``Concurrent*Exception``s, on a local file system a commit that loses the race for
+    ``_delta_log/<version>.json`` can surface as that file not being found while the winner renames it.
+    """
+    text = str(error)
+    return ("Concurrent" in text and "Exception" in text) or ("_delta_log" in text and "FileNotFound" in text)
+
+
+# --- optimize --------------------------------------------------------------------------------------
+
+def optimize(spark, lake: Lake, table: TableSpec, where: str | None = None,
+             zorder_by: tuple[str, ...] | None = None) -> dict:
+    """Compact the table's small files (and Z-order them by ``zorder_by``; None: the registry's).
+
+    :param where: a predicate on partition columns: only those partitions are compacted.
+    :returns: files removed and added, partitions touched and the version the compaction created
+        (the same version as before when there was nothing to compact).
+    """
+    from delta.tables import DeltaTable
+
+    path = delta_path(lake, table.name)
+    columns = table.zorder_by if zorder_by is None else zorder_by
+    builder = DeltaTable.forPath(spark, str(path)).optimize()
+    if where:
+        builder = builder.where(where)
+    before = latest_version(path)
+    for attempt in range(1, OPTIMIZE_ATTEMPTS + 1):
+        try:
+            result = (builder.executeZOrderBy(*columns) if columns else builder.executeCompaction()).collect()
+            break
+        except Exception as exc:  # noqa: BLE001 - only a lost commit race is retried
+            if attempt == OPTIMIZE_ATTEMPTS or not lost_commit_race(exc):
+                raise
+            log.warning("optimize of %s lost a commit race (attempt %d): %s; retrying", table.name, attempt,
+                        str(exc).strip().splitlines()[0][:300])
+    metrics = result[0].metrics if result else None
+    return {
+        "table": table.name,
+        "command": "optimize",
+        "zorder_by": list(columns),
+        "where": where,
+        "files_removed": metrics.numFilesRemoved if metrics else 0,
+        "files_added": metrics.numFilesAdded if metrics else 0,
+        "partitions_optimized": metrics.partitionsOptimized if metrics else 0,
+        "version_before": before,
+        "version": latest_version(path),
+    }
+
+
+# --- vacuum ----------------------------------------------------------------------------------------
+
+def _interval_hours(text: str | None) -> float | None:
+    """Hours in a Delta interval property like ``interval 7 days`` / ``interval 168 hours``."""
+    if not text:
+        return None
+    units = {"week": 168.0, "day": 24.0, "hour": 1.0, "minute": 1 / 60, "second": 1 / 3600}
+    total = 0.0
+    for number, unit in re.findall(r"(\d+(?:\.\d+)?)\s*(week|day|hour|minute|second)s?", text.lower()):
+        total += float(number) * units[unit]
+    return total or None
+
+
+def safety_minimum_hours(path: Path) -> float:
+    """The retention Delta's safety check requires: the table's ``delta.deletedFileRetentionDuration``."""
+    from deltalake import DeltaTable
+
+    configured = DeltaTable(str(path)).metadata().configuration.get("delta.deletedFileRetentionDuration")
+    return _interval_hours(configured) or DELTA_DEFAULT_RETENTION_HOURS
+
+
+def check_retention(table: str, retention_hours: float, minimum_hours: float, force: bool) -> None:
+    """Refuse a retention below Delta's safety minimum unless ``force``.
+
+    :raises UsageError: naming the retention, the minimum and what ``--force`` would risk.
+    """
+    if retention_hours < 0:
+        raise UsageError(f"--retention-hours must be >= 0, got {retention_hours:g}")
+    if retention_hours < minimum_hours and not force:
+        raise UsageError(
+            f"vacuum of {table} with a retention of {retention_hours:g} hours is below Delta's safety minimum of "
+            f"{minimum_hours:g} hours (the table's delta.deletedFileRetentionDuration): it could delete files a "
+            "running job is about to commit, that a query is reading, or that time travel to a version younger "
+            f"than {minimum_hours:g} hours needs. Use --retention-hours {minimum_hours:g} or more, or pass --force "
+            "when no job writes this table and nobody reads older versions")
+
+
+def vacuum(spark, lake: Lake, table: TableSpec, retention_hours: float | None = None, force: bool = False,
+           dry_run: bool = False) -> dict:
+    """Delete files that no version within ``retention_hours`` (None: the registry's) needs.
+
+    :param force: allow a retention below the safety minimum (disables Delta's check for this call).
+    :param dry_run: only count the files that would be deleted (a DRY RUN lists the table once).
+    :returns: the retention used, the files deleted (from the ``VACUUM END`` commit's metrics) or
+        that would be, and the version afterwards.
+    """
+    path = delta_path(lake, table.name)
+    hours = float(table.vacuum_retention_hours if retention_hours is None else retention_hours)
+    minimum = safety_minimum_hours(path)
+    check_retention(table.name, hours, minimum, force)
+    settings = {LISTING_PARALLELISM_CONF: str(max(8, 4 * spark.sparkContext.defaultParallelism)),
+                VACUUM_LOGGING_CONF: "true"}
+    if hours < minimum:
+        settings[RETENTION_CHECK_CONF] = "false"
+    before = latest_version(path)
+    statement = f"VACUUM delta.`{path}` RETAIN {hours:g} HOURS"
+    from spark_jobs.driver.session import session_conf
+
+    with session_conf(spark, settings):
+        candidates = len(spark.sql(statement + " DRY RUN").collect()) if dry_run else None
+        if not dry_run:
+            spark.sql(statement).collect()
+    deleted = None
+    if not dry_run:
+        ends = [c for c in _commits(path) if c.get("version", -1) > before and c.get("operation") == "VACUUM END"]
+        deleted = _int((ends[0].get("operationMetrics") or {}).get("numDeletedFiles")) if ends else None
+    return {
+        "table": table.name,
+        "command": "vacuum",
+        "retention_hours": hours,
+        "safety_minimum_hours": minimum,
+        "forced": hours < minimum,
+        "dry_run": dry_run,
+        "files_deleted": deleted,
+        "files_to_delete": candidates,
+        "version": latest_version(path),
+    }
+
+
+# --- restore ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RestorePlan:
+    """What ``restore`` will do, worked out from the log before anything changes.
+
+    :param table: the table.
+    :param path: its folder.
+    :param current_version: the newest version now.
+    :param target_version: the version whose contents come back.
+    :param target_time: that version's commit time (UTC).
+    :param target_operation: the operation that made it.
+    :param current_rows: rows now (None without stats).
+    :param target_rows: rows in the target version (None without stats).
+    """
+
+    table: str
+    path: Path
+    current_version: int
+    target_version: int
+    target_time: str | None
+    target_operation: str | None
+    current_rows: int | None
+    target_rows: int | None
+
+    def describe(self) -> str:
+        rows = (f" ({self.current_rows} rows now, {self.target_rows} rows then)"
+                if self.current_rows is not None and self.target_rows is not None else "")
+        return (f"restore {self.table} at {self.path} from version {self.current_version} to the contents of version "
+                f"{self.target_version} ({self.target_operation}, committed {self.target_time}){rows}; this commits "
+                f"version {self.current_version + 1} (a new version: the history stays and can be restored too). "
+                "Rows the running job wrote after that version are removed and not ingested again")
+
+
+def restore_plan(lake: Lake, table: str, to_version: int | None = None, to_timestamp: str | None = None) -> RestorePlan:
+    """Resolve ``--to-version`` / ``--to-timestamp`` against the table's log (delta-rs, no JVM).
+
+    :raises UsageError: neither or both given, a version or time outside the table's history, or the
+        target is the current version.
+    """
+    from spark_jobs.driver.sql import AsOf, commit_times, parse_as_of, resolve_version
+
+    if (to_version is None) == (to_timestamp is None):
+        raise UsageError("restore needs exactly one of --to-version N or --to-timestamp TIME")
+    path = delta_path(lake, table)
+    if to_version is not None:
+        as_of = AsOf(str(to_version), version=to_version)
+    else:
+        as_of = parse_as_of(to_timestamp)
+        if as_of.timestamp is None:
+            raise UsageError(f"--to-timestamp {to_timestamp!r} is not a time (ISO-8601 like 2026-11-23T08:00:00Z)")
+    target = resolve_version(table, path, as_of)
+    current = latest_version(path)
+    if target == current:
+        raise UsageError(f"{table} is already at version {current}; nothing to restore")
+    operation = next((c.get("operation") for c in _commits(path) if c.get("version") == target), None)
+    return RestorePlan(table, path, current, target, _utc(commit_times(path)[target]), operation,
+                       version_rows(path), version_rows(path, target))
+
+
+def _commits(path: Path) -> list[dict]:
+    from deltalake import DeltaTable
+
+    return DeltaTable(str(path)).history()
+
+
+def restore(spark, plan: RestorePlan) -> dict:
+    """Carry out ``plan`` (one Delta transaction).
+
+    :returns: the version it created and the rows and files it brought back and removed.
+    """
+    from delta.tables import DeltaTable
+
+    [metrics] = DeltaTable.forPath(spark, str(plan.path)).restoreToVersion(plan.target_version).collect()
+    return {
+        "table": plan.table,
+        "command": "restore",
+        "restored_version": plan.target_version,
+        "version_before": plan.current_version,
+        "version": latest_version(plan.path),
+        "files_restored": metrics["num_restored_files"],
+        "files_removed": metrics["num_removed_files"],
+        "rows": version_rows(plan.path),
+    }
+
+
+# --- convert ---------------------------------------------------------------------------------------
+
+def convert(spark, lake: Lake, job: JobSpec, table: TableSpec) -> dict:
+    """Convert ``table`` from Spark's file sink (``_spark_metadata``) to Delta in place.
+
+    ``CONVERT TO DELTA`` takes the file list from the ``_spark_metadata`` log when there is one
+    (``spark.databricks.delta.convert.useMetadataLog``, set here), so files a killed batch left in
+    the folder without committing do not become rows; they stay on disk, untracked, until ``vacuum``
+    deletes them after the retention. A table whose log lists no files becomes an empty Delta table
+    with the job's schema. The file list is read once: stop the previous version's job first.
+
+    :returns: status (``converted``, ``already_delta``, ``absent``), files converted, rows, and the
+        untracked files left in the folder.
+    """
+    path = lake.table_path(table.name)
+    if (path / "_delta_log").is_dir():
+        return {"table": table.name, "command": "convert", "status": "already_delta", "path": str(path)}
+    if not path.is_dir():
+        return {"table": table.name, "command": "convert", "status": "absent", "path": str(path)}
+    from spark_jobs.driver.runner import output_schemas
+
+    schema = output_schemas(spark, job)[table.name]
+    types = {f.name: f.dataType.simpleString() for f in schema.fields}
+    partitions = ", ".join(f"`{c}` {types[c].upper()}" for c in table.partition_by)
+    had_log = (path / "_spark_metadata").is_dir()
+    listed = _file_sink_files(path) if had_log else None
+    settings = {CONVERT_USES_METADATA_LOG_CONF: "true",
+                LISTING_PARALLELISM_CONF: str(max(8, 4 * spark.sparkContext.defaultParallelism))}
+    from spark_jobs.driver.session import session_conf
+
+    with session_conf(spark, settings):
+        if listed == []:
+            _create_empty(spark, path, schema, table.partition_by)
+        else:
+            spark.sql(f"CONVERT TO DELTA parquet.`{path}`" + (f" PARTITIONED BY ({partitions})" if partitions else ""))
+    tracked = {Path(uri.removeprefix("file://")).resolve() for uri in _file_uris(path)}
+    on_disk = {p.resolve() for p in path.rglob("*.parquet")
+               if not any(part.startswith(("_", ".")) for part in p.relative_to(path).parts)}
+    return {
+        "table": table.name,
+        "command": "convert",
+        "status": "converted",
+        "path": str(path),
+        "from_spark_metadata": had_log,
+        "files_converted": len(tracked),
+        "rows": version_rows(path),
+        "untracked_files": sorted(str(p.relative_to(path)) for p in on_disk - tracked),
+        "version": latest_version(path),
+    }
+
+
+def _file_sink_files(path: Path) -> list[str]:
+    """The files the file sink's ``_spark_metadata`` log lists (its latest compact file and later batches)."""
+    log = path / "_spark_metadata"
+    batches = sorted((p for p in log.iterdir() if re.fullmatch(r"\d+(\.compact)?", p.name)),
+                     key=lambda p: int(p.name.split(".")[0]))
+    compacts = [p for p in batches if p.name.endswith(".compact")]
+    if compacts:
+        batches = [p for p in batches if int(p.name.split(".")[0]) >= int(compacts[-1].name.split(".")[0])]
+    files: dict[str, bool] = {}
+    for batch in batches:
+        for line in batch.read_text().splitlines()[1:]:
+            if line.strip():
+                entry = json.loads(line)
+                if entry.get("action") == "delete":
+                    files.pop(entry["path"], None)
+                else:
+                    files[entry["path"]] = True
+    return list(files)
+
+
+def _create_empty(spark, path: Path, schema, partition_by: tuple[str, ...]) -> None:
+    """An empty Delta table with ``schema`` at ``path``, a folder that already holds the file sink's log.
+
+    Delta refuses to create a table in a non-empty folder that is not a Delta table, so the table is
+    created beside it and its ``_delta_log`` (no data files: nothing to relocate) moved in.
+    """
+    from delta.tables import DeltaTable
+    from pyspark.sql.types import StructField, StructType
+
+    nullable = StructType([StructField(f.name, f.dataType, True, f.metadata) for f in schema.fields])
+    scratch = path.parent / f".{path.name}.converting"
+    shutil.rmtree(scratch, ignore_errors=True)
+    try:
+        (DeltaTable.createIfNotExists(spark).location(str(scratch)).addColumns(nullable)
+         .partitionedBy(*partition_by).execute())
+        (scratch / "_delta_log").rename(path / "_delta_log")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _file_uris(path: Path) -> list[str]:
+    from deltalake import DeltaTable
+
+    return DeltaTable(str(path)).file_uris()
+
+
+# --- the command -----------------------------------------------------------------------------------
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``lake`` command's sub-commands and options."""
+    sub = parser.add_subparsers(dest="lake_command", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--table", help="one registry table (default: every table)")
+    common.add_argument("--lake", help="lake root (default: $LAKE_ROOT or ./lake)")
+
+    hist = sub.add_parser("history", parents=[common], help="versions with operation, time, rows added/removed")
+    hist.add_argument("--limit", type=int, default=20, help="newest versions per table (default 20)")
+    hist.add_argument("--format", choices=("table", "json"), default="table")
+
+    opt = sub.add_parser("optimize", parents=[common], help="compact small files (one Delta transaction per batch)")
+    opt.add_argument("--where", help="only partitions matching this predicate, e.g. \"date >= '2024-03-01'\"")
+    opt.add_argument("--zorder-by", help="comma-separated columns, or none (default: the registry's zorder_by)")
+
+    vac = sub.add_parser("vacuum", parents=[common], help="delete files older versions no longer need")
+    vac.add_argument("--retention-hours", type=float,
+                     help="keep what versions younger than this need (default: the registry's vacuum_retention_hours)")
+    vac.add_argument("--dry-run", action="store_true", help="count the files it would delete, delete nothing")
+    vac.add_argument("--force", action="store_true",
+                     help="allow a retention below Delta's safety minimum (only when no job writes the table)")
+
+    res = sub.add_parser("restore", parents=[common], help="make an earlier version the newest one")
+    res.add_argument("--to-version", type=int, help="the version to bring back")
+    res.add_argument("--to-timestamp", help="the newest version committed at or before this time (ISO-8601, UTC)")
+    res.add_argument("--yes", action="store_true", help="do it (without: print what it would do and exit 2)")
+
+    sub.add_parser("convert", parents=[common],
+                   help="convert tables of Spark's file sink (_spark_metadata) to Delta in place")
+
+
+def _is_delta(lake: Lake, table: str) -> bool:
+    return (lake.table_path(table) / "_delta_log").is_dir()
+
+
+def _absent(lake: Lake, table: str, command: str) -> dict:
+    """The result line of ``optimize``/``vacuum`` for a table no job has written yet."""
+    return {"table": table, "command": command, "status": "absent", "path": str(lake.table_path(table))}
+
+
+def _zorder(text: str | None) -> tuple[str, ...] | None:
+    if text is None:
+        return None
+    if text.strip().lower() == "none":
+        return ()
+    return tuple(c.strip() for c in text.split(",") if c.strip())
+
+
+def run_command(args: argparse.Namespace, spark=None, out=sys.stdout) -> int:
+    """Run ``python -m spark_jobs lake <command>`` with parsed ``args`` (``spark``: a session to reuse)."""
+    lake = Lake.at(args.lake)
+    tables = chosen_tables(args.table)
+    command = args.lake_command
+    if command == "history":
+        entries = [e for _job, table in tables if (lake.table_path(table.name) / "_delta_log").is_dir() or args.table
+                   for e in history(lake, table.name, args.limit)]
+        print_history(entries, args.format, out)
+        return 0
+    if command == "restore":
+        if not args.table:
+            raise UsageError("restore needs --table T (one table at a time)")
+        plan = restore_plan(lake, args.table, args.to_version, args.to_timestamp)
+        if not args.yes:
+            raise UsageError(f"{plan.describe()}. Run again with --yes to do it")
+        print(f"{plan.describe()}.", file=sys.stderr)
+    if command == "vacuum":  # a retention below the safety minimum is refused before a JVM starts
+        for _job, table in tables:
+            path = lake.table_path(table.name)
+            if (path / "_delta_log").is_dir():
+                hours = float(table.vacuum_retention_hours if args.retention_hours is None else args.retention_hours)
+                check_retention(table.name, hours, safety_minimum_hours(path), args.force)
+    if command in ("optimize", "vacuum"):
+        # A registry table no job has written yet has nothing to compact or delete: reported as absent
+        # (lake_maintenance runs before every job has run), without a JVM when no table is there.
+        for _job, table in tables:
+            if (lake.table_path(table.name) / "_spark_metadata").is_dir():
+                delta_path(lake, table.name)  # the old file-sink layout: refused with the way out
+        if not any(_is_delta(lake, table.name) for _job, table in tables):
+            for _job, table in tables:
+                print(json.dumps(_absent(lake, table.name, command)), file=out, flush=True)
+            return 0
+    if spark is None:
+        from spark_jobs.driver.session import build_session
+
+        spark = build_session(f"spark_jobs_lake_{command}")
+    if command == "restore":
+        result = restore(spark, plan)
+        print(f"restored {plan.table} to the contents of version {plan.target_version}: created version "
+              f"{result['version']}", file=sys.stderr)
+        print(json.dumps(result), file=out)
+        return 0
+    for job, table in tables:
+        if command == "convert":
+            result = convert(spark, lake, job, table)
+        elif not _is_delta(lake, table.name):
+            result = _absent(lake, table.name, command)
+        elif command == "optimize":
+            result = optimize(spark, lake, table, args.where, _zorder(args.zorder_by))
+        else:
+            result = vacuum(spark, lake, table, args.retention_hours, args.force, args.dry_run)
+        print(json.dumps(result), file=out, flush=True)
+    return 0

@@ -1,0 +1,637 @@
+"""Run a registered job: its files in, its tables out, exactly once.
+
+The job's pure ``transform`` runs on Spark's ``binaryFile`` file source (streaming here, batch in
+:func:`transform_batch`); ``foreachBatch`` hands each micro-batch to :class:`ExactlyOnceWriter`.
+The checkpoint (``<lake>/checkpoints/<job>``) and Delta's idempotent writes (each table's log
+records the last batch id each writer committed) make a re-run after a crash add nothing twice and
+lose nothing, also beside other writers of the same tables (see :mod:`spark_jobs.driver.write.delta_writer`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib
+import json
+import logging
+import re
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+
+from pyspark import StorageLevel
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType, TimestampType
+
+from spark_jobs.model.errors import UsageError
+from spark_jobs.model.lake import Lake, PROJECT_ROOT
+from spark_jobs.control.monitoring.progress import executed
+from spark_jobs.registry import JobSpec
+from spark_jobs.driver.session import job_step, snapshot_partitions_per_core
+from spark_jobs.model.streams import FileSource
+from spark_jobs.driver.write.delta_writer import (ExactlyOnceWriter, TableTarget, check_table_format, create_tables,
+                                      refuse_old_layout)
+from spark_jobs.model.triggers import Trigger
+
+log = logging.getLogger("spark_jobs")
+
+BINARY_FILE_SCHEMA = StructType([
+    StructField("path", StringType()), StructField("modificationTime", TimestampType()),
+    StructField("length", LongType()), StructField("content", BinaryType()),
+])
+
+
+LOCAL_LISTING_THRESHOLD = 1_000_000
+
+
+class JobFailed(Exception):
+    """The streaming query stopped with an error (the message is Spark's first line)."""
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How to run a job; every field has been validated by :func:`resolve_input` and friends.
+
+    :param input_path: the landing folder.
+    :param lake: where tables and the checkpoint live.
+    :param trigger: when micro-batches run.
+    :param file_source_options: the registry's file-source options with command-line overrides.
+    :param table_format: ``delta`` (the only format; the file-sink ``parquet`` was removed).
+    :param lease_ttl_seconds: the ttl of the driver's lease on the checkpoint; ``None``: the
+        registry's ``HealthThresholds.lease_ttl_seconds``.
+    :param writer: ``None`` for the job's own stream; a name (``backfill-2024``) for another writer of
+        the same tables, with its own checkpoint ``<lake>/checkpoints/<job>@<writer>``, control folder
+        and query name. Writers run at the same time safely (Delta's optimistic concurrency) and each
+        is exactly once (its own ``txnAppId``).
+    :param file_dates: ``(first, last)``: only files whose delivery date (:func:`file_date_column`) lies
+        in this range are parsed (a backfill); ``None``: every file.
+    :param expected_files: the files this run should process (a backfill's listing), for its progress
+        lines (done / total, ETA); ``None``: no total known.
+    :param progress_history: record each micro-batch's progress in ``streaming_progress`` (when the
+        job's ``ProgressHistory`` is enabled); the benchmark switches it off to measure its cost.
+    :param file_times: ``(start, end)``, aware datetimes, end exclusive: only files whose delivery time
+        (:func:`file_time_column`) lies in this window are parsed (a backfill of one Airflow data
+        interval); ``None``: no window.
+    """
+
+    input_path: Path
+    lake: Lake
+    trigger: Trigger
+    file_source_options: dict[str, str]
+    table_format: str = "delta"
+    lease_ttl_seconds: float | None = None
+    writer: str | None = None
+    file_dates: tuple[dt.date, dt.date] | None = None
+    expected_files: int | None = None
+    progress_history: bool = True
+    file_times: tuple[dt.datetime, dt.datetime] | None = None
+
+    def stream_name(self, job: str) -> str:
+        """The query's name, and its checkpoint's and control folder's: ``job`` or ``job@writer``."""
+        return job if not self.writer else f"{job}@{self.writer}"
+
+    def checkpoint_path(self, job: str) -> Path:
+        return self.lake.checkpoint_path(self.stream_name(job))
+
+    def control_path(self, job: str) -> Path:
+        return self.lake.control_path(self.stream_name(job))
+
+
+@dataclass
+class RunSummary:
+    """What one run did, printed as one JSON line when it ends.
+
+    ``skipped`` says why an available-now run ended without starting Spark (nothing new, proved from
+    the checkpoint: :mod:`spark_jobs.control.nothing_new`); ``None`` when Spark ran.
+    """
+
+    job: str
+    trigger: str
+    batches: int = 0
+    input_files: int = 0
+    rows: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    stopped_by: str | None = None
+    skipped: str | None = None
+
+    def to_json(self) -> str:
+        return json.dumps(self.__dict__, sort_keys=True)
+
+
+def resolve_input(job: JobSpec, given: str | None, lake: str | None = None) -> Path:
+    """The landing folder: ``given``, else ``$<JOB>_INPUT``, else the registry default. For a job that
+    reads a Delta table: ``given``, else the table's folder in ``lake`` (created empty at the start
+    when missing).
+
+    :raises UsageError: if a landing folder does not exist or is not a folder.
+    """
+    import os
+
+    if job.source.kind == "delta":
+        return Path(given).expanduser().resolve() if given else Lake.at(lake).table_path(job.source.table)
+    if job.source.kind == "kafka":  # the topics (a,b or pattern:<regex>), checked here; no folder
+        from spark_jobs.model.streams import kafka_subscription
+
+        spec = given or os.environ.get(job.input_env_var) or job.source.topics
+        kafka_subscription(spec)
+        return Path(spec)
+    chosen = given or os.environ.get(job.input_env_var) or job.default_input
+    path = Path(chosen).expanduser()
+    if not path.is_absolute():
+        path = (Path.cwd() if given else PROJECT_ROOT) / path
+    if not path.exists():
+        raise UsageError(f"input folder {str(path)!r} does not exist; pass --input DIR "
+                         f"(or set ${job.input_env_var}) pointing at the landing folder")
+    if not path.is_dir():
+        raise UsageError(f"input {str(path)!r} is a file; pass --input the folder that holds the log files")
+    return path.resolve()
+
+
+def job_module(job: JobSpec) -> ModuleType:
+    """The module with the job's ``transform`` and ``OUTPUTS``."""
+    return importlib.import_module(job.module)
+
+
+def read_files(spark: SparkSession, job: JobSpec, input_path: Path, options: dict[str, str],
+               streaming: bool) -> DataFrame:
+    """Spark's binaryFile source over the landing folder, streaming or batch."""
+    if streaming:
+        reader = spark.readStream.format("binaryFile").schema(BINARY_FILE_SCHEMA)
+    else:
+        reader = spark.read.format("binaryFile")
+        options = {k: v for k, v in options.items() if k not in ("maxFilesPerTrigger", "latestFirst")}
+    return reader.options(**options).load(str(input_path))
+
+
+def read_input(spark: SparkSession, job: JobSpec, options: "RunOptions", streaming: bool) -> DataFrame:
+    """The job's source (the registry's ``source``) over ``options.input_path``, streaming or batch."""
+    if job.source.kind == "files" and job.source.format == "binaryFile":
+        return read_files(spark, job, options.input_path, options.file_source_options, streaming)
+    from spark_jobs.driver.source_readers import read_source
+
+    return read_source(spark, job, options.input_path, options.file_source_options, streaming)
+
+
+def file_date_column(path: Column) -> Column:
+    """A file's delivery date from its path, as :func:`spark_jobs.control.backfill.file_date` computes it: the
+    timestamp in the object name, else the ``YYYY/MM/DD`` folders above it; NULL when neither is a date."""
+    from spark_jobs.control.backfill import NAME_DATE
+
+    named = F.try_to_date(F.nullif(F.regexp_extract(path, NAME_DATE + "[^/]*$", 1), F.lit("")), "yyyyMMdd")
+    return F.coalesce(named, _folder_date_column(path))
+
+
+def _folder_date_column(path: Column) -> Column:
+    """The date of a file's ``YYYY/MM/DD`` folders, NULL when they are not a date."""
+    from spark_jobs.control.backfill import FOLDER_DATE
+
+    parts = (F.nullif(F.regexp_extract(path, FOLDER_DATE, g), F.lit("")) for g in (1, 2, 3))
+    return F.try_to_date(F.concat_ws("-", *parts), "yyyy-MM-dd")
+
+
+def file_time_column(path: Column) -> Column:
+    """A file's delivery time (UTC) from its path, as :func:`spark_jobs.control.backfill.file_time` computes it: the
+    object name's ``YYYYMMDDTHHMMZ``, else midnight of the ``YYYY/MM/DD`` folders; NULL with neither."""
+    from spark_jobs.control.backfill import NAME_TIME
+
+    named = F.try_to_timestamp(F.nullif(F.regexp_extract(path, NAME_TIME + "[^/]*$", 1), F.lit("")),
+                               F.lit("yyyyMMdd'T'HHmm"))
+    return F.coalesce(named, _folder_date_column(path).cast("timestamp"))
+
+
+def transform_batch(spark: SparkSession, job: JobSpec, input_path: Path) -> dict[str, DataFrame]:
+    """Every table of ``job`` computed in batch from the files (or source table) in ``input_path`` (nothing written)."""
+    module = job_module(job)
+    if job.stateful:
+        from spark_jobs.driver.write.stateful import batch_outputs
+        from spark_jobs.driver.source_readers import read_source
+
+        source = read_source(spark, job, input_path, dict(job.file_source_options), streaming=False)
+        return batch_outputs(spark, job, module, source)
+    parsed = module.transform(read_files(spark, job, input_path, dict(job.file_source_options), streaming=False))
+    return {name: select(parsed) for name, select in module.OUTPUTS.items()}
+
+
+def output_schemas(spark: SparkSession, job: JobSpec) -> dict[str, StructType]:
+    """Each output table's schema: the job module's ``TABLE_SCHEMAS``, else from the transform itself
+    (no data is read)."""
+    module = job_module(job)
+    if hasattr(module, "TABLE_SCHEMAS"):
+        return dict(module.TABLE_SCHEMAS)
+    parsed = module.transform(spark.createDataFrame([], getattr(module, "SOURCE_SCHEMA", BINARY_FILE_SCHEMA)))
+    return {name: select(parsed).schema for name, select in module.OUTPUTS.items()}
+
+
+class _LeaseKeeper:
+    """Renews the driver's lease from a daemon thread every ttl/3, with what the driver is doing.
+
+    :param lease: the lease this driver took.
+    :param details: shared with the run: the query id, the last committed batch, the UI's URL.
+    """
+
+    def __init__(self, lease, details: dict) -> None:
+        self.lease = lease
+        self.details = details
+        self.lost: Exception | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name=f"lease-{lease.info.job}", daemon=True)
+
+    def start(self) -> "_LeaseKeeper":
+        self._thread.start()
+        return self
+
+    def _beat(self) -> None:
+        from spark_jobs.control.checkpoint.lease import LeaseLost
+
+        while not self._stop.wait(self.lease.info.ttl_seconds / 3):
+            try:
+                self.lease.renew(dict(self.details))
+            except LeaseLost as exc:
+                self.lost = exc
+                log.error("%s", exc)
+                return
+            except Exception as exc:  # noqa: BLE001 - a storage hiccup: the next beat retries, the ttl decides
+                log.warning("could not renew the lease: %s", exc)
+
+    def check(self) -> None:
+        """Raise :class:`LeaseLost` unless this driver may still write (call before each batch)."""
+        from spark_jobs.control.checkpoint.lease import LeaseLost
+
+        try:
+            self.lease.check()
+        except LeaseLost as exc:
+            self.lost = exc
+            raise
+
+    def finish(self) -> None:
+        """Stop renewing; release the lease unless it was lost (then it is no longer ours)."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=10)
+        if self.lost is None:
+            try:
+                self.lease.release()
+            except Exception as exc:  # noqa: BLE001 - the lease then expires by its ttl
+                log.warning("could not release the lease: %s", exc)
+
+
+def explain_failure(message: str) -> str | None:
+    """Spark's error for a checkpoint that no longer fits the query, in plain words with the two ways
+    out (:func:`spark_jobs.control.checkpoint.explain_start_failure`), or ``None`` for any other error."""
+    from spark_jobs.control.checkpoint import explain_start_failure
+
+    return explain_start_failure(message)
+
+
+def failure_summary(message: str) -> str:
+    """The line of a query's error that says what went wrong.
+
+    Usually Spark's first line. When the job's own micro-batch function failed, that line only says
+    "An exception was raised by the Python Proxy" and the cause is inside the Python traceback that
+    follows: the Java exception a Spark call raised (the ``: org...Exception: ...`` line after
+    ``Py4JJavaError``, e.g. the Kafka source's "Some data may have been lost"), else the traceback's
+    last ``SomeError: ...`` line. That cause is added, cut at 400 characters.
+    """
+    lines = [line.strip() for line in message.strip().splitlines() if line.strip()]
+    if not lines:
+        return ""
+    first = lines[0]
+    if "Python Proxy" not in first and not first.startswith("Traceback"):
+        return first
+    exception = re.compile(r"^[\w.$]+(Exception|Error)\b[^:]*: ")
+    java = [line[2:] for line in lines if line.startswith(": ") and exception.match(line[2:])]
+    causes = java[:1] or [line for line in lines if exception.match(line) and "Py4J" not in line][-1:]
+    lead = first.removesuffix("Traceback (most recent call last):").strip()
+    return f"{lead} {causes[0][:400]}" if causes else first
+
+
+class _GracefulStop:
+    """Turns SIGTERM/SIGINT into "stop after the current micro-batch".
+
+    Before the query has started (Spark still starting: nothing written yet) a signal ends the
+    driver at once (``SystemExit`` 128 + the signal's number), so a supervisor's stop never waits
+    for a JVM start.
+    """
+
+    def __init__(self) -> None:
+        self.signal_name: str | None = None
+        self.query_started = False
+        self._previous: dict = {}
+
+    def install(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return  # signals reach only the main thread (a second writer run from a thread of a test or tool)
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            self._previous[sig] = signal.signal(sig, self._handle)
+
+    def restore(self) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+    def _handle(self, signum, _frame) -> None:
+        self.signal_name = signal.Signals(signum).name
+        if not self.query_started:
+            log.warning("%s received before the query started: exiting (nothing was written)", self.signal_name)
+            raise SystemExit(128 + signum)
+        log.warning("%s received: stopping after the current micro-batch", self.signal_name)
+
+
+def _log_progress(progress, input_files: int, unit: str = "files") -> None:
+    """One log line for a finished micro-batch, from Spark's typed progress object.
+
+    :param input_files: the batch's files (the source's ``numInputRows`` counts every read of them,
+        and a batch with bad files reads those twice), or rows for a job that does not read files whole.
+    """
+    log.info("batch %d: %d input %s in %d ms (%s)", progress.batchId, input_files, unit,
+             progress.batchDuration, ", ".join(f"{k} {v} ms" for k, v in sorted(progress.durationMs.items())))
+
+
+def _log_total_progress(summary: RunSummary, total: int, started: float) -> None:
+    """One line of a run with a known total: files done / total, rows, the rate and the time left."""
+    done = summary.input_files
+    seconds = max(time.monotonic() - started, 1e-3)
+    left = (total - done) * seconds / done if done else None
+    eta = f"{left:.0f} s" if left is not None else "unknown"
+    log.info("progress: %d of %d files (%.0f%%), rows %s, %.1f files/s, ETA %s", done, total,
+             100 * done / total if total else 100, json.dumps(summary.rows, sort_keys=True), done / seconds, eta)
+
+
+def table_targets(job: JobSpec, module: ModuleType, lake: Lake) -> list[TableTarget]:
+    """The job's tables as write targets: path, partitions, and the job module's unique keys."""
+    keys, first_by = getattr(module, "UNIQUE_KEYS", {}), getattr(module, "FIRST_BY", {})
+    null_safe = getattr(module, "NULL_SAFE_KEYS", {})
+    return [TableTarget(t.name, lake.table_path(t.name), t.partition_by, tuple(keys.get(t.name, ())),
+                        tuple(first_by.get(t.name, ())), tuple(null_safe.get(t.name, ())), t.stats_columns,
+                        t.write_mode)
+            for t in job.tables]
+
+
+# The first lines of the Spark jobs' descriptions of a batch written from its cache (the Spark UI; the benchmark's profile).
+STEP_PARSE = "parse into the batch's cache, count rows and dates"
+STEP_WRITE = "write "
+STEP_COUNT = "count the batch's files"
+
+
+def write_micro_batch(module: ModuleType, writer: ExactlyOnceWriter, targets: list[TableTarget], files: DataFrame,
+                      batch_id: int, carried: dict[str, int] | None = None) -> tuple[int, dict[str, int]]:
+    """Write one micro-batch to every table: each table gets one Delta commit (two, at most, for a keyed table).
+
+    A batch whose files' names bound its event dates goes first through one pipelined pass
+    (:mod:`spark_jobs.driver.write.pipelined`), which is all of it when the batch holds only good events within the
+    bound. Otherwise (or for what that pass left) the parse is kept (memory, spilling to disk) for the
+    batch: one pass over it counts each table's rows and collects the partition values a merge is
+    bounded by (the batch's event dates), then each table is written from it. A table with no rows in
+    this batch gets no commit (Delta's idempotent writes do not need one per batch).
+
+    :param carried: filled with the rows the batch carried per table (before deduplication).
+    :returns: the batch's input files, and rows inserted per table (0 for a table that already held
+        this batch, and for rows whose key the table already held).
+    """
+    from spark_jobs.driver.write.pipelined import REST_MARKER, rest_table, write_one_pass
+
+    first = write_one_pass(module, writer, targets, files, batch_id)
+    if first is not None and first.complete:
+        if carried is not None:
+            carried.update(first.carried)
+        return first.files, first.rows
+    rest = first.table if first is not None else rest_table(module, writer, targets, batch_id)
+    spark = files.sparkSession
+    done = first.done if first is not None else ()
+    if first is not None and first.rest_files is not None:  # only the files with rows the one pass left
+        files = files.where(F.col("path").isin(first.rest_files))
+    parsed = module.transform(files).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        route = module.ROUTE(parsed)
+        aggregates, prune = [], []
+        for i, target in enumerate(targets):
+            aggregates.append(F.count_if(route == target.name).alias(f"rows{i}"))
+            for column in target.prune_by:
+                if column in parsed.columns:
+                    prune.append((target.name, column, f"values{len(prune)}"))
+                    aggregates.append(F.collect_set(F.when(route == target.name, F.col(column))).alias(prune[-1][2]))
+        with job_step(spark, STEP_PARSE):
+            stats = parsed.agg(*aggregates).first()
+        rows = {}
+        for i, target in enumerate(targets):
+            batch_rows = stats[f"rows{i}"]
+            if carried is not None:  # the whole batch's rows: the one pass counted them all
+                carried[target.name] = first.carried[target.name] if first is not None and first.carried else batch_rows
+            if target.name in done:
+                rows[target.name] = 0
+                continue
+            values = {column: stats[alias] for table, column, alias in prune if table == target.name}
+            if batch_rows:
+                with job_step(spark, f"{STEP_WRITE}{target.name}"):
+                    rows[target.name] = writer.write(batch_id, target.name, module.OUTPUTS[target.name](parsed), values,
+                                                     rows=batch_rows, marker=REST_MARKER if target.name == rest else "")
+            else:
+                rows[target.name] = 0
+    finally:
+        parsed.unpersist()
+    for table, count in (first.rows if first is not None else {}).items():
+        rows[table] += count
+    if first is not None:
+        return first.files, rows
+    with job_step(spark, STEP_COUNT):
+        return files.count(), rows
+
+
+def run_streaming(job: JobSpec, options: RunOptions, spark: SparkSession | None = None) -> RunSummary:
+    """Run ``job`` until its trigger ends (available-now) or a signal stops it (processing-time).
+
+    The driver first takes the single-writer lease on the checkpoint, renews it while it runs
+    (with the query id, the last committed batch and the Spark UI's URL), checks it before each
+    micro-batch writes anything, and releases it when it ends (unless it was lost).
+
+    :raises UsageError: for a table format that cannot be used here.
+    :raises LeaseHeld: another live driver holds the checkpoint (the CLI exits with status 3).
+    :raises JobFailed: if the streaming query fails, cannot resume from its checkpoint, or this
+        driver lost its lease.
+    """
+    from spark_jobs.control.checkpoint.lease import Lease
+
+    started = time.monotonic()
+    # The single-writer lease, before anything else (LeaseHeld: another driver is live; exit 3).
+    # Its pid is this Python driver's: the one a supervisor sends SIGTERM to for a graceful stop.
+    details = {"checkpoint": str(options.checkpoint_path(job.name)), "trigger": options.trigger.spec}
+    lease = Lease.acquire(str(options.control_path(job.name)), options.stream_name(job.name),
+                          options.lease_ttl_seconds or job.health.lease_ttl_seconds, details=dict(details))
+    keeper = _LeaseKeeper(lease, details).start()
+    from spark_jobs.control.nothing_new import nothing_to_do
+
+    reason = nothing_to_do(job, options)  # under the lease: no other driver can be adding a batch
+    if reason is not None:
+        log.info("%s: %s", job.name, reason)
+        keeper.finish()
+        return RunSummary(job=job.name, trigger=options.trigger.spec, rows={t.name: 0 for t in job.tables},
+                          seconds=round(time.monotonic() - started, 2), skipped=reason)
+    stopper = _GracefulStop()
+    stopper.install()
+    try:
+        return _run_query(job, options, spark, keeper, stopper, started)
+    finally:
+        stopper.restore()
+        keeper.finish()
+
+
+def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, keeper: _LeaseKeeper,
+               stopper: "_GracefulStop", started: float) -> RunSummary:
+    """The body of :func:`run_streaming`, run while this driver holds the lease."""
+    from pyspark.errors import StreamingQueryException
+
+    from spark_jobs.driver.session import build_session, session_conf
+
+    check_table_format(options.table_format)
+    refuse_old_layout(table_targets(job, job_module(job), options.lake))  # before Spark starts: one line
+    spark = spark or build_session(job.name, ui=not options.trigger.available_now)
+    # The input is a local folder: Spark gets each micro-batch's file statuses fastest in the driver.
+    # (Past this many files it would run a Spark job of one task per file, which pays off on object
+    # stores, not on a local disk.)
+    spark.conf.set("spark.sql.sources.parallelPartitionDiscovery.threshold", str(LOCAL_LISTING_THRESHOLD))
+    snapshot_partitions_per_core(spark)  # also for a session this module did not build
+    module = job_module(job)
+    targets = table_targets(job, module, options.lake)
+    checkpoint = options.checkpoint_path(job.name)
+    # Every table exists (empty) before the first batch: readers and other writers find it.
+    create_tables(spark, targets, output_schemas(spark, job))
+    if job.source.kind == "delta":
+        from spark_jobs.driver.source_readers import prepare_source
+
+        prepare_source(spark, job, options.input_path)
+    summary = RunSummary(job=job.name, trigger=options.trigger.spec, rows={t.name: 0 for t in job.tables})
+    per_run: dict = {}  # made on the first batch: the writer
+    batch_files: dict[int, int] = {}
+    batch_rows: dict[int, tuple[dict[str, int], dict[str, int]]] = {}  # carried and inserted, per batch
+
+    def write_batch(files: DataFrame, batch_id: int) -> None:
+        keeper.check()  # nothing is written by a driver that may have been replaced
+        if not per_run:
+            # The checkpoint's query id: the same after every restart, different for every checkpoint.
+            query_id = files.sparkSession.sparkContext.getLocalProperty("sql.streaming.queryId")
+            per_run.update(writer=ExactlyOnceWriter(files.sparkSession, targets, query_id or options.stream_name(job.name)))
+        carried: dict[str, int] = {}
+        if job.stateful:  # files: a micro-batch of the stateful transform's result
+            from spark_jobs.driver.write.stateful import StatefulBatchWriter
+
+            stateful = per_run.setdefault("stateful", StatefulBatchWriter(job, module, targets, per_run["writer"],
+                                                                          checkpoint, options.input_path))
+            inputs, rows = stateful.write(files, batch_id)
+            carried.update(rows)  # the result's rows the batch wrote (its input rows live in the state)
+            if inputs is not None:
+                batch_files[batch_id] = inputs
+        else:
+            batch_files[batch_id], rows = write_micro_batch(module, per_run["writer"], targets, files, batch_id,
+                                                            carried)
+        batch_rows[batch_id] = (carried, rows)
+        for table, count in rows.items():
+            summary.rows[table] += count
+        summary.input_files += batch_files.get(batch_id, 0)
+        summary.batches += 1
+        if options.expected_files:
+            _log_total_progress(summary, options.expected_files, started)
+
+    # Progress is read from the query in this thread (not through a StreamingQueryListener, whose
+    # callbacks into Python can arrive after the query, and this process, have ended).
+    logged = -1
+    files = read_input(spark, job, options, streaming=True)
+    if options.file_dates is not None:
+        # Before the transform: a file out of the range is listed (and its bytes read) but never parsed.
+        first, last = options.file_dates
+        files = files.where(file_date_column(files["path"]).between(F.lit(first), F.lit(last)))
+    if options.file_times is not None:
+        start, end = options.file_times
+        moment = file_time_column(files["path"])
+        files = files.where((moment >= F.lit(start)) & (moment < F.lit(end)))
+    if job.stateful:  # the state lives in the stream: its transform runs there, foreachBatch writes the result
+        files = module.transform(files, job)
+    stopper.query_started = True  # from here on a signal stops the query after its micro-batch
+    try:
+        with session_conf(spark, job.spark_conf):  # the query keeps them (a started query has its own session)
+            query = (files.writeStream.queryName(options.stream_name(job.name))
+                     .outputMode(job.output_mode)
+                     .foreachBatch(write_batch)
+                     .option("checkpointLocation", str(checkpoint))
+                     .trigger(**options.trigger.writer_kwargs())
+                     .start())
+    except Exception as exc:  # noqa: BLE001 - a checkpoint Spark cannot resume from, in plain words
+        explained = explain_failure(str(exc))
+        if explained:
+            raise JobFailed(f"job {job.name} cannot start from checkpoint {checkpoint}: {explained}") from None
+        raise
+    log.info("query %s started (id %s, run %s), checkpoint %s", job.name, query.id, query.runId, checkpoint)
+    keeper.details.update(query_id=str(query.id), run_id=str(query.runId),
+                          spark_ui=spark.sparkContext.uiWebUrl)
+    history = start_recorder(job, options)  # each executed batch's progress -> streaming_progress
+    recorded = -1
+    while True:
+        active = query.isActive
+        for progress in query.recentProgress:
+            if progress.batchId > logged and progress.numInputRows > 0:
+                if progress.batchId not in batch_files:  # a stateful job's result: its input is the source's rows
+                    summary.input_files += progress.numInputRows
+                _log_progress(progress, batch_files.get(progress.batchId, progress.numInputRows),
+                              "files" if job.source == FileSource() else "rows")
+                logged = progress.batchId
+                keeper.details["last_committed_batch"] = progress.batchId
+            if progress.batchId > recorded and executed(progress):
+                carried, inserted = batch_rows.pop(progress.batchId, (None, None))
+                if history is not None:
+                    history.record(progress, rates=exact_rates(query, progress.batchId), rows=carried,
+                                   rows_inserted=inserted, input_files=batch_files.get(progress.batchId))
+                recorded = progress.batchId
+        if not active:
+            break
+        if keeper.lost is not None and not query.status["isTriggerActive"]:
+            query.stop()
+        if stopper.signal_name and not query.status["isTriggerActive"]:
+            query.stop()
+            summary.stopped_by = stopper.signal_name
+        try:
+            query.awaitTermination(0.2)
+        except StreamingQueryException:
+            pass  # it failed just now: the next round sees it inactive and reports query.exception()
+    if history is not None:
+        history.close()  # the last rows, in one append
+    if keeper.lost is not None:
+        raise JobFailed(f"job {job.name} stopped: {keeper.lost}")
+    error = query.exception()
+    if error is not None:
+        explained = explain_failure(str(error))
+        if explained:
+            raise JobFailed(f"job {job.name} cannot resume from checkpoint {checkpoint}: {explained}")
+        raise JobFailed(f"job {job.name} failed: {failure_summary(str(error)) or type(error).__name__}")
+    summary.seconds = round(time.monotonic() - started, 2)
+    return summary
+
+
+def start_recorder(job: JobSpec, options: RunOptions):
+    """The run's :class:`~spark_jobs.control.monitoring.progress.ProgressRecorder`, or None when the job's
+    ``ProgressHistory`` settings (or the run's options) switch it off."""
+    from spark_jobs.control.monitoring.progress import ProgressRecorder
+
+    if not (job.progress.enabled and options.progress_history):
+        return None
+    return ProgressRecorder(options.lake.root, job, options.stream_name(job.name), input_path=str(options.input_path))
+
+
+def exact_rates(query, batch_id: int) -> tuple[float, float] | None:
+    """The batch's input and processing rates as Spark computed them (the progress JSON behind
+    ``recentProgress`` rounds them to one decimal), read from the JVM's last progress object: four
+    calls, not a conversion of the whole object; None when a later batch already replaced it."""
+    try:
+        last = query._jsq.lastProgress()
+        if last is None or last.batchId() != batch_id:
+            return None
+        return float(last.inputRowsPerSecond()), float(last.processedRowsPerSecond())
+    except Exception:  # noqa: BLE001 - the rounded rates of the JSON are kept
+        return None
+
+
+def configure_logging() -> None:
+    """Job logs go to stderr; stdout is kept for results."""
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -1,0 +1,1 @@
+"""Writing micro-batches to Delta tables, exactly once."""

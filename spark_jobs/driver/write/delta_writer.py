@@ -1,0 +1,382 @@
+"""Write one micro-batch to several Delta tables, each exactly once, safely beside other writers.
+
+Every table is a Delta table written by delta-spark. A micro-batch reaches each table in one Delta
+commit that carries the writer's idempotent-write marker: ``txnAppId`` = ``"<query id>:<table>"``
+(the query id is stable for the life of a checkpoint) and ``txnVersion`` = the batch id. Delta
+records the marker in the same atomic commit as the data, and skips a write whose version it
+already holds for that app id; so a batch re-run after a crash adds nothing, and several writers
+(the live job, a backfill, a reprocess: each its own checkpoint, hence its own app id) never skip
+each other's batches.
+
+Tables with a unique key (``cloudtrail_events``: ``eventID``) are written with an insert-only
+``MERGE`` whose condition also names the batch's partition values, so Delta reads only those
+partitions of the table (and only their key columns) and a concurrent writer conflicts only when it
+touched the same partitions. For ``MERGE`` the marker is set through the SQL confs
+``spark.databricks.delta.write.txnAppId`` / ``spark.databricks.delta.write.txnVersion`` (Delta's
+DML commands read them; the ``txnAppId`` write option is only for ``DataFrameWriter``). A commit
+that loses a race to another writer (``ConcurrentAppendException`` and friends) is retried with a
+bounded exponential backoff; the retry re-reads the table, so a row the other writer committed
+first is not inserted again.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
+
+from spark_jobs.model.errors import UsageError
+from spark_jobs.driver.session import session_conf
+
+log = logging.getLogger("spark_jobs")
+
+TABLE_FORMAT = "delta"
+TABLE_FORMATS = (TABLE_FORMAT,)
+CONVERT_COMMAND = "python -m spark_jobs lake convert"
+
+# Table features every reader here supports: delta-rs (``deltalake`` 1.6) and DuckDB over its Arrow
+# dataset read protocol (1, 2) tables. Deletion vectors would be readable by delta-rs but not by every
+# engine, and insert-only writes never need them; column mapping is not used.
+TABLE_PROPERTIES = {
+    "delta.enableDeletionVectors": "false",
+}
+
+STATS_COLUMNS_PROPERTY = "delta.dataSkippingStatsColumns"
+
+TXN_APP_ID_CONF = "spark.databricks.delta.write.txnAppId"
+TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
+# Delta repartitions a MERGE's output by the table's partition columns before writing (a shuffle of
+# whole rows) unless this is false.
+MERGE_REPARTITION_CONF = "spark.databricks.delta.merge.repartitionBeforeWrite.enabled"
+
+# Delta's commit conflicts (io.delta.exceptions.* / org.apache.spark.sql.delta.*): another writer
+# committed first; retrying re-reads the table and is safe.
+CONFLICTS = ("ConcurrentAppendException", "ConcurrentDeleteReadException", "ConcurrentDeleteDeleteException",
+             "ConcurrentTransactionException", "ConcurrentWriteException", "MetadataChangedException",
+             "ProtocolChangedException", "DELTA_CONCURRENT_")
+
+# A batch's later deliveries of a key, up to this many, are collected to the driver and dropped with a
+# broadcast anti join (a shuffle of the key columns only); more, and the whole batch is shuffled.
+MOST_DUPLICATES_COLLECTED = 10_000
+
+
+def check_table_format(table_format: str) -> None:
+    """Accept only ``delta``: the file-sink ``parquet`` format was removed.
+
+    :raises UsageError: naming the value and the way out.
+    """
+    if table_format != TABLE_FORMAT:
+        hint = (f" (the file-sink parquet format was removed; a lake in that layout is converted by "
+                f"{CONVERT_COMMAND})" if table_format == "parquet" else "")
+        raise UsageError(f"unknown table format {table_format!r}; use one of: {', '.join(TABLE_FORMATS)}{hint}")
+
+
+@dataclass(frozen=True)
+class TableTarget:
+    """Where and how one table is written.
+
+    :param name: the table's name.
+    :param path: its folder.
+    :param partition_by: partition columns.
+    :param unique_key: columns that identify a row; a row whose key the table (or an earlier row of
+        the same batch) already holds is not inserted. Empty: every row is appended.
+    :param first_by: among rows of one batch with the same key, the one with the lowest values of
+        these columns is kept (a deterministic choice, so a re-run keeps the same row).
+    :param null_safe: key columns that may be NULL (compared with ``<=>``, NULL equal to NULL); the
+        others are compared with ``=``, which lets the merge's join reuse the partitioning of a batch ranked whole.
+    :param stats_columns: the columns Delta keeps file statistics of (empty: Delta's default).
+    :param write_mode: ``insert`` (insert-only by ``unique_key``, or append without one), ``upsert``
+        (MERGE by ``unique_key``: update the rows it holds, insert the others) or ``complete`` (overwrite).
+    """
+
+    name: str
+    path: Path
+    partition_by: tuple[str, ...]
+    unique_key: tuple[str, ...] = ()
+    first_by: tuple[str, ...] = ()
+    null_safe: tuple[str, ...] = ()
+    stats_columns: tuple[str, ...] = ()
+    write_mode: str = "insert"
+
+    @property
+    def prune_by(self) -> tuple[str, ...]:
+        """Partition columns that are part of the key: the batch's values of these bound the merge."""
+        return tuple(c for c in self.partition_by if c in self.unique_key)
+
+
+def is_conflict(error: BaseException) -> bool:
+    """Whether ``error`` is a Delta commit conflict with another writer (safe to retry)."""
+    text = f"{type(error).__name__}: {error}"
+    return any(name in text for name in CONFLICTS)
+
+
+def old_layout_tables(targets: list[TableTarget]) -> list[TableTarget]:
+    """Targets whose folder is a table of the previous version (Spark's file sink, not Delta)."""
+    return [t for t in targets if (t.path / "_spark_metadata").is_dir() and not (t.path / "_delta_log").is_dir()]
+
+
+def refuse_old_layout(targets: list[TableTarget]) -> None:
+    """:raises UsageError: if a table folder is in the previous version's layout, naming the command that converts it."""
+    old = old_layout_tables(targets)
+    if old:
+        raise UsageError(f"table {old[0].name} at {old[0].path} is in the old file-sink layout (_spark_metadata, "
+                         f"no _delta_log); convert the lake to Delta first: {CONVERT_COMMAND}")
+
+
+def create_tables(spark: SparkSession, targets: list[TableTarget], schemas: dict[str, StructType]) -> None:
+    """Create every target that does not exist yet as an empty Delta table (before the first batch).
+
+    Safe when several writers start at once: Delta's first commit (version 0) is created exclusively,
+    so one writer creates the table and the others find it.
+
+    :raises UsageError: if a table folder is in the previous version's layout (file sink), naming the
+        command that converts it.
+    """
+    refuse_old_layout(targets)
+    from delta.tables import DeltaTable
+
+    for target in targets:
+        if (target.path / "_delta_log").is_dir():
+            _wait_for_first_commit(target)  # another writer may be creating it right now
+            continue
+        builder = (DeltaTable.createIfNotExists(spark).location(str(target.path))
+                   .addColumns(_nullable(schemas[target.name])).partitionedBy(*target.partition_by))
+        properties = dict(TABLE_PROPERTIES)
+        if target.stats_columns:
+            properties[STATS_COLUMNS_PROPERTY] = ",".join(target.stats_columns)
+        for key, value in properties.items():
+            builder = builder.property(key, value)
+        try:
+            builder.execute()
+            log.info("created Delta table %s at %s", target.name, target.path)
+        except Exception:
+            # Another writer created it first (version 0 exists) or is creating it (its folder is not
+            # empty yet has no version 0: Delta refuses to create there); wait for its first commit.
+            if not (target.path / "_delta_log").is_dir() or not _wait_for_first_commit(target, raise_=False):
+                raise
+            log.info("Delta table %s was created by another writer", target.name)
+
+
+FIRST_COMMIT_WAIT_SECONDS = 60.0
+
+
+def _wait_for_first_commit(target: TableTarget, raise_: bool = True,
+                           timeout: float = FIRST_COMMIT_WAIT_SECONDS) -> bool:
+    """Wait until ``target``'s Delta log holds a commit (a writer that started at the same time creates
+    version 0; an old table may have no version 0 left, once Delta cleaned up its log behind a checkpoint).
+
+    :returns: whether it does.
+    :raises UsageError: (``raise_``) if it does not after ``timeout`` seconds, naming the folder.
+    """
+    deadline = time.monotonic() + timeout
+    while not _has_commit(target.path / "_delta_log"):
+        if time.monotonic() >= deadline:
+            if raise_:
+                raise UsageError(f"table {target.name} at {target.path} has a _delta_log without its first "
+                                 f"commit after {timeout:.0f} s: a creation was interrupted; if no other writer "
+                                 "is starting, delete the empty table folder and start again")
+            return False
+        time.sleep(0.2)
+    return True
+
+
+def _has_commit(log_dir: Path) -> bool:
+    """Whether a Delta log folder holds a commit (``<version>.json``) or a checkpoint."""
+    try:
+        entries = os.scandir(log_dir)
+    except FileNotFoundError:  # a creation that was rolled back under us: another writer may start again
+        return False
+    with entries:
+        return any(e.name == "_last_checkpoint" or (e.name[:20].isdigit() and e.name.endswith((".json", ".parquet")))
+                   for e in entries)
+
+
+def _nullable(schema: StructType) -> StructType:
+    """``schema`` with every top-level column nullable (Delta would enforce NOT NULL as an invariant)."""
+    from pyspark.sql.types import StructField
+
+    return StructType([StructField(f.name, f.dataType, True, f.metadata) for f in schema.fields])
+
+
+@dataclass
+class RetryPolicy:
+    """How often and how long to retry a write that lost a commit race to another writer.
+
+    :param attempts: tries in all (the first included).
+    :param first_delay: seconds before the first retry; doubled each time, with jitter.
+    :param max_delay: at most this many seconds between tries.
+    """
+
+    attempts: int = 8
+    first_delay: float = 0.5
+    max_delay: float = 15.0
+    sleep: object = field(default=time.sleep, repr=False)
+
+    def delay(self, retry: int) -> float:
+        base = min(self.max_delay, self.first_delay * (2 ** retry))
+        return base * (0.5 + random.random() / 2)
+
+
+class ExactlyOnceWriter:
+    """Writes each micro-batch to every target table at most once per batch id, across restarts.
+
+    :param spark: the session to write with (``foreachBatch``'s own session).
+    :param targets: the tables.
+    :param app_id: a stable id of this writer: the checkpoint's query id. Each table's ``txnAppId``
+        is ``"<app_id>:<table>"``.
+    :param retry: what to do when another writer commits first.
+    """
+
+    def __init__(self, spark: SparkSession, targets: list[TableTarget], app_id: str,
+                 retry: RetryPolicy | None = None):
+        self._spark = spark
+        self._targets = {t.name: t for t in targets}
+        self._app_id = app_id
+        self.retry = retry or RetryPolicy()
+        self.retries = 0  # conflicts retried so far, for the run's summary and tests
+
+    def txn_app_id(self, table: str, marker: str = "") -> str:
+        """The Delta app id of this writer's commits to ``table``; ``marker`` names a second series of commits
+        (the rest of a batch whose first commit to the table was made by a one-pass write)."""
+        return f"{self._app_id}:{table}{marker}"
+
+    def holds(self, batch_id: int, table: str, marker: str = "") -> bool:
+        """Whether ``table`` already holds ``batch_id`` from this writer (its Delta log says so)."""
+        done = self._txn_version(self._targets[table], marker)
+        return done is not None and done >= batch_id
+
+    def write(self, batch_id: int, table: str, frame: DataFrame, prune_values: dict[str, list] | None = None,
+              rows: int = 0, *, ranked: bool = False, repartition: bool = True, marker: str = "") -> int:
+        """Commit ``frame`` to ``table`` as micro-batch ``batch_id``, unless this writer already did.
+
+        A table with a unique key gets only the rows whose key it does not hold yet (the first of a
+        batch's duplicates by ``first_by``); ``prune_values`` (partition column -> the batch's values)
+        limits what the merge reads. A table without a key gets every row appended (``rows`` of them).
+        An ``upsert`` table also gets the rows whose key it holds updated; a ``complete`` table is
+        overwritten by ``frame``. Conflicts with other writers are retried (each retry logged).
+
+        :param ranked: ``frame`` holds one row per key already (the later deliveries were dropped).
+        :param repartition: let Delta repartition a MERGE's output by the partition columns (fewer,
+            larger files; a shuffle of whole rows). ``False`` when ``frame`` was shuffled by key already.
+        :param marker: see :meth:`txn_app_id`.
+
+        :returns: rows inserted (updated too, for an upsert; 0 when this writer had already committed
+            this batch to the table).
+        """
+        target = self._targets[table]
+        for attempt in range(self.retry.attempts):
+            try:
+                if target.write_mode == "complete":
+                    return self._append(batch_id, target, frame, rows, mode="overwrite", marker=marker)
+                if target.unique_key:
+                    return self._merge(batch_id, target, frame, prune_values or {}, ranked, repartition, marker)
+                return self._append(batch_id, target, frame, rows, marker=marker)
+            except Exception as exc:  # noqa: BLE001 - only conflicts are retried
+                if not is_conflict(exc) or attempt + 1 == self.retry.attempts:
+                    raise
+                wait = self.retry.delay(attempt)
+                self.retries += 1
+                first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+                log.warning("batch %d, table %s: commit conflict with another writer (try %d of %d), retrying in "
+                            "%.1f s: %s", batch_id, table, attempt + 1, self.retry.attempts, wait, first)
+                self.retry.sleep(wait)
+        raise AssertionError("unreachable")
+
+    def _append(self, batch_id: int, target: TableTarget, frame: DataFrame, rows: int, mode: str = "append",
+                marker: str = "") -> int:
+        if self.holds(batch_id, target.name, marker):
+            return 0
+        (frame.write.format("delta").mode(mode)
+         .option("txnAppId", self.txn_app_id(target.name, marker)).option("txnVersion", batch_id)
+         .save(str(target.path)))
+        return rows
+
+    def _merge(self, batch_id: int, target: TableTarget, frame: DataFrame, prune_values: dict[str, list],
+               ranked: bool = False, repartition: bool = True, marker: str = "") -> int:
+        from delta.tables import DeltaTable
+
+        source = first_of_each_key(target, frame) if target.first_by and not ranked else frame
+        condition = [f"t.`{c}` <=> s.`{c}`" if c in target.null_safe else f"t.`{c}` = s.`{c}`"
+                     for c in target.unique_key]
+        for column in target.prune_by:
+            values = prune_values.get(column)
+            if values is not None:
+                literals = ", ".join(_literal(v) for v in sorted(values))
+                condition.insert(0, f"t.`{column}` IN ({literals})" if values else "false")
+        session = frame.sparkSession
+        conf = session.conf
+        conf.set(TXN_APP_ID_CONF, self.txn_app_id(target.name, marker))
+        conf.set(TXN_VERSION_CONF, str(batch_id))
+        try:
+            merge = (DeltaTable.forPath(session, str(target.path)).alias("t")
+                     .merge(source.alias("s"), " AND ".join(condition)))
+            if target.write_mode == "upsert":
+                merge = merge.whenMatchedUpdateAll()
+            with session_conf(session, {} if repartition else {MERGE_REPARTITION_CONF: "false"}):
+                result = merge.whenNotMatchedInsertAll().execute()
+        finally:
+            conf.unset(TXN_APP_ID_CONF)
+            conf.unset(TXN_VERSION_CONF)
+        rows = result.collect() if result is not None else []
+        # Delta returns no row when it skipped the merge: this writer already committed this batch.
+        return int(rows[0]["num_inserted_rows"]) + int(rows[0]["num_updated_rows"]) if rows else 0
+
+    def _txn_version(self, target: TableTarget, marker: str = "") -> int | None:
+        """The last batch id this writer committed to ``target`` (from the Delta log), or ``None``."""
+        import deltalake
+
+        version = deltalake.DeltaTable(str(target.path)).transaction_version(self.txn_app_id(target.name, marker))
+        return None if version is None else int(version)
+
+
+def first_of_each_key(target: TableTarget, frame: DataFrame, most: int | None = None) -> DataFrame:
+    """``frame`` without the later deliveries of a key: of a batch's rows with one key, the one first by ``first_by``.
+
+    The duplicates are found from the key and ``first_by`` columns alone (a shuffle of those columns,
+    not of whole rows) and collected, since a batch rarely holds many: none, and ``frame`` is returned
+    as it is; up to ``most`` (:data:`MOST_DUPLICATES_COLLECTED`), and they are dropped with a
+    broadcast anti join. More than that, and the whole batch is ranked by key in one shuffle (which the
+    merge's join then reuses). ``frame`` is read more than once: it should be cached.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.window import Window
+
+    most = MOST_DUPLICATES_COLLECTED if most is None else most
+    first = Window.partitionBy(*target.unique_key).orderBy(*target.first_by)
+    identity = list(dict.fromkeys(target.unique_key + target.first_by))
+    ranked = frame.select(*identity).withColumn("_rank", F.row_number().over(first))
+    later = ranked.where("_rank > 1").drop("_rank").limit(most + 1).collect()
+    if not later:
+        return frame
+    if len(later) > most:
+        log.info("table %s: more than %d later deliveries in one batch, ranking the whole batch", target.name, most)
+        return rank_whole_batch(target, frame)
+    drop = frame.sparkSession.createDataFrame(later, frame.select(*identity).schema)
+    return frame.join(F.broadcast(drop), [frame[c].eqNullSafe(drop[c]) for c in identity], "left_anti")
+
+
+def rank_whole_batch(target: TableTarget, frame: DataFrame) -> DataFrame:
+    """``frame`` without the later deliveries of a key, found by ranking every row by key in one shuffle
+    of whole rows (no earlier read of ``frame`` needed)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.window import Window
+
+    first = Window.partitionBy(*target.unique_key).orderBy(*target.first_by)
+    return frame.withColumn("_rank", F.row_number().over(first)).where("_rank = 1").drop("_rank")
+
+
+def _literal(value) -> str:
+    """A SQL literal of a partition value (dates, strings, numbers)."""
+    import datetime
+
+    if isinstance(value, datetime.date):
+        return f"DATE'{value.isoformat()}'"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"

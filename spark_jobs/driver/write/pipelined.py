@@ -1,0 +1,173 @@
+"""Write a file batch in one pipelined pass when the files' names bound the dates of its events.
+
+The general shape of a micro-batch (:func:`spark_jobs.driver.runner.write_micro_batch`) parses every file
+once into the batch's cache and reads that cache three times: a pass that counts each table's rows
+and collects the event dates (what bounds the insert-only MERGE of the keyed table), then one write
+per table. Filling and re-reading the cache costs about as much as the parse itself
+(``python -m spark_jobs bench --only write_shapes``).
+
+A job module may declare, in ``DELIVERY_DATE_BOUNDS``, that a table's partition column lies within a
+few days before each input file's delivery date (CloudTrail delivers an event within about 15
+minutes, so its UTC date is its file's date or the day before). The MERGE's bound is then known
+from the file names (:func:`spark_jobs.control.backfill.file_date`) before anything is read, and the batch
+is written in one pass: parse, drop the batch's later deliveries of a key (a ranking by key: one
+shuffle), insert-only MERGE of the rows within the bound. The same pass is observed with Spark's
+``Observation`` (metrics of that execution, no second read): each table's rows, and the keyed
+table's rows outside the bound. The common batch, only good events, all within the bound, ends
+there. A batch with rows for another table (quarantine) or outside the bound then goes through the
+general shape as well, whose MERGE of the keyed table inserts only the keys the table lacks, under a
+second Delta app id (``<query id>:<table>:rest``, see :data:`REST_MARKER`) so that Delta does not take
+it for the batch it already holds.
+
+The general shape is used instead for a batch with a file whose name and folders carry no date, a
+batch the keyed table already holds (a batch run again after a crash), and a job without the
+declaration. Why this module exists: Spark writes one sink per pass and Delta's MERGE needs its
+partition bound before it starts; neither gives a multi-table write of one pass.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import threading
+import uuid
+from dataclasses import dataclass, field
+from types import ModuleType
+
+from pyspark.sql import DataFrame, Observation
+from pyspark.sql import functions as F
+
+from spark_jobs.driver.session import job_step
+from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, TableTarget, rank_whole_batch
+
+log = logging.getLogger("spark_jobs")
+
+# The marker of a keyed table's second commit for a batch whose first commit was made by a one pass.
+REST_MARKER = ":rest"
+# The observed metrics arrive through Spark's listener bus, just after the write returns.
+OBSERVATION_WAIT_SECONDS = 60.0
+_OUTSIDE = "_outside_bound"
+_REST_FILES = "_rest_files"
+# The first lines of the Spark jobs' descriptions (the Spark UI; the benchmark's profile).
+STEP_LIST = "one pass: list the batch's files"
+STEP_ONE_PASS = "one pass: parse, drop later deliveries, MERGE"
+
+
+@dataclass
+class OnePassResult:
+    """What a one-pass write did.
+
+    :param table: the table it wrote (its commit holds the batch; the rest goes under :data:`REST_MARKER`).
+    :param complete: the batch is wholly written (nothing for the general shape to do).
+    :param files: the batch's input files.
+    :param rows: rows inserted per table.
+    :param carried: rows the batch carried per table (before deduplication); ``None`` when the
+        observation did not arrive.
+    :param done: tables the pass wrote whole (nothing of the batch left for them).
+    :param rest_files: the input files whose rows it did not write (``None``: not known, all of them).
+    """
+
+    table: str
+    complete: bool
+    files: int
+    rows: dict[str, int] = field(default_factory=dict)
+    carried: dict[str, int] | None = None
+    done: tuple[str, ...] = ()
+    rest_files: list[str] | None = None
+
+
+def bounded_table(module: ModuleType, targets: list[TableTarget]) -> tuple[TableTarget, str, int] | None:
+    """The target whose partition column the files' delivery dates bound, that column, and the days before."""
+    bounds = getattr(module, "DELIVERY_DATE_BOUNDS", {})
+    for target in targets:
+        if target.name in bounds and target.unique_key and target.write_mode == "insert":
+            column, days_before = bounds[target.name]
+            if column in target.prune_by:
+                return target, column, days_before
+    return None
+
+
+def delivery_bound(paths: list[str], days_before: int) -> list[dt.date] | None:
+    """Every date from ``days_before`` days before each file's delivery date to that date; ``None`` when a
+    file's name and folders carry no date."""
+    from spark_jobs.control.backfill import file_date
+
+    dates: set[dt.date] = set()
+    for path in paths:
+        delivered = file_date(path)
+        if delivered is None:
+            return None
+        dates.update(delivered - dt.timedelta(days=n) for n in range(days_before + 1))
+    return sorted(dates)
+
+
+def rest_table(module: ModuleType, writer: ExactlyOnceWriter, targets: list[TableTarget], batch_id: int) -> str | None:
+    """The table whose rows of ``batch_id`` not yet written go under :data:`REST_MARKER`: the bounded
+    table, when it holds the batch already (a one pass wrote part of it, or a run before a crash did)."""
+    found = bounded_table(module, targets)
+    return found[0].name if found and writer.holds(batch_id, found[0].name) else None
+
+
+def write_one_pass(module: ModuleType, writer: ExactlyOnceWriter, targets: list[TableTarget], files: DataFrame,
+                   batch_id: int) -> OnePassResult | None:
+    """Write ``files`` to the bounded table in one pass, observing what else the batch holds.
+
+    :returns: ``None`` when the one pass does not apply (see the module's docstring), else what it did.
+    """
+    found = bounded_table(module, targets)
+    if found is None or "path" not in files.columns:
+        return None
+    target, column, days_before = found
+    if writer.holds(batch_id, target.name):
+        return None
+    spark = files.sparkSession
+    with job_step(spark, STEP_LIST):
+        paths = [row[0] for row in files.select("path").collect()]
+    if not paths:
+        return None
+    bound = delivery_bound(paths, days_before)
+    if bound is None:
+        log.info("batch %d: a file has no delivery date in its name or folders: parsing into the batch's cache",
+                 batch_id)
+        return None
+    parsed = module.transform(files)
+    route = module.ROUTE(parsed)
+    inside = F.coalesce(F.col(column).isin(bound), F.lit(False))
+    observation = Observation(f"one_pass_{uuid.uuid4().hex}")
+    left = (route != target.name) | ~inside  # a row this pass does not write
+    source_file = getattr(module, "SOURCE_FILE", None)
+    named = [F.collect_set(F.when(left, F.col(source_file))).alias(_REST_FILES)] if source_file else []
+    observed = parsed.observe(observation, *[F.count_if(route == t.name).alias(t.name) for t in targets],
+                              F.count_if((route == target.name) & ~inside).alias(_OUTSIDE), *named)
+    source = module.OUTPUTS[target.name](observed).where(inside)
+    if target.first_by:
+        source = rank_whole_batch(target, source)
+    with job_step(spark, STEP_ONE_PASS):
+        inserted = writer.write(batch_id, target.name, source, {column: bound}, ranked=True,
+                                repartition=not target.first_by)
+    rows = {t.name: 0 for t in targets} | {target.name: inserted}
+    metrics = _observed(observation)
+    if metrics is None:
+        log.warning("batch %d: the one pass's metrics did not arrive in %.0f s; writing the rest from the batch's "
+                    "cache", batch_id, OBSERVATION_WAIT_SECONDS)
+        return OnePassResult(target.name, False, len(paths), rows)
+    carried = {t.name: int(metrics[t.name]) for t in targets}
+    outside = int(metrics[_OUTSIDE])
+    others = sum(count for name, count in carried.items() if name != target.name)
+    rest_files = sorted(metrics[_REST_FILES]) if source_file else None
+    if outside or others:
+        log.info("batch %d: %d rows outside the delivery dates, %d rows for other tables (from %s files): writing "
+                 "them the cached way", batch_id, outside, others, len(rest_files) if rest_files is not None else "all")
+    return OnePassResult(target.name, not outside and not others, len(paths), rows, carried,
+                         done=(target.name,) if not outside else (), rest_files=rest_files)
+
+
+def _observed(observation: Observation, timeout: float = OBSERVATION_WAIT_SECONDS) -> dict | None:
+    """The observation's metrics, or ``None`` when they do not arrive within ``timeout`` seconds
+    (``Observation.get`` itself waits for ever)."""
+    box: dict = {}
+    waiter = threading.Thread(target=lambda: box.update(metrics=observation.get), daemon=True,
+                              name="one-pass-observation")
+    waiter.start()
+    waiter.join(timeout)
+    return box.get("metrics")

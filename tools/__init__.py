@@ -1,0 +1,1 @@
+"""Tooling around the product, never imported by it nor shipped to executors: the benchmark and trials, sample data, the test Kafka broker, local Airflow and standalone-cluster harnesses, the deploy checks."""

@@ -1,0 +1,379 @@
+"""Supervision trials: recovery after ``kill -9`` of the driver, and a soak without false restarts.
+
+Usage::
+
+    python -m spark_jobs trial recovery --kills 5     # median and max seconds from kill to next commit
+    python -m spark_jobs trial soak --minutes 30      # a healthy supervised job: restarts must be 0
+    python -m spark_jobs trial recovery --through airflow   # the same, supervised by a running scheduler
+
+Both run the job as a person does: ``python -m spark_jobs supervise cloudtrail_etl`` (its own
+process; the registry's restart policy and continuous trigger unless ``--trigger`` is given) on a
+fresh lake, while a steady stream of CloudTrail files lands in its input folder (atomically: temp
+name, then rename). ``recovery`` waits until the job commits, then ``kill -9``s the Python driver
+(the pid in its lease) ``--kills`` times and times each kill to the first batch committed by the
+driver that replaced it (the first commit file written after the new lease was taken, by its
+modification time). Each kill is a *first* failure: the trial gives the supervisor
+``healthy_reset_seconds`` of ``--healthy-reset`` (60 s) and kills a random 5-15 s after the
+supervisor reset its consecutive failures, so every restart backs off the initial 5 s (back-to-back
+kills back off 2, 4, 8, 16, 32 s by design; ``--healthy-reset 0`` measures that).
+``soak`` kills nothing for ``--minutes``. With ``--through airflow`` the supervisor is the ``supervise`` task
+of ``cloudtrail_etl_continuous`` under a running Airflow (:mod:`tools.bench.recovery_airflow`).
+At the end the landing stops, the job catches up, the supervisor is stopped with SIGTERM (a
+graceful stop) and the trial checks that every landed event is in ``cloudtrail_events`` exactly
+once, that the restarts in ``events.jsonl`` are exactly the kills, and that no process of the
+supervisor's is left. The JSON report goes to stdout and ``.spark/bench/trial-<name>.json``; logs
+to stderr. Exit status 0 when every goal was met, 1 otherwise. Not part of the test suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import logging
+import os
+import random
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import asdict
+from datetime import UTC, datetime
+from pathlib import Path
+
+from spark_jobs.control.checkpoint.logs import (LogDamage, file_source_offset, parse_offsets, read_checked,
+                                        read_source_log, scan_log_dir)
+from spark_jobs.control.checkpoint.store import Location
+from spark_jobs.model.lake import PROJECT_ROOT, Lake
+from spark_jobs.registry import get_job
+
+log = logging.getLogger("tools.bench")
+JOB = get_job("cloudtrail_etl")
+TRIAL_ROOT = PROJECT_ROOT / ".spark" / "bench"
+TRIALS = ("recovery", "soak")
+THROUGH = ("cli", "airflow")
+RECOVERY_GOALS = {"median_s": 45.0, "max_s": 60.0}
+FIRST_COMMIT_TIMEOUT_S = 300.0
+RECOVERY_TIMEOUT_S = 300.0
+CATCH_UP_TIMEOUT_S = 600.0
+
+
+def add_trial_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``trial`` command's options."""
+    parser.add_argument("trial", choices=TRIALS, help="recovery: kill -9 the driver N times; soak: no kills")
+    parser.add_argument("--kills", type=int, default=5, help="recovery: kills of the driver (default 5, at least 1)")
+    parser.add_argument("--minutes", type=float, default=30.0, help="soak: how long the job runs (default 30)")
+    parser.add_argument("--gap", type=float, default=5.0, help="seconds between two landed files (default 5)")
+    parser.add_argument("--records-per-file", type=int, default=20, help="events per landed file (default 20)")
+    parser.add_argument("--trigger", help="the job's trigger (default: the registry's continuous_trigger)")
+    parser.add_argument("--seed", type=int, default=1, help="seed of the events and of the kill times (default 1)")
+    parser.add_argument("--root", help=f"work folder (default {TRIAL_ROOT}/trial-<name>; emptied first)")
+    parser.add_argument("--through", choices=THROUGH, default="cli",
+                        help="cli: the supervisor is `python -m spark_jobs supervise` (default); airflow: it is the "
+                             "`supervise` task of <job>_continuous under a running Airflow on loopback (its own "
+                             "home and port in the trial folder), started by unpausing the DAG and stopped by "
+                             "pausing it")
+    parser.add_argument("--healthy-reset", type=float, default=60.0,
+                        help="recovery: the supervisor's healthy_reset_seconds, and each kill waits until the driver "
+                             "was healthy that long (its consecutive failures reset), so every kill is a first "
+                             "failure with the initial backoff (default 60; 0: the registry's policy, kills back to "
+                             "back, each backing off longer)")
+
+
+class Lander:
+    """Lands one gzipped CloudTrail file every ``gap`` seconds (temp name, then rename) in a thread.
+
+    :param folder: the landing folder.
+    :param gap: seconds between files.
+    :param records_per_file: events per file.
+    :param seed: the events' seed.
+    """
+
+    def __init__(self, folder: Path, gap: float, records_per_file: int, seed: int) -> None:
+        self.folder, self.gap, self.records_per_file = folder, gap, records_per_file
+        self.rng = random.Random(seed)
+        self.event_ids: list[str] = []
+        self.files: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="lander", daemon=True)
+        folder.mkdir(parents=True, exist_ok=True)
+
+    def land_one(self) -> None:
+        from tools.sample_data import generate_records
+
+        records = generate_records(self.rng, self.records_per_file, datetime.now(UTC))
+        name = f"trial_{len(self.files):06d}.json.gz"
+        temp = self.folder / f".{name}.tmp"
+        temp.write_bytes(gzip.compress(json.dumps({"Records": records}).encode()))
+        os.replace(temp, self.folder / name)
+        self.files.append(name)
+        self.event_ids.extend(record["eventID"] for record in records)
+
+    def _loop(self) -> None:
+        started = time.monotonic()
+        while not self._stop.is_set():
+            self.land_one()
+            self._stop.wait(max(0.0, started + self.gap * len(self.files) - time.monotonic()))
+
+    def start(self) -> "Lander":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+
+def _batch_files(folder: Path) -> dict[int, Path]:
+    if not folder.is_dir():
+        return {}
+    return {int(p.name): p for p in folder.iterdir() if p.name.isdigit()}
+
+
+def committed_files(checkpoint: Path) -> set[str]:
+    """Names of the input files of committed batches, read with the checkpoint library.
+
+    ``commits/`` says the last batch done, its ``offsets/`` entry the file source's offset then (the
+    batch id of the source's own log, which runs ahead of the query's batch ids once a driver was
+    killed after the source logged its next files but before it wrote the batch's offsets), and the
+    source log (its newest ``.compact`` file and the files after it) which files each of its batches
+    holds. A log file caught mid-write counts as nothing committed yet: the caller polls again.
+    """
+    root = Location.of(checkpoint)
+    latest = scan_log_dir(root.child("commits")).latest
+    if latest is None:
+        return set()
+    try:
+        offset = file_source_offset(parse_offsets(read_checked(scan_log_dir(root.child("offsets")), latest)).sources[0])
+        if offset is None:
+            raise ValueError(f"{checkpoint}/offsets/{latest}: not a file source's offset")
+        entries = read_source_log(scan_log_dir(root.child("sources", "0")))
+    except LogDamage:
+        return set()
+    return {entry["path"].rsplit("/", 1)[-1] for entry in entries if int(entry.get("batchId", -1)) <= offset}
+
+
+class SupervisedJob:
+    """``python -m spark_jobs supervise`` in its own process group; its events on stdout, its log on stderr.
+
+    :param landing: the input folder.
+    :param lake: the lake root.
+    :param trigger: ``--trigger`` (None: the registry's continuous trigger).
+    :param workdir: where its output files go.
+    """
+
+    def __init__(self, landing: Path, lake: Path, trigger: str | None, workdir: Path, policy: dict | None = None) -> None:
+        self.lake = Lake(lake)
+        self.control = self.lake.control_path(JOB.name)
+        self.checkpoint = self.lake.checkpoint_path(JOB.name)
+        command = [sys.executable, "-m", "spark_jobs", "supervise", JOB.name, "--lake", str(lake),
+                   "--input", str(landing)] + (["--trigger", trigger] if trigger else []) \
+            + (["--policy", json.dumps(policy)] if policy else [])
+        self.stdout, self.stderr = workdir / "supervise.out", workdir / "supervise.err"
+        self.proc = subprocess.Popen(command, cwd=PROJECT_ROOT, stdout=self.stdout.open("w"),
+                                     stderr=self.stderr.open("w"), start_new_session=True)
+
+    def lease(self):
+        from spark_jobs.control.checkpoint.lease import read_lease
+
+        return read_lease(str(self.control))
+
+    def check_alive(self) -> None:
+        if self.proc.poll() is not None:
+            tail = "\n".join(self.stderr.read_text(errors="replace").splitlines()[-20:])
+            raise RuntimeError(f"the supervisor exited early (status {self.proc.returncode}):\n{tail}")
+
+    def commits(self) -> dict[int, Path]:
+        return _batch_files(self.checkpoint / "commits")
+
+    def wait(self, condition, timeout: float, what: str):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.check_alive()
+            value = condition()
+            if value:
+                return value
+            time.sleep(0.2)
+        raise TimeoutError(f"{what} did not happen within {timeout:g} s")
+
+    def live_driver(self):
+        """The lease of a running, unreleased driver, or None."""
+        lease = self.lease()
+        if lease is None or lease.released or not lease.alive_locally():
+            return None
+        return lease
+
+    def state(self) -> dict:
+        from spark_jobs.control.supervision.state import read_supervisor_state
+
+        return read_supervisor_state(str(self.control)) or {}
+
+    def events(self) -> list[dict]:
+        from spark_jobs.control.supervision.state import read_events
+
+        return read_events(str(self.control))
+
+    def stop(self, timeout: float) -> tuple[int | None, float, list[int]]:
+        """SIGTERM the supervisor (a graceful stop of its driver); returns (status, seconds, processes left)."""
+        from spark_jobs.control.supervision.driver import group_members
+
+        started = time.monotonic()
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        took = time.monotonic() - started
+        left = group_members(self.proc.pid)
+        lease = self.lease()
+        if lease is not None and lease.alive_locally():
+            left.append(lease.pid)
+        return self.proc.returncode, took, sorted(set(left))
+
+
+def _kill_and_time(job: SupervisedJob, rng: random.Random, wait_for_reset: bool) -> dict:
+    """Kill -9 the running driver once it has committed (and, with ``wait_for_reset``, once the supervisor
+    reset its consecutive failures); seconds from the kill to the next driver's commit."""
+    lease = job.wait(job.live_driver, RECOVERY_TIMEOUT_S, "a running driver")
+    job.wait(lambda: any(p.stat().st_mtime > datetime.fromisoformat(lease.started_at).timestamp()
+                         for p in job.commits().values()), RECOVERY_TIMEOUT_S, "a commit by the running driver")
+    if wait_for_reset:
+        job.wait(lambda: job.state().get("consecutive_failures") == 0, RECOVERY_TIMEOUT_S + 600,
+                 "the supervisor's healthy reset")
+    time.sleep(rng.uniform(5, 15))
+    lease = job.wait(job.live_driver, RECOVERY_TIMEOUT_S, "a running driver")
+    in_flight = bool(set(_batch_files(job.checkpoint / "offsets")) - set(job.commits()))
+    killed_at = time.time()
+    os.kill(lease.pid, signal.SIGKILL)
+    log.info("trial: kill -9 of driver pid %d (lease generation %d)%s", lease.pid, lease.generation,
+             ", a batch in flight" if in_flight else "")
+
+    def next_driver():
+        new = job.lease()
+        return new if new is not None and new.generation > lease.generation else None
+
+    new = job.wait(next_driver, RECOVERY_TIMEOUT_S, "a new driver taking the lease")
+    backoff = next((e.get("backoff_seconds") for e in reversed(job.events()) if e["kind"] == "restart"), None)
+    taken_at = datetime.fromisoformat(new.started_at).timestamp()
+
+    def committed_after():
+        times = [p.stat().st_mtime for p in job.commits().values() if p.stat().st_mtime >= taken_at]
+        return min(times) if times else None
+
+    committed_at = job.wait(committed_after, RECOVERY_TIMEOUT_S, "a commit after the restart")
+    result = {"killed_pid": lease.pid, "batch_in_flight": in_flight, "backoff_s": backoff,
+              "lease_taken_after_s": round(taken_at - killed_at, 2),
+              "recovery_s": round(committed_at - killed_at, 2)}
+    log.info("trial: recovered in %.1f s (new driver took the lease after %.1f s)", result["recovery_s"],
+             result["lease_taken_after_s"])
+    return result
+
+
+def _table_event_ids(lake: Path) -> list[str]:
+    done = subprocess.run([sys.executable, "-m", "spark_jobs", "sql", "--lake", str(lake), "--format", "json",
+                           "--limit", "100000000", "SELECT eventID FROM cloudtrail_events"],
+                          cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        raise RuntimeError(f"reading cloudtrail_events failed:\n{done.stderr[-2000:]}")
+    return [json.loads(line)["eventID"] for line in done.stdout.splitlines() if line.strip()]
+
+
+def run_supervised(name: str, args: argparse.Namespace) -> dict:
+    """One trial (``recovery`` or ``soak``): the report as a dict."""
+    from collections import Counter
+
+    root = Path(args.root) if args.root else TRIAL_ROOT / f"trial-{name}"
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True)
+    landing, lake = root / "landing", root / "lake"
+    rng = random.Random(args.seed)
+    load_at_start = [round(x, 2) for x in os.getloadavg()]
+    overrides = {"healthy_reset_seconds": args.healthy_reset} if name == "recovery" and args.healthy_reset else None
+    lander = Lander(landing, args.gap, args.records_per_file, args.seed).start()
+    through = getattr(args, "through", "cli")
+    if through == "airflow":
+        from tools.bench.recovery_airflow import AirflowSupervisedJob
+
+        job: SupervisedJob = AirflowSupervisedJob(landing, lake, args.trigger, root, overrides)
+    else:
+        job = SupervisedJob(landing, lake, args.trigger, root, overrides)
+    started = time.monotonic()
+    kills: list[dict] = []
+    try:
+        job.wait(lambda: job.commits(), FIRST_COMMIT_TIMEOUT_S, "the first commit")
+        log.info("trial %s: first commit after %.1f s", name, time.monotonic() - started)
+        if name == "recovery":
+            for index in range(args.kills):
+                log.info("trial: kill %d of %d", index + 1, args.kills)
+                kills.append(_kill_and_time(job, rng, wait_for_reset=bool(overrides)))
+        else:
+            deadline = started + args.minutes * 60
+            while time.monotonic() < deadline:
+                job.check_alive()
+                time.sleep(min(5.0, max(0.0, deadline - time.monotonic())))
+        lander.stop()
+        wanted = set(lander.files)
+        job.wait(lambda: wanted <= committed_files(job.checkpoint)
+                 and set(_batch_files(job.checkpoint / "offsets")) == set(job.commits()),
+                 CATCH_UP_TIMEOUT_S, "catching up with every landed file")
+    finally:
+        lander.stop()
+        status, stop_s, left = job.stop(timeout=JOB.restart.stop_grace_seconds + 60)
+    ids = _table_event_ids(lake)
+    events = job.events()
+    restarts = [e for e in events if e["kind"] == "restart"]
+    exact = Counter(ids) == Counter(lander.event_ids)
+    report = {
+        "trial": name,
+        "through": through,
+        "job": JOB.name,
+        "trigger": args.trigger or JOB.continuous_trigger,
+        "policy": {**asdict(JOB.restart), **(overrides or {})},
+        "lease_ttl_s": JOB.health.lease_ttl_seconds,
+        "files_landed": len(lander.files),
+        "events_landed": len(lander.event_ids),
+        "events_in_table": len(ids),
+        "distinct_events_in_table": len(set(ids)),
+        "tables_exact": exact,
+        "batches_committed": len(job.commits()),
+        "restarts": len(restarts),
+        "restart_reasons": [e["reason"] for e in restarts],
+        "give_ups": sum(e["kind"] == "give_up" for e in events),
+        "supervisor_exit_status": status,
+        "graceful_stop_s": round(stop_s, 2),
+        "processes_left": left,
+        "ran_for_s": round(time.monotonic() - started, 1),
+        "load_average_at_start": load_at_start,
+        "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
+    }
+    if name == "recovery":
+        times = [k["recovery_s"] for k in kills]
+        report.update(kills=kills, median_s=round(statistics.median(times), 2), max_s=max(times),
+                      goal=f"median <= {RECOVERY_GOALS['median_s']:g} s, max <= {RECOVERY_GOALS['max_s']:g} s")
+        report["met"] = (report["median_s"] <= RECOVERY_GOALS["median_s"] and report["max_s"] <= RECOVERY_GOALS["max_s"]
+                         and exact and len(restarts) == len(kills) and not left and status == 0)
+    else:
+        report.update(minutes=args.minutes, goal="0 restarts, tables exact")
+        report["met"] = not restarts and exact and not left and status == 0
+    return report
+
+
+def run_trial(args: argparse.Namespace) -> int:
+    """``python -m spark_jobs trial ...``: run it, print the JSON report, exit 0 when every goal was met."""
+    from spark_jobs.model.errors import UsageError
+
+    if args.kills < 1 or args.minutes <= 0 or args.gap <= 0 or args.records_per_file < 1:
+        raise UsageError("--kills and --records-per-file must be >= 1, --minutes and --gap > 0")
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    report = run_supervised(args.trial, args)
+    TRIAL_ROOT.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(report, indent=2, sort_keys=False)
+    suffix = "" if getattr(args, "through", "cli") == "cli" else f"-{args.through}"
+    (TRIAL_ROOT / f"trial-{args.trial}{suffix}.json").write_text(text + "\n")
+    print(text)
+    return 0 if report["met"] else 1

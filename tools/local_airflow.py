@@ -1,0 +1,331 @@
+"""Airflow for real on loopback: start the four components, wait until healthy, stop all of it.
+
+Usage (the Makefile's ``make airflow`` / ``make stop`` run these with its environment)::
+
+    python tools/local_airflow.py start [--port 8080]   # AIRFLOW_HOME from the environment
+    python tools/local_airflow.py stop
+
+``start`` migrates the metadata DB, then starts ``airflow api-server``, ``scheduler``,
+``dag-processor`` and ``triggerer`` as separate processes, each in its own process group (its pid in
+``$AIRFLOW_HOME/<component>.pid``, its output in ``$AIRFLOW_HOME/logs/<component>.out``), waits
+until ``/api/v2/monitor/health`` reports every component healthy, and prints the UI's URL and the
+login. Every setting that depends on the port is derived from it: the API port and base URL, the
+execution API's URL (without it every task fails with "Connection refused"), and the worker and
+triggerer log-server ports (``port+1``, ``port+2``), so two instances on one machine never collide.
+
+Every process started here carries ``STREAMING_AIRFLOW_INSTANCE=<AIRFLOW_HOME>`` in its environment,
+and so does everything it starts in turn (task processes, spark-submit, the Spark driver). ``stop``
+stops the scheduler, dag-processor and triggerer (SIGTERM to each process group, SIGKILL after a
+grace period; the scheduler's task supervisors forward the SIGTERM to the tasks, whose ``on_kill``
+stops their drivers after the micro-batch), then any process still carrying the marker (a driver
+whose task was killed), then the API server, so nothing this instance started is left running.
+
+This module is not an Airflow plugin (``plugins/.airflowignore`` keeps Airflow from importing it);
+it imports nothing from Airflow, so the tests' fixture can use it too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
+HEALTH_KEYS = {"scheduler": "scheduler", "dag-processor": "dag_processor", "triggerer": "triggerer"}
+MARKER = "STREAMING_AIRFLOW_INSTANCE"
+DEFAULT_PORT = 8080
+PORT_ENV = "AIRFLOW_PORT"
+
+
+class CannotStart(RuntimeError):
+    """Airflow was not started (it already runs, or its port is taken); nothing needs stopping."""
+
+
+def port_settings(port: int) -> dict[str, str]:
+    """Every Airflow setting that depends on the API server's port."""
+    return {
+        "AIRFLOW__API__HOST": "127.0.0.1",
+        "AIRFLOW__API__PORT": str(port),
+        "AIRFLOW__API__BASE_URL": f"http://127.0.0.1:{port}/",
+        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
+        "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(port + 1),
+        "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(port + 2),
+    }
+
+
+@dataclass
+class LocalAirflow:
+    """One Airflow instance on loopback.
+
+    :param home: its ``AIRFLOW_HOME`` (metadata DB, pid files, component output).
+    :param port: the API server's port; every dependent setting is derived from it.
+    :param env: the environment of every component (default: this process's), before the port's
+        settings and the marker are added.
+    :param components: the components to run (default: all four; a test of the UI alone needs only
+        the ``api-server``).
+    """
+
+    home: Path
+    port: int = DEFAULT_PORT
+    env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+    components: tuple[str, ...] = COMPONENTS
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def component_env(self) -> dict[str, str]:
+        return {**self.env, "AIRFLOW_HOME": str(self.home), **port_settings(self.port), MARKER: str(self.home)}
+
+    def pid_file(self, component: str) -> Path:
+        return self.home / f"{component}.pid"
+
+    def output_file(self, component: str) -> Path:
+        return self.home / "logs" / f"{component}.out"
+
+    # -- start ------------------------------------------------------------------------------------
+
+    def start(self, timeout: float = 180) -> None:
+        """Migrate the DB, start every component, wait until all are healthy.
+
+        :raises CannotStart: it already runs from this home, or a port it needs is taken.
+        :raises RuntimeError: a component exited or the instance did not get healthy in time,
+            with the tail of the component's output.
+        """
+        running = [c for c in self.components if _alive(self._read_pid(c))]
+        if running:
+            raise CannotStart(f"Airflow is already running from {self.home} ({', '.join(running)}): "
+                               f"`make stop` first, or choose another AIRFLOW_HOME")
+        taken = [port for port in (self.port, self.port + 1, self.port + 2) if _port_in_use(port)]
+        if taken:
+            raise CannotStart(f"port {', '.join(map(str, taken))} on 127.0.0.1 is taken: choose another with "
+                              f"{PORT_ENV}=<port> (Airflow uses <port>, <port>+1 and <port>+2)")
+        (self.home / "logs").mkdir(parents=True, exist_ok=True)
+        migrate = subprocess.run(["airflow", "db", "migrate"], env=self.component_env, capture_output=True,
+                                 text=True, timeout=300)
+        if migrate.returncode != 0:
+            raise RuntimeError(f"airflow db migrate failed (exit {migrate.returncode}):\n"
+                               f"{_tail(migrate.stdout + migrate.stderr)}")
+        for component in self.components:
+            with open(self.output_file(component), "ab") as out:
+                process = subprocess.Popen(["airflow", component], env=self.component_env, stdout=out,
+                                           stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                           start_new_session=True)
+            self.pid_file(component).write_text(f"{process.pid}\n")
+        self.wait_healthy(timeout)
+
+    def health(self) -> dict | None:
+        """``/api/v2/monitor/health`` (no login needed), or None while the API server is not up."""
+        try:
+            with urllib.request.urlopen(f"{self.url}/api/v2/monitor/health", timeout=5) as response:
+                return json.load(response)
+        except (urllib.error.URLError, OSError, ValueError):
+            return None
+
+    def wait_healthy(self, timeout: float) -> dict:
+        deadline = time.monotonic() + timeout
+        health = None
+        watched = {HEALTH_KEYS[c] for c in self.components if c in HEALTH_KEYS} | {"metadatabase"}
+        while time.monotonic() < deadline:
+            for component in self.components:
+                if not _alive(self._read_pid(component)):
+                    raise RuntimeError(f"airflow {component} exited at start; its output "
+                                       f"({self.output_file(component)}) ends with:\n"
+                                       f"{_tail(self.output_file(component).read_text(errors='replace'))}")
+            health = self.health()
+            if health and all((health.get(key) or {}).get("status") == "healthy" for key in watched):
+                return health
+            time.sleep(1)
+        raise RuntimeError(f"Airflow at {self.url} was not healthy after {timeout:.0f} s (last health: "
+                           f"{health}); see {self.home / 'logs'}/*.out")
+
+    def password(self) -> str | None:
+        """The admin's password that SimpleAuthManager generated, if it did."""
+        path = self.home / "simple_auth_manager_passwords.json.generated"
+        try:
+            return json.loads(path.read_text()).get("admin")
+        except (OSError, ValueError):
+            return None
+
+    # -- stop -------------------------------------------------------------------------------------
+
+    def stop(self, grace: float = 60) -> list[tuple[int, str]]:
+        """Stop the components, then every process left that carries this instance's marker.
+
+        The scheduler goes first: its task supervisors forward the SIGTERM to their tasks, whose
+        ``on_kill`` stops each Spark driver after its micro-batch (``RestartPolicy.stop_grace_seconds``
+        at most) and report the task's end through the API server, which goes last.
+
+        :param grace: seconds the scheduler's group gets after SIGTERM before SIGKILL (the other
+            steps get a third of it).
+        :returns: (pid, command) of every process group that was signalled.
+        """
+        first = {pid: f"airflow {c}" for c in COMPONENTS if c != "api-server" and _alive(pid := self._read_pid(c))}
+        last = {pid: "airflow api-server" for pid in [self._read_pid("api-server")] if _alive(pid)}
+        _stop_groups(first, grace)
+        # Task processes and drivers that outlived the scheduler (a task process killed with SIGKILL
+        # whose driver lives on in its own session), but not the API server yet.
+        leaders = {}
+        for pid, command in marked_processes(str(self.home)).items():
+            leader = _pgid(pid) or pid
+            if leader not in last:
+                leaders.setdefault(leader, command)
+        _stop_groups(leaders, grace / 3)
+        _stop_groups(last, grace / 3)
+        for pid, command in marked_processes(str(self.home)).items():  # anything the steps above missed
+            _signal_group(_pgid(pid) or pid, signal.SIGKILL)
+            leaders.setdefault(pid, command)
+        for component in COMPONENTS:
+            self.pid_file(component).unlink(missing_ok=True)
+        return [*first.items(), *leaders.items(), *last.items()]
+
+    def dead_components(self) -> list[str]:
+        """The components whose process is not running (all of them before :meth:`start`)."""
+        return [c for c in self.components if not _alive(self._read_pid(c))]
+
+    def _read_pid(self, component: str) -> int | None:
+        try:
+            return int(self.pid_file(component).read_text().strip())
+        except (OSError, ValueError):
+            return None
+
+
+def free_port(start: int = 28080) -> int:
+    """The first port from ``start`` (in steps of 3) with it and the next two free on 127.0.0.1."""
+    for port in range(start, start + 900, 3):
+        if not any(_port_in_use(p) for p in (port, port + 1, port + 2)):
+            return port
+    raise RuntimeError(f"no free port for Airflow in {start}-{start + 900}")
+
+
+def marked_processes(instance: str) -> dict[int, str]:
+    """pid -> command line of every process of this user whose environment names ``instance``."""
+    wanted = f"{MARKER}={instance}".encode()
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if wanted not in (entry / "environ").read_bytes().split(b"\0"):
+                continue
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+        except OSError:  # gone, or another user's
+            continue
+        if command:  # a zombie has no command line and needs no signal
+            found[int(entry.name)] = command
+    return found
+
+
+def _stop_groups(groups: dict[int, str], grace: float) -> None:
+    """SIGTERM each process group, wait up to ``grace`` s for all of them, SIGKILL what is left."""
+    for leader in groups:
+        _signal_group(leader, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and any(_group_alive(leader) for leader in groups):
+        time.sleep(0.5)
+    for leader in groups:
+        if _group_alive(leader):
+            _signal_group(leader, signal.SIGKILL)
+
+
+def _signal_group(leader: int, sig: signal.Signals) -> None:
+    try:
+        os.killpg(leader, sig)
+    except ProcessLookupError:
+        pass
+    except PermissionError:
+        os.kill(leader, sig)
+
+
+def _group_alive(leader: int) -> bool:
+    try:
+        os.killpg(leader, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A group of zombies only (children not reaped yet) counts as gone.
+    return any(_pgid(pid) == leader and _state(pid) not in ("Z", None) for pid in _pids())
+
+
+def _pids() -> list[int]:
+    return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()]
+
+
+def _state(pid: int) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
+def _pgid(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return None
+
+
+def _alive(pid: int | None) -> bool:
+    return pid is not None and _state(pid) not in (None, "Z")
+
+
+def _port_in_use(port: int) -> bool:
+    import socket
+
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _tail(text: str, lines: int = 40) -> str:
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("action", choices=("start", "stop"))
+    parser.add_argument("--port", type=int, default=int(os.environ.get(PORT_ENV) or DEFAULT_PORT),
+                        help=f"the API server's port (default: ${PORT_ENV}, else {DEFAULT_PORT})")
+    args = parser.parse_args(argv)
+    home = os.environ.get("AIRFLOW_HOME")
+    if not home:
+        print("error: AIRFLOW_HOME is not set: run `make airflow` / `make stop`", file=sys.stderr)
+        return 2
+    airflow = LocalAirflow(Path(home).resolve(), args.port)
+    if args.action == "stop":
+        stopped = airflow.stop()
+        for pid, command in stopped:
+            print(f"stopped process group {pid}: {command[:120]}")
+        print("Airflow is stopped" if stopped else f"nothing of Airflow from {airflow.home} was running")
+        return 0
+    try:
+        print(f"starting Airflow from {airflow.home} on 127.0.0.1:{args.port} "
+              f"(api-server, scheduler, dag-processor, triggerer)")
+        started = time.monotonic()
+        airflow.start()
+    except CannotStart as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    except RuntimeError as error:
+        print(f"error: {error}", file=sys.stderr)
+        airflow.stop(grace=10)
+        return 1
+    print(f"Airflow is healthy after {time.monotonic() - started:.0f} s")
+    print(f"  UI:     {airflow.url}/")
+    print(f"  login:  admin / {airflow.password() or '(see ' + str(airflow.home) + '/simple_auth_manager_passwords.json.generated)'}")
+    print(f"  logs:   {airflow.home / 'logs'}/<component>.out; pids: {airflow.home}/<component>.pid")
+    print("  stop:   make stop")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
