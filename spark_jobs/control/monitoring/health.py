@@ -29,30 +29,12 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from spark_jobs.control.monitoring.conditions import Condition
+from spark_jobs.control.monitoring.incidents import IncidentStore
 from spark_jobs.registry import JobSpec
 
 STATES = ("healthy", "lagging", "stalled", "dead", "failed", "idle", "not_started")
-CONDITIONS = ("stalled", "falling_behind", "backlog_high", "quarantine_high", "restarts_over_budget")
 RUNNING = ("healthy", "in_flight", "lagging")  # checkpoint statuses with a live, committing driver
-
-
-@dataclass(frozen=True)
-class Condition:
-    """Something about a job that is worth an alert while it lasts.
-
-    :param code: one of :data:`CONDITIONS`.
-    :param severity: ``warning`` or ``error``.
-    :param summary: what is wrong, with the numbers.
-    :param action: what to do about it.
-    """
-
-    code: str
-    severity: str
-    summary: str
-    action: str
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 @dataclass
@@ -211,8 +193,6 @@ def check_job(job: JobSpec, lake_root: str | Path | None, input_path: str | None
     """
     from spark_jobs.control.checkpoint.inspect import inspect_checkpoint, lake_location
     from spark_jobs.control.monitoring.history import read_progress
-    from spark_jobs.control.monitoring.incidents import IncidentStore
-
     now = now or datetime.now(timezone.utc)
     lake = lake_location(lake_root)
     report = inspect_checkpoint(job, lake.url, input_path, now=now).to_dict()

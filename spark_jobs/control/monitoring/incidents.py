@@ -25,7 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable
 
-from spark_jobs.control.monitoring.health import Condition
+from spark_jobs.control.monitoring.conditions import Condition
 
 INCIDENTS_FILE = "incidents.json"
 CLEAR_CHECKS = 2  # evaluations in a row without the condition before its incident resolves

@@ -14,7 +14,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from spark_jobs.control.monitoring.health import Condition, check_job
+from spark_jobs.control.monitoring.conditions import Condition
+from spark_jobs.control.monitoring.health import check_job
 from spark_jobs.control.monitoring.incidents import CLEAR_CHECKS, IncidentStore
 from spark_jobs.registry import AlertThresholds
 from tests.conftest import run_cli
