@@ -144,13 +144,14 @@ def generate_records(rng: random.Random, count: int, start: datetime) -> list[di
     return _records_for(rng, count, _as_utc(start), account, region)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Command line: write a sample landing folder and print one summary line.
+def main(argv: Sequence[str] | None = None, prog: str = "python -m tools.sample_data") -> int:
+    """Command line (also ``python -m spark_jobs sample-data``): write a sample landing folder and print one summary line.
 
     :param argv: the arguments (without the program name); ``sys.argv[1:]`` when ``None``.
+    :param prog: the program's name in usage lines.
     :returns: the exit status, 0.
     """
-    parser = argparse.ArgumentParser(prog="python -m tools.sample_data", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
     parser.add_argument("--out", required=True, help="the landing folder to write into")
     parser.add_argument("--files", type=int, default=24, help="healthy .json.gz deliveries (default 24)")
     parser.add_argument("--records-per-file", type=int, default=50, help="events per delivery (default 50)")

@@ -41,6 +41,8 @@ import argparse
 import sys
 
 from spark_jobs.model.errors import UsageError, positive_int
+from spark_jobs.cli.tools import TOOL_COMMANDS, run_tool
+from spark_jobs.cli.tools import add_parsers as add_tool_parsers
 from spark_jobs.registry import JOBS, get_job
 
 
@@ -84,18 +86,6 @@ def build_parser() -> argparse.ArgumentParser:
     lake = commands.add_parser("lake", help="Delta maintenance: optimize, vacuum, history, restore, convert")
     add_lake_arguments(lake)
 
-    sample = commands.add_parser("sample-data", help="write generated CloudTrail sample files")
-    sample.add_argument("--out", required=True, help="landing folder to write into")
-    sample.add_argument("--files", type=int, default=24)
-    sample.add_argument("--records-per-file", type=int, default=50)
-    sample.add_argument("--seed", type=int, default=7)
-    sample.add_argument("--no-bad-files", action="store_true", help="only good files")
-
-    from tools.bench.benchmark import add_arguments
-
-    bench = commands.add_parser("bench", help="benchmark the pipeline against bare Spark (JSON report)")
-    add_arguments(bench)
-
     supervise = commands.add_parser("supervise", help="run a job continuously, restarting its driver when it fails")
     supervise.add_argument("job", help=f"a registered job: {', '.join(JOBS)}")
     supervise.add_argument("--lake", help="lake root (default: $LAKE_ROOT or ./lake)")
@@ -106,11 +96,6 @@ def build_parser() -> argparse.ArgumentParser:
     supervise.add_argument("--lease-ttl", type=float, metavar="SECONDS", help="the driver's lease ttl (default: the registry's)")
     supervise.add_argument("--policy", metavar="JSON",
                            help="RestartPolicy fields to override, e.g. '{\"max_restarts\": 2}' (default: the registry's)")
-
-    from tools.bench.recovery import add_trial_arguments
-
-    trial = commands.add_parser("trial", help="supervision trials: recovery after kill -9, a soak without restarts")
-    add_trial_arguments(trial)
 
     from spark_jobs.cli.checkpoint import add_arguments as add_checkpoint_arguments  # checkpoint's section
 
@@ -153,6 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_forward_arguments(commands.add_parser("forward", help="forward a table's new rows to a Kafka topic "
                                                                "(spark_jobs.driver.forward)"))
+    add_tool_parsers(commands)
     return parser
 
 
@@ -213,20 +199,6 @@ def _cmd_lake(args) -> int:
     from spark_jobs.driver.lake_tools import run_command
 
     return run_command(args)
-
-
-def _cmd_sample_data(args) -> int:
-    from tools import sample_data
-
-    argv = ["--out", args.out, "--files", str(args.files), "--records-per-file", str(args.records_per_file),
-            "--seed", str(args.seed)] + (["--no-bad-files"] if args.no_bad_files else [])
-    return sample_data.main(argv) or 0
-
-
-def _cmd_bench(args) -> int:
-    from tools.bench.benchmark import run_from_args
-
-    return run_from_args(args)
 
 
 def _cmd_supervise(args) -> int:
@@ -340,15 +312,8 @@ def _cmd_reprocess(args) -> int:
     return 0
 
 
-def _cmd_trial(args) -> int:
-    from tools.bench.recovery import run_trial
-
-    return run_trial(args)
-
-
-COMMANDS = {"supervise": _cmd_supervise, "trial": _cmd_trial,  # noqa: E501 - supervision's commands
-            "list": _cmd_list, "run": _cmd_run, "sql": _cmd_sql, "sample-data": _cmd_sample_data,
-            "bench": _cmd_bench, "backfill": _cmd_backfill, "reprocess": _cmd_reprocess,
+COMMANDS = {"supervise": _cmd_supervise,
+            "list": _cmd_list, "run": _cmd_run, "sql": _cmd_sql, "backfill": _cmd_backfill, "reprocess": _cmd_reprocess,
             "lake": _cmd_lake}  # delta-tools
 
 
@@ -387,8 +352,11 @@ COMMANDS["forward"] = _cmd_forward
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
     try:
+        if argv and argv[0] in TOOL_COMMANDS:  # the tool parses the rest itself
+            return run_tool(argv[0], argv[1:])
+        args = build_parser().parse_args(argv)
         return COMMANDS[args.command](args)
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)

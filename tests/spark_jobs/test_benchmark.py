@@ -16,7 +16,6 @@ from tools.bench import benchmark
 from tools.bench import bare
 from tools.bench.data import RecordSource, write_landing
 from tools.bench.freshness import TableWatcher
-from spark_jobs.cli.main import build_parser
 from spark_jobs.model.errors import UsageError
 from spark_jobs.model.lake import Lake
 from tests.spark_jobs.conftest import JOB, file_name
@@ -153,13 +152,13 @@ def test_same_arguments_reuse_the_input(config):
 
 
 def test_bench_command_options():
-    args = build_parser().parse_args(["bench", "--quick", "--only", "throughput,memory", "--repeat", "4"])
+    args = benchmark.parser().parse_args(["--quick", "--only", "throughput,memory", "--repeat", "4"])
     config = benchmark.config_from_args(args)
     assert (config.mode, config.records, config.repeat, config.launch_repeat) == ("quick", 50_000, 4, 4)
     assert config.only == ("throughput", "memory")
-    assert benchmark.config_from_args(build_parser().parse_args(["bench"])).only == benchmark.MEASUREMENTS
+    assert benchmark.config_from_args(benchmark.parser().parse_args([])).only == benchmark.MEASUREMENTS
     with pytest.raises(UsageError, match="unknown measurement"):
-        benchmark.config_from_args(build_parser().parse_args(["bench", "--only", "speed"]))
+        benchmark.config_from_args(benchmark.parser().parse_args(["--only", "speed"]))
 
 
 def test_jvm_start_times_driver_starts_with_and_without_the_class_archive():

@@ -418,11 +418,16 @@ def run_from_args(args: argparse.Namespace) -> int:
     return 1 if report["failed"] else 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m tools.bench.benchmark``: the same as ``python -m spark_jobs bench``."""
-    parser = argparse.ArgumentParser(prog="python -m spark_jobs bench", description=__doc__.split("\n")[0])
-    add_arguments(parser)
-    return run_from_args(parser.parse_args(argv))
+def parser(prog: str = "python -m spark_jobs bench") -> argparse.ArgumentParser:
+    """The ``bench`` command's arguments."""
+    made = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
+    add_arguments(made)
+    return made
+
+
+def main(argv: list[str] | None = None, prog: str = "python -m tools.bench.benchmark") -> int:
+    """``python -m spark_jobs bench`` (and ``python -m tools.bench.benchmark``): run the benchmark."""
+    return run_from_args(parser(prog).parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -377,3 +377,14 @@ def run_trial(args: argparse.Namespace) -> int:
     (TRIAL_ROOT / f"trial-{args.trial}{suffix}.json").write_text(text + "\n")
     print(text)
     return 0 if report["met"] else 1
+
+
+def main(argv: list[str] | None = None, prog: str = "python -m tools.bench.recovery") -> int:
+    """``python -m spark_jobs trial`` (and ``python -m tools.bench.recovery``): run a supervision trial."""
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
+    add_trial_arguments(parser)
+    return run_trial(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
