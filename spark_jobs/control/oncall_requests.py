@@ -221,7 +221,7 @@ class OncallRequest:
     table: str | None = None
     table_version: int | None = None
     replay: ReplayPlan | None = None
-    restore: object | None = None  # spark_jobs.driver.lake_tools.RestorePlan
+    restore: object | None = None  # spark_jobs.control.delta_log.RestorePlan
     airflow: AirflowView | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -398,7 +398,7 @@ def check_reprocess(job: JobSpec, lake: Lake, from_time, input_path: str | None,
 
 
 def _check_rollback(job: JobSpec, lake: Lake, table, table_version) -> dict:
-    from spark_jobs.driver.lake_tools import restore_plan
+    from spark_jobs.control.delta_log import restore_plan
 
     names = [t.name for t in job.tables]
     if table in (None, ""):

@@ -26,11 +26,11 @@ import base64
 import json
 import re
 import sys
-from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from decimal import Decimal
 from pathlib import Path
 
+from spark_jobs.control.delta_log import AsOf, parse_as_of, resolve_version
 from spark_jobs.model.errors import UsageError
 from spark_jobs.model.lake import Lake
 from spark_jobs.registry import JOBS, PLATFORM_TABLES, table_specs
@@ -41,37 +41,8 @@ FORMATS = ("table", "json")
 
 # --- --as-of ---------------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class AsOf:
-    """A point in a table's history as given on the command line.
 
-    :param text: what the person typed (for error messages).
-    :param version: a version number, or None for a time.
-    :param timestamp: an aware UTC datetime, or None for a version.
-    """
-
-    text: str
-    version: int | None = None
-    timestamp: datetime | None = None
-
-
-def parse_as_of(text: str) -> AsOf:
-    """``VERSION`` (a whole number >= 0) or ``TIMESTAMP`` (ISO-8601 date or time; UTC if no offset).
-
-    :raises UsageError: naming the value when it is neither.
-    """
-    value = text.strip()
-    if re.fullmatch(r"\d+", value):
-        return AsOf(text, version=int(value))
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00").replace(" ", "T", 1))
-    except ValueError:
-        raise UsageError(f"--as-of {text!r} is neither a version (a whole number like 3) nor a time "
-                         "(ISO-8601 like 2026-11-23T08:00:00Z)") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return AsOf(text, timestamp=moment.astimezone(timezone.utc))
-
+# --- the tables ------------------------------------------------------------------------------------
 
 def parse_as_of_args(values: list[str] | None) -> dict[str | None, AsOf]:
     """The ``--as-of`` flags: ``VALUE`` for every table, ``TABLE=VALUE`` for one (key None: every table).
@@ -90,40 +61,6 @@ def parse_as_of_args(values: list[str] | None) -> dict[str | None, AsOf]:
             chosen[None] = parse_as_of(item)
     return chosen
 
-
-def _utc_text(millis: int) -> str:
-    return datetime.fromtimestamp(millis / 1000, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def commit_times(path: Path) -> dict[int, int]:
-    """Each version in the table's log and its commit time (epoch ms), read with delta-rs (no JVM)."""
-    from deltalake import DeltaTable
-
-    return {entry["version"]: entry["timestamp"] for entry in DeltaTable(str(path)).history()}
-
-
-def resolve_version(table: str, path: Path, as_of: AsOf) -> int:
-    """The version of ``table`` that ``as_of`` names.
-
-    :raises UsageError: a version not in the log, or a time before the first commit, naming the value
-        and the table's valid range.
-    """
-    times = commit_times(path)
-    first, last = min(times), max(times)
-    valid = (f"table {table} has versions {first}..{last}, committed {_utc_text(times[first])} .. "
-             f"{_utc_text(times[last])}")
-    if as_of.version is not None:
-        if as_of.version not in times:
-            raise UsageError(f"--as-of {as_of.text}: no such version; {valid}")
-        return as_of.version
-    millis = as_of.timestamp.timestamp() * 1000
-    earlier = [version for version, at in times.items() if at <= millis]
-    if not earlier:
-        raise UsageError(f"--as-of {as_of.text} is before table {table} was created; {valid}")
-    return max(earlier)
-
-
-# --- the tables ------------------------------------------------------------------------------------
 
 def registry_tables() -> list[str]:
     """Every job's table name, in registry order (the platform's own tables: ``PLATFORM_TABLES``)."""
