@@ -24,7 +24,6 @@ import hashlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -34,6 +33,7 @@ from pathlib import Path
 
 from spark_jobs.model.errors import UsageError
 from spark_jobs.launch.jars import KAFKA_VERSION, MAVEN_REPO_ENV, jars_dir
+from tools.ports import free_port
 
 BROKER_ARTIFACTS = (f"org.apache.kafka:kafka_2.13:{KAFKA_VERSION}",
                     # the log binding the broker's slf4j 1.7 logs through (to a file, see _LOG4J)
@@ -96,13 +96,6 @@ def fetch_broker_jars(folder: Path | None = None) -> Path:
         shutil.rmtree(folder, ignore_errors=True)
         out.rename(folder)
     return folder
-
-
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 right now (the OS picks it)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def cluster_id() -> str:

@@ -30,12 +30,13 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+
+from tools.ports import free_port
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
@@ -54,13 +55,6 @@ def spark_connection(host: str, port: int = DEFAULT_MASTER_PORT) -> dict:
 def connection_json(host: str, port: int = DEFAULT_MASTER_PORT) -> str:
     """:func:`spark_connection` as the value of ``AIRFLOW_CONN_SPARK_DEFAULT``."""
     return json.dumps(spark_connection(host, port))
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A port nobody listens on now (the OS's choice)."""
-    with socket.socket() as probe:
-        probe.bind((host, 0))
-        return probe.getsockname()[1]
 
 
 def _group_alive(pgid: int) -> bool:

@@ -36,7 +36,6 @@ from spark_jobs.model.lake import Lake
 from spark_jobs.registry import JOBS, PLATFORM_TABLES, table_specs
 
 ENGINES = ("spark", "duckdb")
-FORMATS = ("table", "json")
 
 
 # --- --as-of ---------------------------------------------------------------------------------------

@@ -35,9 +35,6 @@ PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 _LOGIN_MODULES = {"PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
                   "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
                   "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule"}
-# Settings whose value is secret: never printed.
-SECRET_KEYS = ("sasl.password", "ssl.truststore.password", "ssl.keystore.password", "ssl.key.password",
-               "sasl.jaas.config")
 # Spark redacts data source options whose name matches this in plans, logs and the UI.
 REDACTION_REGEX = "(?i)url|password|jaas|secret|token"
 # Keys of ``extra`` handled here rather than passed to the client as they are.
