@@ -10,7 +10,7 @@ from datetime import timedelta
 
 from airflow.sdk import Param
 
-from spark_jobs.registry import JobSpec
+from spark_jobs.model.jobs import JobSpec
 
 
 def retrying_default_args(execution_timeout: timedelta) -> dict:

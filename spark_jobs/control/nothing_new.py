@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from spark_jobs.registry import JobSpec
+from spark_jobs.model.jobs import JobSpec
 
 if TYPE_CHECKING:
     from spark_jobs.driver.runner import RunOptions

@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 
 from spark_jobs.model.errors import UsageError
 from spark_jobs.model.kafka_connection import KafkaConnection
-from spark_jobs.registry import JobSpec
+from spark_jobs.model.jobs import JobSpec
 from spark_jobs.model.streams import kafka_subscription
 
 log = logging.getLogger("spark_jobs")

@@ -42,7 +42,9 @@ from pathlib import Path
 
 from spark_jobs.model.errors import UsageError
 from spark_jobs.model.lake import Lake
-from spark_jobs.registry import JOBS, JobSpec, TableSpec, all_tables
+from spark_jobs.model.jobs import JobSpec
+from spark_jobs.model.tables import TableSpec
+from spark_jobs.registry import JOBS, all_tables
 
 COMMANDS = ("history", "optimize", "vacuum", "restore", "convert")
 OPTIMIZE_ATTEMPTS = 3

@@ -30,7 +30,7 @@ from pyspark.sql.types import BinaryType, LongType, StringType, StructField, Str
 from spark_jobs.model.errors import UsageError
 from spark_jobs.model.lake import Lake, PROJECT_ROOT
 from spark_jobs.control.monitoring.progress import executed
-from spark_jobs.registry import JobSpec
+from spark_jobs.model.jobs import JobSpec
 from spark_jobs.driver.session import job_step, snapshot_partitions_per_core
 from spark_jobs.model.streams import FileSource
 from spark_jobs.driver.write.delta_writer import (ExactlyOnceWriter, TableTarget, check_table_format, create_tables,

@@ -18,7 +18,9 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 
-from spark_jobs.registry import JobSpec, all_tables
+from spark_jobs.model.jobs import JobSpec
+
+from spark_jobs.registry import all_tables
 
 log = logging.getLogger("spark_jobs")
 

@@ -42,7 +42,7 @@ from pyspark.sql import functions as F
 from spark_jobs.driver.write.stateful import BatchContext, conform, table_schema
 from spark_jobs.driver.dimensions import enrich
 from spark_jobs.transforms.windows import WINDOW_KIND, is_late, windowed
-from spark_jobs.registry import JobSpec
+from spark_jobs.model.jobs import JobSpec
 
 ACCOUNT_COLUMNS = "account_name STRING, owner_team STRING, environment STRING, account_known BOOLEAN"
 KEY_COLUMNS = ["account_id", "eventSource", "eventName", "is_error"]

@@ -25,7 +25,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from spark_jobs.driver.write.stateful import BatchContext, conform, table_schema
-from spark_jobs.registry import JobSpec
+from spark_jobs.model.jobs import JobSpec
 
 TABLE_SCHEMAS = {"word_counts": table_schema("word STRING, count BIGINT")}
 WORD_BREAK = r"[^\p{L}\p{N}']+"

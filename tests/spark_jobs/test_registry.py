@@ -46,7 +46,7 @@ def test_each_tables_write_mode_gives_the_jobs_output_mode():
 
 
 def test_an_unknown_write_mode_is_refused_naming_it():
-    from spark_jobs.registry import TableSpec
+    from spark_jobs.model.tables import TableSpec
 
     with pytest.raises(ValueError, match="table t: write_mode 'merge' is not one of insert, upsert, complete"):
         TableSpec("t", write_mode="merge")

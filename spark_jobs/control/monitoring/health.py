@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from spark_jobs.registry import JobSpec
+from spark_jobs.model.jobs import JobSpec
 
 STATES = ("healthy", "lagging", "stalled", "dead", "failed", "idle", "not_started")
 CONDITIONS = ("stalled", "falling_behind", "backlog_high", "quarantine_high", "restarts_over_budget")

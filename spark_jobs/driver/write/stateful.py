@@ -42,7 +42,7 @@ from pyspark.sql.types import StructType
 from spark_jobs.driver.dimensions import DimensionReader, dimension_frame
 from spark_jobs.control.checkpoint.logs import LogDamage, OffsetsEntry, parse_offsets, read_checked, scan_log_dir
 from spark_jobs.control.checkpoint.store import Location
-from spark_jobs.registry import JobSpec
+from spark_jobs.model.jobs import JobSpec
 from spark_jobs.model.streams import job_settings
 from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, TableTarget
 
