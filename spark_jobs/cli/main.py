@@ -190,7 +190,11 @@ def _cmd_run(args) -> int:
         per_trigger = options.pop("maxFilesPerTrigger", None)
         options.update(run_overrides(args.max_offsets_per_trigger or per_trigger, args.starting_timestamp))
 
-    from spark_jobs.driver.runner import RunOptions, configure_logging, resolve_input, run_streaming
+    from spark_jobs.driver.session import configure_logging
+
+    from spark_jobs.model.runs import RunOptions
+
+    from spark_jobs.driver.runner import resolve_input, run_streaming
 
     if args.lease_ttl is not None and args.lease_ttl <= 0:
         raise UsageError(f"--lease-ttl must be a number of seconds > 0, got {args.lease_ttl:g}")
@@ -284,7 +288,9 @@ def _cmd_backfill(args) -> int:
         return 0
     from spark_jobs.model.lake import Lake
     from spark_jobs.control.priority import lower_priority, parse_priority
-    from spark_jobs.driver.runner import RunOptions, configure_logging, run_streaming
+    from spark_jobs.driver.session import configure_logging
+    from spark_jobs.model.runs import RunOptions
+    from spark_jobs.driver.runner import run_streaming
     from spark_jobs.model.triggers import parse_trigger
 
     # The registry's, unless the environment says otherwise (drills, tests on a busy machine).
@@ -315,7 +321,7 @@ def _cmd_reprocess(args) -> int:
     job = get_job(args.job)
     lake = Lake.at(args.lake)
     if job.source.kind == "kafka":
-        from spark_jobs.driver.kafka import reprocess_command
+        from spark_jobs.driver.kafka_reprocess import reprocess_command
 
         return reprocess_command(job, lake, args)
     if args.audit_id is not None and not re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
@@ -330,7 +336,7 @@ def _cmd_reprocess(args) -> int:
                          sort_keys=True, default=str))
         return 0
     from spark_jobs.driver.reprocess import reprocess
-    from spark_jobs.driver.runner import configure_logging
+    from spark_jobs.driver.session import configure_logging
     from spark_jobs.driver.session import build_session
 
     configure_logging()

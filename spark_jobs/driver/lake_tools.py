@@ -430,7 +430,7 @@ def convert(spark, lake: Lake, job: JobSpec, table: TableSpec) -> dict:
         return {"table": table.name, "command": "convert", "status": "already_delta", "path": str(path)}
     if not path.is_dir():
         return {"table": table.name, "command": "convert", "status": "absent", "path": str(path)}
-    from spark_jobs.driver.runner import output_schemas
+    from spark_jobs.driver.job_modules import output_schemas
 
     schema = output_schemas(spark, job)[table.name]
     types = {f.name: f.dataType.simpleString() for f in schema.fields}

@@ -52,7 +52,8 @@ from spark_jobs.model.lake import Lake
 from spark_jobs.driver.session import session_conf
 from spark_jobs.control.oncall_requests import ReplayPlan, _iso, add_actions, missing_files
 from spark_jobs.model.jobs import JobSpec
-from spark_jobs.driver.runner import file_time_column, job_module, output_schemas, read_files, table_targets
+from spark_jobs.driver.job_modules import job_module, output_schemas, table_targets
+from spark_jobs.driver.source_readers import file_time_column, read_files
 from spark_jobs.driver.write.delta_writer import RetryPolicy, TableTarget, _literal, create_tables, first_of_each_key, is_conflict
 
 log = logging.getLogger("spark_jobs")

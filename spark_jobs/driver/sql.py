@@ -181,7 +181,7 @@ def register_tables(spark, lake: Lake, as_of: dict[str | None, AsOf] | None = No
 
     :returns: notes for people about tables that have no data yet.
     """
-    from spark_jobs.driver.runner import output_schemas
+    from spark_jobs.driver.job_modules import output_schemas
 
     versions = table_versions(lake, as_of or {})
     notes = []

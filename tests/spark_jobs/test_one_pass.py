@@ -92,7 +92,9 @@ def test_a_batch_with_a_bad_record_or_an_old_event_writes_the_rest_under_a_secon
 def test_a_batch_run_again_after_its_one_pass_commit_writes_only_the_rest(spark, tmp_path, tables):
     """A crash after the one pass committed the events: the batch run again adds the quarantine, no event twice."""
     from spark_jobs.driver.write.pipelined import write_one_pass
-    from spark_jobs.driver.runner import job_module, output_schemas, read_files, table_targets, write_micro_batch
+    from spark_jobs.driver.job_modules import job_module, output_schemas, table_targets
+    from spark_jobs.driver.source_readers import read_files
+    from spark_jobs.driver.runner import write_micro_batch
     from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, create_tables
 
     manifest = write_sample_landing(tmp_path / "landing", files=2, records_per_file=6, seed=63,

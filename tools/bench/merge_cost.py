@@ -46,7 +46,7 @@ def _events(spark, schema, count: int, days: int, last_day: str, salt: str, dupl
 
 def measure(sizes: list[int], batch: int, days: int, repeat: int, workdir: Path) -> dict:
     from spark_jobs.registry import get_job
-    from spark_jobs.driver.runner import job_module, output_schemas, table_targets
+    from spark_jobs.driver.job_modules import job_module, output_schemas, table_targets
     from spark_jobs.driver.session import build_session
     from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, create_tables
 

@@ -58,7 +58,8 @@ def _run(spark, job_name: str, lake, input_path=None, **options) -> tuple[list, 
 
     from tools.bench.probes import ProgressRecorder
     from spark_jobs.registry import get_job
-    from spark_jobs.driver.runner import RunOptions, resolve_input, run_streaming
+    from spark_jobs.model.runs import RunOptions
+    from spark_jobs.driver.runner import resolve_input, run_streaming
     from spark_jobs.model.triggers import parse_trigger
 
     job = get_job(job_name)

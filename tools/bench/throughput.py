@@ -29,7 +29,8 @@ MB = 1_000_000
 
 def run_job(spark: SparkSession, landing: Path, lake: Path, progress: ProgressRecorder) -> dict:
     """One available-now run of the job on a fresh ``lake``: seconds, rows, progress and Spark jobs."""
-    from spark_jobs.driver.runner import RunOptions, run_streaming
+    from spark_jobs.model.runs import RunOptions
+    from spark_jobs.driver.runner import run_streaming
 
     shutil.rmtree(lake, ignore_errors=True)
     options = RunOptions(landing, Lake(lake), parse_trigger("available-now"), dict(JOB.file_source_options))
@@ -238,7 +239,8 @@ def measure_profile(spark: SparkSession, data: BenchData, raw: dict, stand_ins: 
 
     from spark_jobs.transforms.cloudtrail import decode
     from spark_jobs.transforms.cloudtrail.schema import KNOWN_TOP_LEVEL_KEYS
-    from spark_jobs.driver.runner import job_module, read_files
+    from spark_jobs.driver.job_modules import job_module
+    from spark_jobs.driver.source_readers import read_files
 
     module = job_module(JOB)
     landing = data.landing

@@ -46,7 +46,7 @@ SHAPES = ("transform_noop", "one_pass_append", "one_pass_dedup_merge")
 
 def _events_target(lake: Path, spark: SparkSession):
     """The events table's target as the job makes it, at ``lake``, with the table created (empty)."""
-    from spark_jobs.driver.runner import job_module, output_schemas, table_targets
+    from spark_jobs.driver.job_modules import job_module, output_schemas, table_targets
     from spark_jobs.driver.write.delta_writer import create_tables
 
     shutil.rmtree(lake, ignore_errors=True)
@@ -60,7 +60,8 @@ def _run_shape(spark: SparkSession, shape: str, data: BenchData, lake: Path) -> 
 
     :raises AssertionError: if the shape wrote another number of events than the input holds.
     """
-    from spark_jobs.driver.runner import job_module, read_files
+    from spark_jobs.driver.job_modules import job_module
+    from spark_jobs.driver.source_readers import read_files
     from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, rank_whole_batch
 
     module = job_module(JOB)
