@@ -18,7 +18,7 @@ from spark_jobs.model.kafka_connection import KafkaConnection
 from spark_jobs.model.streams import kafka_subscription
 from spark_jobs.driver.job_modules import job_module, output_schemas, table_targets
 from spark_jobs.driver.kafka import epoch_ms, read_kafka
-from spark_jobs.driver.runner import write_micro_batch
+from spark_jobs.driver.write import write_batch
 from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, create_tables
 
 
@@ -41,10 +41,9 @@ def reprocess_kafka(spark: SparkSession, job: JobSpec, lake, spec: str, from_tim
     options["startingOffsetsByTimestampStrategy"] = "latest"  # a partition with nothing that new: nothing to read
     messages = read_kafka(spark, job, spec, options, streaming=False)
     writer = ExactlyOnceWriter(spark, targets, f"reprocess-{audit_id or uuid.uuid4()}")
-    carried: dict[str, int] = {}
-    read, inserted = write_micro_batch(module, writer, targets, messages, 0, carried)
-    return {"job": job.name, "from_time": from_time.isoformat(), "topics": spec, "messages": read,
-            "rows": carried, "inserted": inserted, "audit_id": audit_id}
+    written = write_batch(messages, 0, module=module, writer=writer, targets=targets)
+    return {"job": job.name, "from_time": from_time.isoformat(), "topics": spec, "messages": written.inputs,
+            "rows": written.carried, "inserted": written.rows, "audit_id": audit_id}
 
 
 def reprocess_command(job: JobSpec, lake, args) -> int:

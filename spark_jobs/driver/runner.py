@@ -1,7 +1,9 @@
 """Run a registered job: its files in, its tables out, exactly once.
 
-The job's pure ``transform`` runs on Spark's ``binaryFile`` file source (streaming here, batch in
-:func:`transform_batch`); ``foreachBatch`` hands each micro-batch to :class:`ExactlyOnceWriter`.
+This module runs a job's streaming query: the driver's lease on the checkpoint, signals (stop after the
+micro-batch), progress lines and history, the query loop. The job's ``transform`` runs on its source
+(:mod:`spark_jobs.driver.source_readers`); ``foreachBatch`` hands each micro-batch to
+:func:`spark_jobs.driver.write.write_batch`, which picks the batch's plan (pipelined, cached, stateful).
 The checkpoint (``<lake>/checkpoints/<job>``) and Delta's idempotent writes (each table's log
 records the last batch id each writer committed) make a re-run after a crash add nothing twice and
 lose nothing, also beside other writers of the same tables (see :mod:`spark_jobs.driver.write.delta_writer`).
@@ -17,9 +19,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -30,10 +30,11 @@ from spark_jobs.model.runs import RunOptions
 from spark_jobs.model.streams import FileSource
 from spark_jobs.control.monitoring.progress import executed
 from spark_jobs.driver.job_modules import job_module, output_schemas, table_targets
-from spark_jobs.driver.session import job_step, snapshot_partitions_per_core
+from spark_jobs.driver.session import snapshot_partitions_per_core
 from spark_jobs.driver.source_readers import file_date_column, file_time_column, read_input
-from spark_jobs.driver.write.delta_writer import (ExactlyOnceWriter, TableTarget, check_table_format, create_tables,
-                                                  refuse_old_layout)
+from spark_jobs.driver.write import write_batch
+from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, check_table_format, create_tables, refuse_old_layout
+from spark_jobs.driver.write.stateful import StatefulBatchWriter
 
 log = logging.getLogger("spark_jobs")
 
@@ -228,76 +229,6 @@ def _log_total_progress(summary: RunSummary, total: int, started: float) -> None
              100 * done / total if total else 100, json.dumps(summary.rows, sort_keys=True), done / seconds, eta)
 
 
-# The first lines of the Spark jobs' descriptions of a batch written from its cache (the Spark UI; the benchmark's profile).
-STEP_PARSE = "parse into the batch's cache, count rows and dates"
-STEP_WRITE = "write "
-STEP_COUNT = "count the batch's files"
-
-
-def write_micro_batch(module: ModuleType, writer: ExactlyOnceWriter, targets: list[TableTarget], files: DataFrame,
-                      batch_id: int, carried: dict[str, int] | None = None) -> tuple[int, dict[str, int]]:
-    """Write one micro-batch to every table: each table gets one Delta commit (two, at most, for a keyed table).
-
-    A batch whose files' names bound its event dates goes first through one pipelined pass
-    (:mod:`spark_jobs.driver.write.pipelined`), which is all of it when the batch holds only good events within the
-    bound. Otherwise (or for what that pass left) the parse is kept (memory, spilling to disk) for the
-    batch: one pass over it counts each table's rows and collects the partition values a merge is
-    bounded by (the batch's event dates), then each table is written from it. A table with no rows in
-    this batch gets no commit (Delta's idempotent writes do not need one per batch).
-
-    :param carried: filled with the rows the batch carried per table (before deduplication).
-    :returns: the batch's input files, and rows inserted per table (0 for a table that already held
-        this batch, and for rows whose key the table already held).
-    """
-    from spark_jobs.driver.write.pipelined import REST_MARKER, rest_table, write_one_pass
-
-    first = write_one_pass(module, writer, targets, files, batch_id)
-    if first is not None and first.complete:
-        if carried is not None:
-            carried.update(first.carried)
-        return first.files, first.rows
-    rest = first.table if first is not None else rest_table(module, writer, targets, batch_id)
-    spark = files.sparkSession
-    done = first.done if first is not None else ()
-    if first is not None and first.rest_files is not None:  # only the files with rows the one pass left
-        files = files.where(F.col("path").isin(first.rest_files))
-    parsed = module.transform(files).persist(StorageLevel.MEMORY_AND_DISK)
-    try:
-        route = module.ROUTE(parsed)
-        aggregates, prune = [], []
-        for i, target in enumerate(targets):
-            aggregates.append(F.count_if(route == target.name).alias(f"rows{i}"))
-            for column in target.prune_by:
-                if column in parsed.columns:
-                    prune.append((target.name, column, f"values{len(prune)}"))
-                    aggregates.append(F.collect_set(F.when(route == target.name, F.col(column))).alias(prune[-1][2]))
-        with job_step(spark, STEP_PARSE):
-            stats = parsed.agg(*aggregates).first()
-        rows = {}
-        for i, target in enumerate(targets):
-            batch_rows = stats[f"rows{i}"]
-            if carried is not None:  # the whole batch's rows: the one pass counted them all
-                carried[target.name] = first.carried[target.name] if first is not None and first.carried else batch_rows
-            if target.name in done:
-                rows[target.name] = 0
-                continue
-            values = {column: stats[alias] for table, column, alias in prune if table == target.name}
-            if batch_rows:
-                with job_step(spark, f"{STEP_WRITE}{target.name}"):
-                    rows[target.name] = writer.write(batch_id, target.name, module.OUTPUTS[target.name](parsed), values,
-                                                     rows=batch_rows, marker=REST_MARKER if target.name == rest else "")
-            else:
-                rows[target.name] = 0
-    finally:
-        parsed.unpersist()
-    for table, count in (first.rows if first is not None else {}).items():
-        rows[table] += count
-    if first is not None:
-        return first.files, rows
-    with job_step(spark, STEP_COUNT):
-        return files.count(), rows
-
-
 def run_streaming(job: JobSpec, options: RunOptions, spark: SparkSession | None = None) -> RunSummary:
     """Run ``job`` until its trigger ends (available-now) or a signal stops it (processing-time).
 
@@ -365,25 +296,20 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
     batch_files: dict[int, int] = {}
     batch_rows: dict[int, tuple[dict[str, int], dict[str, int]]] = {}  # carried and inserted, per batch
 
-    def write_batch(files: DataFrame, batch_id: int) -> None:
+    def on_batch(frame: DataFrame, batch_id: int) -> None:
         keeper.check()  # nothing is written by a driver that may have been replaced
         if not per_run:
             # The checkpoint's query id: the same after every restart, different for every checkpoint.
-            query_id = files.sparkSession.sparkContext.getLocalProperty("sql.streaming.queryId")
-            per_run.update(writer=ExactlyOnceWriter(files.sparkSession, targets, query_id or options.stream_name(job.name)))
-        carried: dict[str, int] = {}
-        if job.stateful:  # files: a micro-batch of the stateful transform's result
-            from spark_jobs.driver.write.stateful import StatefulBatchWriter
-
-            stateful = per_run.setdefault("stateful", StatefulBatchWriter(job, module, targets, per_run["writer"],
-                                                                          checkpoint, options.input_path))
-            inputs, rows = stateful.write(files, batch_id)
-            carried.update(rows)  # the result's rows the batch wrote (its input rows live in the state)
-            if inputs is not None:
-                batch_files[batch_id] = inputs
-        else:
-            batch_files[batch_id], rows = write_micro_batch(module, per_run["writer"], targets, files, batch_id,
-                                                            carried)
+            query_id = frame.sparkSession.sparkContext.getLocalProperty("sql.streaming.queryId")
+            writer = ExactlyOnceWriter(frame.sparkSession, targets, query_id or options.stream_name(job.name))
+            per_run.update(writer=writer, stateful=StatefulBatchWriter(job, module, targets, writer, checkpoint,
+                                                                       options.input_path) if job.stateful else None)
+        # frame: the source's rows, or a micro-batch of a stateful transform's result
+        written = write_batch(frame, batch_id, module=module, writer=per_run["writer"], targets=targets,
+                              stateful=per_run["stateful"])
+        carried, rows = written.carried, written.rows
+        if written.inputs is not None:
+            batch_files[batch_id] = written.inputs
         batch_rows[batch_id] = (carried, rows)
         for table, count in rows.items():
             summary.rows[table] += count
@@ -411,7 +337,7 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
         with session_conf(spark, job.spark_conf):  # the query keeps them (a started query has its own session)
             query = (files.writeStream.queryName(options.stream_name(job.name))
                      .outputMode(job.output_mode)
-                     .foreachBatch(write_batch)
+                     .foreachBatch(on_batch)
                      .option("checkpointLocation", str(checkpoint))
                      .trigger(**options.trigger.writer_kwargs())
                      .start())

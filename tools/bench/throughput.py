@@ -200,7 +200,7 @@ def label_jobs(jobs: list[dict]) -> dict[str, int]:
     (in-batch dedup, MERGE, Parquet write) and the count of input files; ``other`` anything else.
     """
     from spark_jobs.driver.write.pipelined import STEP_LIST, STEP_ONE_PASS
-    from spark_jobs.driver.runner import STEP_COUNT, STEP_PARSE, STEP_WRITE
+    from spark_jobs.driver.write.cached import STEP_COUNT, STEP_PARSE, STEP_WRITE
 
     totals: dict[str, int] = {}
     for job in jobs:

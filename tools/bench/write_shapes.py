@@ -1,7 +1,7 @@
 """How fast the job could write if it did less: its transform written in simpler shapes, against bare Spark.
 
 The job writes each micro-batch in the shape exactly-once and one-row-per-``eventID`` need
-(:func:`spark_jobs.driver.runner.write_micro_batch`): a batch of dated files with only good events in one
+(:func:`spark_jobs.driver.write.write_batch`): a batch of dated files with only good events in one
 pipelined pass (:mod:`spark_jobs.driver.write.pipelined`: parse, rank by key, insert-only MERGE, observed), any
 other batch parsed once into its cache, counted, then MERGEd table by table. This part measures the
 same transform written in shapes that drop one requirement after another, each in one pipelined

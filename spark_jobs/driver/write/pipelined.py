@@ -1,6 +1,6 @@
-"""Write a file batch in one pipelined pass when the files' names bound the dates of its events.
+"""The pipelined plan: write a file batch in one pass when the files' names bound the dates of its events.
 
-The general shape of a micro-batch (:func:`spark_jobs.driver.runner.write_micro_batch`) parses every file
+The cached plan (:mod:`spark_jobs.driver.write.cached`) parses every file
 once into the batch's cache and reads that cache three times: a pass that counts each table's rows
 and collects the event dates (what bounds the insert-only MERGE of the keyed table), then one write
 per table. Filling and re-reading the cache costs about as much as the parse itself
@@ -15,11 +15,12 @@ shuffle), insert-only MERGE of the rows within the bound. The same pass is obser
 ``Observation`` (metrics of that execution, no second read): each table's rows, and the keyed
 table's rows outside the bound. The common batch, only good events, all within the bound, ends
 there. A batch with rows for another table (quarantine) or outside the bound then goes through the
-general shape as well, whose MERGE of the keyed table inserts only the keys the table lacks, under a
-second Delta app id (``<query id>:<table>:rest``, see :data:`REST_MARKER`) so that Delta does not take
-it for the batch it already holds.
+cached plan as well, whose MERGE of the keyed table inserts only the keys the table lacks, under the
+writer's second series of app ids (``<query id>:<table>:rest``,
+:data:`~spark_jobs.driver.write.delta_writer.REST_SERIES`) so that Delta does not take it for the batch it
+already holds.
 
-The general shape is used instead for a batch with a file whose name and folders carry no date, a
+The cached plan is used instead for a batch with a file whose name and folders carry no date, a
 batch the keyed table already holds (a batch run again after a crash), and a job without the
 declaration. Why this module exists: Spark writes one sink per pass and Delta's MERGE needs its
 partition bound before it starts; neither gives a multi-table write of one pass.
@@ -42,8 +43,6 @@ from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, TableTarget,
 
 log = logging.getLogger("spark_jobs")
 
-# The marker of a keyed table's second commit for a batch whose first commit was made by a one pass.
-REST_MARKER = ":rest"
 # The observed metrics arrive through Spark's listener bus, just after the write returns.
 OBSERVATION_WAIT_SECONDS = 60.0
 _OUTSIDE = "_outside_bound"
@@ -57,8 +56,8 @@ STEP_ONE_PASS = "one pass: parse, drop later deliveries, MERGE"
 class OnePassResult:
     """What a one-pass write did.
 
-    :param table: the table it wrote (its commit holds the batch; the rest goes under :data:`REST_MARKER`).
-    :param complete: the batch is wholly written (nothing for the general shape to do).
+    :param table: the table it wrote (its commit holds the batch; the rest goes under the writer's ``:rest`` series).
+    :param complete: the batch is wholly written (nothing for the cached plan to do).
     :param files: the batch's input files.
     :param rows: rows inserted per table.
     :param carried: rows the batch carried per table (before deduplication); ``None`` when the
@@ -102,17 +101,33 @@ def delivery_bound(paths: list[str], days_before: int) -> list[dt.date] | None:
 
 
 def rest_table(module: ModuleType, writer: ExactlyOnceWriter, targets: list[TableTarget], batch_id: int) -> str | None:
-    """The table whose rows of ``batch_id`` not yet written go under :data:`REST_MARKER`: the bounded
+    """The table whose rows of ``batch_id`` not yet written go under the writer's ``:rest`` series: the bounded
     table, when it holds the batch already (a one pass wrote part of it, or a run before a crash did)."""
     found = bounded_table(module, targets)
     return found[0].name if found and writer.holds(batch_id, found[0].name) else None
 
 
-def write_one_pass(module: ModuleType, writer: ExactlyOnceWriter, targets: list[TableTarget], files: DataFrame,
-                   batch_id: int) -> OnePassResult | None:
-    """Write ``files`` to the bounded table in one pass, observing what else the batch holds.
+@dataclass(frozen=True)
+class OnePass:
+    """A batch the pipelined pass applies to (see the module docstring), before anything is written.
 
-    :returns: ``None`` when the one pass does not apply (see the module's docstring), else what it did.
+    :param target: the bounded table.
+    :param column: its partition column the files' delivery dates bound.
+    :param paths: the batch's input files.
+    :param bound: the dates of ``column`` the batch's rows may have.
+    """
+
+    target: TableTarget
+    column: str
+    paths: list[str]
+    bound: list[dt.date]
+
+
+def plan_one_pass(module: ModuleType, writer: ExactlyOnceWriter, targets: list[TableTarget], files: DataFrame,
+                  batch_id: int) -> OnePass | None:
+    """Whether the pipelined pass applies to ``files`` (it lists them: one small Spark job), and its bound.
+
+    :returns: ``None`` when it does not (see the module's docstring).
     """
     found = bounded_table(module, targets)
     if found is None or "path" not in files.columns:
@@ -120,8 +135,7 @@ def write_one_pass(module: ModuleType, writer: ExactlyOnceWriter, targets: list[
     target, column, days_before = found
     if writer.holds(batch_id, target.name):
         return None
-    spark = files.sparkSession
-    with job_step(spark, STEP_LIST):
+    with job_step(files.sparkSession, STEP_LIST):
         paths = [row[0] for row in files.select("path").collect()]
     if not paths:
         return None
@@ -130,6 +144,21 @@ def write_one_pass(module: ModuleType, writer: ExactlyOnceWriter, targets: list[
         log.info("batch %d: a file has no delivery date in its name or folders: parsing into the batch's cache",
                  batch_id)
         return None
+    return OnePass(target, column, paths, bound)
+
+
+def write_one_pass(module: ModuleType, writer: ExactlyOnceWriter, targets: list[TableTarget], files: DataFrame,
+                   batch_id: int, one_pass: OnePass | None = None) -> OnePassResult | None:
+    """Write ``files`` to the bounded table in one pass, observing what else the batch holds.
+
+    :param one_pass: the plan :func:`plan_one_pass` made (made here when not given).
+    :returns: ``None`` when the one pass does not apply (see the module's docstring), else what it did.
+    """
+    one_pass = one_pass or plan_one_pass(module, writer, targets, files, batch_id)
+    if one_pass is None:
+        return None
+    target, column, paths, bound = one_pass.target, one_pass.column, one_pass.paths, one_pass.bound
+    spark = files.sparkSession
     parsed = module.transform(files)
     route = module.ROUTE(parsed)
     inside = F.coalesce(F.col(column).isin(bound), F.lit(False))
