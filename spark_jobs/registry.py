@@ -13,11 +13,11 @@ from typing import Mapping
 
 from spark_jobs.model.errors import UsageError
 from spark_jobs.model.forwards import ForwardSpec
-from spark_jobs.model.jobs import JobSpec
+from spark_jobs.model.jobs import JobSpec, check_jobs
 from spark_jobs.model.kafka_connection import REDACTION_REGEX
 from spark_jobs.model.policies import HealthThresholds
 from spark_jobs.model.streams import DeltaTableSource, DimensionSpec, EventTimeSpec, FileSource, KafkaSource, WindowSpec
-from spark_jobs.model.tables import TableSpec
+from spark_jobs.model.tables import DeliveryDateBound, TableSpec
 
 
 CLOUDTRAIL_ETL = JobSpec(
@@ -31,12 +31,28 @@ CLOUDTRAIL_ETL = JobSpec(
             description="one row per CloudTrail event, typed and flattened, partitioned by event date (UTC)",
             stats_columns=("eventTime", "eventSource", "eventName", "errorCode", "awsRegion", "recipientAccountId",
                            "userIdentity_accountId", "sourceIPAddress"),
+            # One row per eventID (CloudTrail delivers some events more than once, a backfill may overlap the
+            # live stream, a file may land again under a new name); its date (from eventTime, the same in
+            # every delivery) is part of the key because the table is partitioned by it: a merge then reads
+            # only the batch's dates. Among one batch's deliveries of an event, the first in file order is kept.
+            unique_key=("eventID", "date"),
+            first_by=("_source_file", "_record_index"),
+            # An event's UTC date is its file's delivery date or the day before (CloudTrail delivers an event
+            # within about 15 minutes): the file names bound a batch's dates before it is read.
+            delivery_date_bound=DeliveryDateBound("date", 1),
+            source_file="_source_file",
+            route="reason IS NULL",
         ),
         TableSpec(
             name="cloudtrail_quarantine",
             partition_by=("ingest_date",),
             description="records and files that could not be ingested, with the reason and the raw text",
             quarantine=True,
+            # One row per place in a file and reason; a file-level problem has no record_index.
+            unique_key=("source_file", "record_index", "reason"),
+            null_safe=("source_file", "record_index", "reason"),
+            source_file="source_file",
+            route="reason IS NOT NULL",
         ),
     ),
     file_source_options={
@@ -51,6 +67,7 @@ CLOUDTRAIL_ETL = JobSpec(
     schedule="@hourly",
     tags=("cloudtrail", "streaming"),
     continuous_trigger="processing-time:10s",
+    source_file_column="_source_file",
 )
 
 # Who owns each AWS account: joined to the analytics jobs' rows in every micro-batch.
@@ -67,6 +84,8 @@ ACCOUNTS = DimensionSpec(
 # are never read.
 EVENTS_STREAM_OPTIONS = {"maxFilesPerTrigger": "1000", "skipChangeCommits": "true"}
 # The state store transformWithStateInPandas needs (and the one that keeps large state off the heap).
+# The accounts file's columns the analytics tables add to each row (spark_jobs.driver.dimensions.enrich).
+ACCOUNT_COLUMNS = "account_name STRING, owner_team STRING, environment STRING, account_known BOOLEAN"
 ROCKSDB = {"spark.sql.streaming.stateStore.providerClass":
            "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"}
 
@@ -90,12 +109,25 @@ CLOUDTRAIL_ACTIVITY = JobSpec(
             description="events per event-time window, account, eventSource, eventName and error/no-error; late "
                         "events within the watermark correct their window (MERGE per micro-batch)",
             write_mode="upsert",
+            # A window's row is one per window and key; its date (of window_start) bounds the MERGE to the
+            # batch's days.
+            unique_key=("date", "window_kind", "window_start", "account_id", "eventSource", "eventName", "is_error"),
+            null_safe=("account_id", "eventSource", "eventName"),
+            schema="date DATE, window_kind STRING, window_start TIMESTAMP, window_end TIMESTAMP, account_id STRING, "
+                   "eventSource STRING, eventName STRING, is_error BOOLEAN, events BIGINT, "
+                   f"{ACCOUNT_COLUMNS}, updated_at TIMESTAMP",
         ),
         TableSpec(
             name="cloudtrail_late_events",
             partition_by=("date",),
             description="events that came after the watermark had closed their window: one row per event and "
                         "window, with how late it was",
+            unique_key=("date", "eventID", "window_kind", "window_start"),
+            schema="date DATE, eventID STRING, window_kind STRING, window_start TIMESTAMP, window_end TIMESTAMP, "
+                   "eventTime TIMESTAMP, account_id STRING, eventSource STRING, eventName STRING, is_error BOOLEAN, "
+                   "errorCode STRING, awsRegion STRING, sourceIPAddress STRING, watermark TIMESTAMP, "
+                   "seconds_behind_watermark DOUBLE, window_closed_seconds DOUBLE, batch_id BIGINT, "
+                   f"{ACCOUNT_COLUMNS}, recorded_at TIMESTAMP",
         ),
     ),
     file_source_options=EVENTS_STREAM_OPTIONS,
@@ -118,6 +150,11 @@ CLOUDTRAIL_ALERTS = JobSpec(
             name="cloudtrail_alerts",
             description="one row per alert: rule, account, who, the event-time window, details; its alert_id is "
                         "stable, so a replay never repeats it",
+            unique_key=("alert_id",),
+            # The rules' output (spark_jobs.transforms.alert_rules.OUTPUT_SCHEMA), then the account and the time.
+            schema="alert_id STRING, rule STRING, severity STRING, account_id STRING, subject STRING, "
+                   "source_ip STRING, window_start TIMESTAMP, window_end TIMESTAMP, event_time TIMESTAMP, "
+                   f"event_id STRING, events BIGINT, detail STRING, {ACCOUNT_COLUMNS}, detected_at TIMESTAMP",
         ),
     ),
     file_source_options=EVENTS_STREAM_OPTIONS,
@@ -149,6 +186,7 @@ WORD_COUNT = JobSpec(
             name="word_counts",
             description="every word seen in the text files and how often; rewritten whole by each micro-batch",
             write_mode="complete",
+            schema="word STRING, count BIGINT",
         ),
     ),
     file_source_options={"maxFilesPerTrigger": "100"},
@@ -172,6 +210,9 @@ CLOUDTRAIL_KAFKA = JobSpec(
             description="Kafka messages that could not be ingested: topic, partition, offset, reason and the raw "
                         "message",
             quarantine=True,
+            unique_key=("topic", "partition", "offset", "record_index", "reason"),
+            null_safe=("record_index",),
+            route="reason IS NOT NULL",
         ),
     ),
     file_source_options={
@@ -193,10 +234,12 @@ CLOUDTRAIL_KAFKA = JobSpec(
     health=HealthThresholds(max_pending_files=200_000),
     # The Kafka options carry the SASL credentials: Spark redacts them in plans, logs and the UI.
     spark_conf={"spark.sql.redaction.options.regex": REDACTION_REGEX},
+    source_file_column="_source_file",
 )
 
-JOBS: Mapping[str, JobSpec] = MappingProxyType(
-    {job.name: job for job in (CLOUDTRAIL_ETL, CLOUDTRAIL_ACTIVITY, CLOUDTRAIL_ALERTS, WORD_COUNT, CLOUDTRAIL_KAFKA)})
+# Checked as it loads: an inconsistent declaration fails here, naming it (RegistryError).
+JOBS: Mapping[str, JobSpec] = check_jobs((CLOUDTRAIL_ETL, CLOUDTRAIL_ACTIVITY, CLOUDTRAIL_ALERTS, WORD_COUNT,
+                                          CLOUDTRAIL_KAFKA))
 
 # Lake tables forwarded to Kafka topics for other systems (python -m spark_jobs forward NAME; at least once,
 # keyed so that consumers drop duplicates: see spark_jobs.driver.forward).

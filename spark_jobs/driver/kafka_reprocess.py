@@ -34,14 +34,14 @@ def reprocess_kafka(spark: SparkSession, job: JobSpec, lake, spec: str, from_tim
     :returns: what was read and inserted per table.
     """
     module = job_module(job)
-    targets = table_targets(job, module, lake)
+    targets = table_targets(job, lake)
     create_tables(spark, targets, output_schemas(spark, job))
     options = {k: v for k, v in job.file_source_options.items() if k != "startingOffsets"}
     options["startingTimestamp"] = str(epoch_ms(from_time))
     options["startingOffsetsByTimestampStrategy"] = "latest"  # a partition with nothing that new: nothing to read
     messages = read_kafka(spark, job, spec, options, streaming=False)
     writer = ExactlyOnceWriter(spark, targets, f"reprocess-{audit_id or uuid.uuid4()}")
-    written = write_batch(messages, 0, module=module, writer=writer, targets=targets)
+    written = write_batch(messages, 0, job=job, module=module, writer=writer, targets=targets)
     return {"job": job.name, "from_time": from_time.isoformat(), "topics": spec, "messages": written.inputs,
             "rows": written.carried, "inserted": written.rows, "audit_id": audit_id}
 

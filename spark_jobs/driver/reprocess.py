@@ -54,6 +54,7 @@ from spark_jobs.control.oncall_requests import ReplayPlan, add_actions, missing_
 from spark_jobs.model.jobs import JobSpec
 from spark_jobs.driver.job_modules import job_module, output_schemas, table_targets
 from spark_jobs.driver.source_readers import file_time_column, read_files
+from spark_jobs.driver.write.rows import table_rows
 from spark_jobs.driver.write.delta_writer import (RetryPolicy, TableTarget, commit_retrying, create_tables,
                                                   first_of_each_key, sql_literal)
 
@@ -94,19 +95,19 @@ def reprocess(spark: SparkSession, job: JobSpec, lake: Lake, source: Path, from_
     if not plan.listing.files:
         raise UsageError(f"no input file in {source} was delivered at or after {_iso(from_time)}: nothing to replay")
     module = job_module(job)
-    targets = table_targets(job, module, lake)
+    targets = table_targets(job, lake)
     create_tables(spark, targets, output_schemas(spark, job))
     files = read_files(spark, job, Path(plan.read_path), dict(job.file_source_options), streaming=False)
     files = files.where(file_time_column(files["path"]) >= F.lit(from_time))
     replayed = files.select(F.col("path").alias(REPLAYED)).distinct().persist()
     count = replayed.count()
     log.info("reprocess %s: replaying %d files delivered at or after %s", job.name, count, _iso(from_time))
-    parsed = module.transform(files).persist(StorageLevel.MEMORY_AND_DISK)
+    parsed = module.transform(files, job).persist(StorageLevel.MEMORY_AND_DISK)
     note = f"streaming_oncall reprocess_from {_iso(from_time)}" + (f" audit {audit_id}" if audit_id else "")
     results = {}
     try:
         for target in targets:
-            rows = module.OUTPUTS[target.name](parsed)
+            rows = table_rows(module, target, parsed)
             if target.first_by:
                 rows = first_of_each_key(target, rows)
             # Evaluated once: the rows (and quarantine's ingest_date) are the same in every read below.
@@ -114,7 +115,7 @@ def reprocess(spark: SparkSession, job: JobSpec, lake: Lake, source: Path, from_
             rows.count()
             try:
                 results[target.name] = rebuild(spark, lake, target, rows, replayed,
-                                               module.TABLE_SOURCE_FILE[target.name], note, retry or RetryPolicy())
+                                               job.table(target.name).source_file, note, retry or RetryPolicy())
             finally:
                 rows.unpersist()
     finally:

@@ -275,7 +275,7 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
     from spark_jobs.driver.session import build_session, session_conf
 
     check_table_format(options.table_format)
-    refuse_old_layout(table_targets(job, job_module(job), options.lake))  # before Spark starts: one line
+    refuse_old_layout(table_targets(job, options.lake))  # before Spark starts: one line
     spark = spark or build_session(job.name, ui=not options.trigger.available_now)
     # The input is a local folder: Spark gets each micro-batch's file statuses fastest in the driver.
     # (Past this many files it would run a Spark job of one task per file, which pays off on object
@@ -283,7 +283,7 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
     spark.conf.set("spark.sql.sources.parallelPartitionDiscovery.threshold", str(LOCAL_LISTING_THRESHOLD))
     snapshot_partitions_per_core(spark)  # also for a session this module did not build
     module = job_module(job)
-    targets = table_targets(job, module, options.lake)
+    targets = table_targets(job, options.lake)
     checkpoint = options.checkpoint_path(job.name)
     # Every table exists (empty) before the first batch: readers and other writers find it.
     create_tables(spark, targets, output_schemas(spark, job))
@@ -305,7 +305,7 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
             per_run.update(writer=writer, stateful=StatefulBatchWriter(job, module, targets, writer, checkpoint,
                                                                        options.input_path) if job.stateful else None)
         # frame: the source's rows, or a micro-batch of a stateful transform's result
-        written = write_batch(frame, batch_id, module=module, writer=per_run["writer"], targets=targets,
+        written = write_batch(frame, batch_id, job=job, module=module, writer=per_run["writer"], targets=targets,
                               stateful=per_run["stateful"])
         carried, rows = written.carried, written.rows
         if written.inputs is not None:

@@ -6,9 +6,11 @@ DAG ids, its checkpoint folder and the name of its Assets (see :mod:`spark_jobs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Mapping
+from dataclasses import dataclass, field, fields
+from types import MappingProxyType
+from typing import Iterable, Mapping
 
+from spark_jobs.model.errors import RegistryError
 from spark_jobs.model.policies import AlertThresholds, HealthThresholds, ProgressHistory, RestartPolicy
 from spark_jobs.model.streams import DimensionSpec, EventTimeSpec, FileSource, SourceSpec
 from spark_jobs.model.tables import TableSpec
@@ -55,6 +57,9 @@ class JobSpec:
         ``$<JOB>_SETTINGS`` (a JSON object) overrides them.
     :param spark_conf: SQL settings the job's query starts with (e.g. the RocksDB state store); set
         only while its query starts, so other queries of the same session keep theirs.
+    :param source_file_column: the column of a stateless job's transform result that names the input file
+        (or message) each row came from: the pipelined pass writes the rest of a batch from only the files
+        that have rows it left (:mod:`spark_jobs.driver.write.pipelined`); ``None``: from every file.
     """
 
     name: str
@@ -79,6 +84,27 @@ class JobSpec:
     dimensions: tuple[DimensionSpec, ...] = ()
     settings: Mapping[str, str] = field(default_factory=dict)
     spark_conf: Mapping[str, str] = field(default_factory=dict)
+    source_file_column: str | None = None
+
+    def __post_init__(self) -> None:
+        """Refuse a declaration that contradicts itself, when the registry loads.
+
+        :raises RegistryError: naming the job, the table, the field, the bad value and the fix.
+        """
+        seen: set[str] = set()
+        for table in self.tables:
+            if table.name in seen:
+                raise RegistryError(f"job {self.name}, table {table.name}: name {table.name!r} is declared twice; "
+                                    "give each table of a job its own name")
+            seen.add(table.name)
+            table.check(self.name)
+            if self.stateful and table.route is not None:
+                raise RegistryError(f"job {self.name}, table {table.name}: route {table.route!r} is for stateless "
+                                    "jobs (a stateful job's select picks its rows); drop the route")
+            if not self.stateful and len(self.tables) > 1 and table.route is None:
+                raise RegistryError(f"job {self.name}, table {table.name}: route None leaves the table's rows "
+                                    "unknown in a stateless job with several tables; give it a route (a SQL "
+                                    "condition over the transform's result, e.g. 'reason IS NULL')")
 
     @property
     def output_mode(self) -> str:
@@ -109,3 +135,26 @@ class JobSpec:
             if table.name == name:
                 return table
         raise KeyError(name)
+
+
+def check_jobs(jobs: Iterable[JobSpec]) -> Mapping[str, JobSpec]:
+    """The jobs by name, after the checks that span jobs: job names are unique, and a table several jobs
+    write (``cloudtrail_events``) is declared identically by each (best: one :class:`TableSpec` shared).
+
+    :raises RegistryError: naming the jobs, the table, the field and the fix.
+    """
+    by_name: dict[str, JobSpec] = {}
+    tables: dict[str, tuple[str, TableSpec]] = {}
+    for job in jobs:
+        if job.name in by_name:
+            raise RegistryError(f"job {job.name}: name {job.name!r} is declared twice; give each job its own name")
+        by_name[job.name] = job
+        for table in job.tables:
+            owner, first = tables.setdefault(table.name, (job.name, table))
+            if first != table:
+                differ = next(f.name for f in fields(TableSpec) if getattr(first, f.name) != getattr(table, f.name))
+                raise RegistryError(
+                    f"job {job.name}, table {table.name}: {differ} {getattr(table, differ)!r} differs from job "
+                    f"{owner}'s {getattr(first, differ)!r}; a table several jobs write is one declaration: use "
+                    f"{owner}'s TableSpec in both")
+    return MappingProxyType(by_name)

@@ -104,16 +104,16 @@ def test_a_batch_run_again_after_its_one_pass_commit_writes_only_the_rest(spark,
     _dated_file(tmp_path / "landing" / "extra", dt.datetime(2024, 3, 2, 10, 5), [bad_time], "X2")
     lake = Lake(tmp_path / "lake")
     module = job_module(JOB)
-    targets = table_targets(JOB, module, lake)
+    targets = table_targets(JOB, lake)
     create_tables(spark, targets, output_schemas(spark, JOB))
     writer = ExactlyOnceWriter(spark, targets, "crash-test")
     files = read_files(spark, JOB, tmp_path / "landing", dict(JOB.file_source_options), streaming=False)
 
-    first = write_one_pass(module, writer, targets, files, 7)
+    first = write_one_pass(module, JOB, writer, targets, files, 7)
     assert (first.complete, first.files, first.rows) == (False, 3, {EVENTS: 12, QUARANTINE: 0})
     assert first.carried == {EVENTS: 12, QUARANTINE: 1}
     # ... the driver dies here; the restarted query runs batch 7 again.
-    again = write_batch(files, 7, module=module, writer=writer, targets=targets)
+    again = write_batch(files, 7, job=JOB, module=module, writer=writer, targets=targets)
     assert (again.plan, again.inputs, again.rows) == ("cached", 3, {EVENTS: 0, QUARANTINE: 1})
     assert again.carried == {EVENTS: 12, QUARANTINE: 1}
     got = tables(tmp_path / "lake")
@@ -121,7 +121,7 @@ def test_a_batch_run_again_after_its_one_pass_commit_writes_only_the_rest(spark,
     assert [r.reason for r in got[QUARANTINE].collect()] == ["bad_event_time"]
     # ... and once more (a second crash after both commits): nothing is written again.
     versions = {t.name: deltalake.DeltaTable(str(t.path)).version() for t in targets}
-    third = write_batch(files, 7, module=module, writer=writer, targets=targets)
+    third = write_batch(files, 7, job=JOB, module=module, writer=writer, targets=targets)
     assert (third.inputs, third.rows) == (3, {EVENTS: 0, QUARANTINE: 0})
     assert {t.name: deltalake.DeltaTable(str(t.path)).version() for t in targets} == versions
 

@@ -259,7 +259,7 @@ def measure_profile(spark: SparkSession, data: BenchData, raw: dict, stand_ins: 
             files().select("path", "content").mapInArrow(
                 functools.partial(decode.split_batches, known=KNOWN_TOP_LEVEL_KEYS), decode.SPLIT_DDL)))
         stand_in_s["job_transform (decode + split + parse + flatten + quarantine rules + rescued data)"] = _timed(
-            lambda: _noop(module.transform(files())))
+            lambda: _noop(module.transform(files(), JOB)))
 
     job_run, bare_run = _median_run(raw["jobs"]), _median_run(raw["bares"])
     by_label = label_jobs(job_run["spark_jobs"])

@@ -16,16 +16,20 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from types import ModuleType
+from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from spark_jobs.model.jobs import JobSpec
 from spark_jobs.driver.session import job_step
 from spark_jobs.driver.write.cached import count_files, write_cached
 from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, TableTarget
 from spark_jobs.driver.write.pipelined import plan_one_pass, rest_table, write_one_pass
 from spark_jobs.driver.write.stateful import StatefulBatchWriter
+
+if TYPE_CHECKING:
+    from spark_jobs.jobs import JobModule
 
 log = logging.getLogger("spark_jobs")
 
@@ -51,16 +55,17 @@ class BatchWritten:
     carried: dict[str, int] = field(default_factory=dict)
 
 
-def write_batch(frame: DataFrame, batch_id: int, *, module: ModuleType, writer: ExactlyOnceWriter,
+def write_batch(frame: DataFrame, batch_id: int, *, job: JobSpec, module: JobModule, writer: ExactlyOnceWriter,
                 targets: list[TableTarget], stateful: StatefulBatchWriter | None = None) -> BatchWritten:
     """Write micro-batch ``batch_id`` to every table: each table gets one Delta commit (two, at most, for the
     table the pipelined pass bounds).
 
     :param frame: the batch: the source's rows (files, messages), or a micro-batch of a stateful job's result.
+    :param job: the registry entry; ``module`` its job module (:class:`~spark_jobs.jobs.JobModule`).
     :param stateful: the writer of a stateful job's result; ``None`` for a stateless job.
     """
     spark = frame.sparkSession
-    one_pass = None if stateful is not None else plan_one_pass(module, writer, targets, frame, batch_id)
+    one_pass = None if stateful is not None else plan_one_pass(writer, targets, frame, batch_id)
     plan = STATEFUL if stateful is not None else PIPELINED if one_pass is not None else CACHED
     log.info("batch %d: plan %s", batch_id, plan)
     with job_step(spark, f"plan {plan}"):
@@ -68,14 +73,15 @@ def write_batch(frame: DataFrame, batch_id: int, *, module: ModuleType, writer: 
             inputs, rows = stateful.write(frame, batch_id)
             return BatchWritten(plan, inputs, rows, dict(rows))
         if one_pass is None:
-            rest = rest_table(module, writer, targets, batch_id)
-            written = write_cached(module, writer, targets, frame, batch_id, rest_table=rest)
+            rest = rest_table(writer, targets, batch_id)
+            written = write_cached(module, job, writer, targets, frame, batch_id, rest_table=rest)
             return BatchWritten(plan, count_files(frame), written.rows, written.carried)
-        first = write_one_pass(module, writer, targets, frame, batch_id, one_pass)
+        first = write_one_pass(module, job, writer, targets, frame, batch_id, one_pass)
         if first.complete:
             return BatchWritten(plan, first.files, first.rows, dict(first.carried))
         if first.rest_files is not None:  # only the files with rows the one pass left
             frame = frame.where(F.col("path").isin(first.rest_files))
-        rest = write_cached(module, writer, targets, frame, batch_id, rest_table=first.table, done=first.done)
+        rest = write_cached(module, job, writer, targets, frame, batch_id, rest_table=first.table,
+                            done=first.done)
         rows = {table: rest.rows[table] + first.rows.get(table, 0) for table in rest.rows}
         return BatchWritten(plan, first.files, rows, dict(first.carried or rest.carried))

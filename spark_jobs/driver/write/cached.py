@@ -12,14 +12,19 @@ pipelined pass goes first when it can.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from types import ModuleType
+from typing import TYPE_CHECKING
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from spark_jobs.model.jobs import JobSpec
 from spark_jobs.driver.session import job_step
 from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, TableTarget
+from spark_jobs.driver.write.rows import route_column, table_rows
+
+if TYPE_CHECKING:
+    from spark_jobs.jobs import JobModule
 
 # The first lines of the Spark jobs' descriptions of a batch written from its cache (the Spark UI; the benchmark's profile).
 STEP_PARSE = "parse into the batch's cache, count rows and dates"
@@ -39,8 +44,9 @@ class CachedWrite:
     carried: dict[str, int] = field(default_factory=dict)
 
 
-def write_cached(module: ModuleType, writer: ExactlyOnceWriter, targets: list[TableTarget], files: DataFrame,
-                 batch_id: int, *, rest_table: str | None = None, done: tuple[str, ...] = ()) -> CachedWrite:
+def write_cached(module: JobModule, job: JobSpec, writer: ExactlyOnceWriter, targets: list[TableTarget],
+                 files: DataFrame, batch_id: int, *, rest_table: str | None = None,
+                 done: tuple[str, ...] = ()) -> CachedWrite:
     """Write ``files`` to every table not in ``done``, from one cached parse.
 
     :param rest_table: the table whose commit goes under the writer's second series (``:rest``): it holds
@@ -48,9 +54,9 @@ def write_cached(module: ModuleType, writer: ExactlyOnceWriter, targets: list[Ta
     :param done: tables the pipelined pass wrote whole (counted, not written).
     """
     spark = files.sparkSession
-    parsed = module.transform(files).persist(StorageLevel.MEMORY_AND_DISK)
+    parsed = module.transform(files, job).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        route = module.ROUTE(parsed)
+        route = route_column(targets)
         aggregates, prune = [], []
         for i, target in enumerate(targets):
             aggregates.append(F.count_if(route == target.name).alias(f"rows{i}"))
@@ -69,7 +75,7 @@ def write_cached(module: ModuleType, writer: ExactlyOnceWriter, targets: list[Ta
                 continue
             values = {column: stats[alias] for table, column, alias in prune if table == target.name}
             with job_step(spark, f"{STEP_WRITE}{target.name}"):
-                result.rows[target.name] = writer.write(batch_id, target.name, module.OUTPUTS[target.name](parsed),
+                result.rows[target.name] = writer.write(batch_id, target.name, table_rows(module, target, parsed),
                                                         values, rows=batch_rows, rest=target.name == rest_table)
     finally:
         parsed.unpersist()

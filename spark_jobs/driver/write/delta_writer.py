@@ -33,6 +33,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from spark_jobs.model.errors import UsageError
+from spark_jobs.model.tables import DeliveryDateBound
 from spark_jobs.driver.session import session_conf
 
 log = logging.getLogger("spark_jobs")
@@ -98,6 +99,11 @@ class TableTarget:
     :param stats_columns: the columns Delta keeps file statistics of (empty: Delta's default).
     :param write_mode: ``insert`` (insert-only by ``unique_key``, or append without one), ``upsert``
         (MERGE by ``unique_key``: update the rows it holds, insert the others) or ``complete`` (overwrite).
+    :param route: which rows of a stateless job's transform go to the table (a SQL condition; ``None``: all).
+    :param delivery_date_bound: the partition column the input files' delivery dates bound (the pipelined
+        pass, :mod:`spark_jobs.driver.write.pipelined`), or ``None``.
+
+    (The registry's :class:`~spark_jobs.model.tables.TableSpec` declares all of it; see its checks.)
     """
 
     name: str
@@ -108,6 +114,8 @@ class TableTarget:
     null_safe: tuple[str, ...] = ()
     stats_columns: tuple[str, ...] = ()
     write_mode: str = "insert"
+    route: str | None = None
+    delivery_date_bound: DeliveryDateBound | None = None
 
     @property
     def prune_by(self) -> tuple[str, ...]:

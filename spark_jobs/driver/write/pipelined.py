@@ -6,7 +6,7 @@ and collects the event dates (what bounds the insert-only MERGE of the keyed tab
 per table. Filling and re-reading the cache costs about as much as the parse itself
 (``python -m spark_jobs bench --only write_shapes``).
 
-A job module may declare, in ``DELIVERY_DATE_BOUNDS``, that a table's partition column lies within a
+A table may declare, in the registry's ``delivery_date_bound``, that its partition column lies within a
 few days before each input file's delivery date (CloudTrail delivers an event within about 15
 minutes, so its UTC date is its file's date or the day before). The MERGE's bound is then known
 from the file names (:func:`spark_jobs.control.backfill.file_date`) before anything is read, and the batch
@@ -22,7 +22,7 @@ already holds.
 
 The cached plan is used instead for a batch with a file whose name and folders carry no date, a
 batch the keyed table already holds (a batch run again after a crash), and a job without the
-declaration. Why this module exists: Spark writes one sink per pass and Delta's MERGE needs its
+declaration (or whose batches carry no file paths: Kafka's). Why this module exists: Spark writes one sink per pass and Delta's MERGE needs its
 partition bound before it starts; neither gives a multi-table write of one pass.
 """
 
@@ -33,13 +33,18 @@ import logging
 import threading
 import uuid
 from dataclasses import dataclass, field
-from types import ModuleType
+from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
 from spark_jobs.driver.session import job_step
+from spark_jobs.model.jobs import JobSpec
 from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, TableTarget, rank_whole_batch
+from spark_jobs.driver.write.rows import route_column, table_rows
+
+if TYPE_CHECKING:
+    from spark_jobs.jobs import JobModule
 
 log = logging.getLogger("spark_jobs")
 
@@ -75,14 +80,13 @@ class OnePassResult:
     rest_files: list[str] | None = None
 
 
-def bounded_table(module: ModuleType, targets: list[TableTarget]) -> tuple[TableTarget, str, int] | None:
-    """The target whose partition column the files' delivery dates bound, that column, and the days before."""
-    bounds = getattr(module, "DELIVERY_DATE_BOUNDS", {})
+def bounded_table(targets: list[TableTarget]) -> tuple[TableTarget, str, int] | None:
+    """The target whose partition column the files' delivery dates bound, that column, and the days before
+    (the registry checks that the column is a partition column in the key of an insert table)."""
     for target in targets:
-        if target.name in bounds and target.unique_key and target.write_mode == "insert":
-            column, days_before = bounds[target.name]
-            if column in target.prune_by:
-                return target, column, days_before
+        bound = target.delivery_date_bound
+        if bound is not None and bound.column in target.prune_by and target.write_mode == "insert":
+            return target, bound.column, bound.days_before
     return None
 
 
@@ -100,10 +104,10 @@ def delivery_bound(paths: list[str], days_before: int) -> list[dt.date] | None:
     return sorted(dates)
 
 
-def rest_table(module: ModuleType, writer: ExactlyOnceWriter, targets: list[TableTarget], batch_id: int) -> str | None:
+def rest_table(writer: ExactlyOnceWriter, targets: list[TableTarget], batch_id: int) -> str | None:
     """The table whose rows of ``batch_id`` not yet written go under the writer's ``:rest`` series: the bounded
     table, when it holds the batch already (a one pass wrote part of it, or a run before a crash did)."""
-    found = bounded_table(module, targets)
+    found = bounded_table(targets)
     return found[0].name if found and writer.holds(batch_id, found[0].name) else None
 
 
@@ -123,13 +127,13 @@ class OnePass:
     bound: list[dt.date]
 
 
-def plan_one_pass(module: ModuleType, writer: ExactlyOnceWriter, targets: list[TableTarget], files: DataFrame,
+def plan_one_pass(writer: ExactlyOnceWriter, targets: list[TableTarget], files: DataFrame,
                   batch_id: int) -> OnePass | None:
     """Whether the pipelined pass applies to ``files`` (it lists them: one small Spark job), and its bound.
 
     :returns: ``None`` when it does not (see the module's docstring).
     """
-    found = bounded_table(module, targets)
+    found = bounded_table(targets)
     if found is None or "path" not in files.columns:
         return None
     target, column, days_before = found
@@ -147,28 +151,30 @@ def plan_one_pass(module: ModuleType, writer: ExactlyOnceWriter, targets: list[T
     return OnePass(target, column, paths, bound)
 
 
-def write_one_pass(module: ModuleType, writer: ExactlyOnceWriter, targets: list[TableTarget], files: DataFrame,
-                   batch_id: int, one_pass: OnePass | None = None) -> OnePassResult | None:
+def write_one_pass(module: JobModule, job: JobSpec, writer: ExactlyOnceWriter, targets: list[TableTarget],
+                   files: DataFrame, batch_id: int, one_pass: OnePass | None = None) -> OnePassResult | None:
     """Write ``files`` to the bounded table in one pass, observing what else the batch holds.
 
+    :param job: the registry entry (its ``source_file_column``: the rest is then written from only the
+        files with rows this pass left).
     :param one_pass: the plan :func:`plan_one_pass` made (made here when not given).
     :returns: ``None`` when the one pass does not apply (see the module's docstring), else what it did.
     """
-    one_pass = one_pass or plan_one_pass(module, writer, targets, files, batch_id)
+    one_pass = one_pass or plan_one_pass(writer, targets, files, batch_id)
     if one_pass is None:
         return None
     target, column, paths, bound = one_pass.target, one_pass.column, one_pass.paths, one_pass.bound
     spark = files.sparkSession
-    parsed = module.transform(files)
-    route = module.ROUTE(parsed)
+    parsed = module.transform(files, job)
+    route = route_column(targets)
     inside = F.coalesce(F.col(column).isin(bound), F.lit(False))
     observation = Observation(f"one_pass_{uuid.uuid4().hex}")
     left = (route != target.name) | ~inside  # a row this pass does not write
-    source_file = getattr(module, "SOURCE_FILE", None)
+    source_file = job.source_file_column
     named = [F.collect_set(F.when(left, F.col(source_file))).alias(_REST_FILES)] if source_file else []
     observed = parsed.observe(observation, *[F.count_if(route == t.name).alias(t.name) for t in targets],
                               F.count_if((route == target.name) & ~inside).alias(_OUTSIDE), *named)
-    source = module.OUTPUTS[target.name](observed).where(inside)
+    source = table_rows(module, target, observed).where(inside)
     if target.first_by:
         source = rank_whole_batch(target, source)
     with job_step(spark, STEP_ONE_PASS):
