@@ -162,7 +162,7 @@ def _cmd_list(_args) -> int:
         where = (f"input {job.default_input} (${job.input_env_var})" if job.source.kind == "files"
                  else f"reads {job.source.describe()} as a stream")
         print(f"  {where}, trigger {job.default_trigger}, "
-              f"schedule {job.schedule}, format {job.table_format}")
+              f"schedule {job.schedule}, format delta")
         for table in job.tables:
             parts = f" partitioned by {', '.join(table.partition_by)}" if table.partition_by else ""
             print(f"  table {table.name}{parts}: {table.description}")
@@ -171,13 +171,14 @@ def _cmd_list(_args) -> int:
 
 def _cmd_run(args) -> int:
     from spark_jobs.model.lake import Lake
-    from spark_jobs.driver.write.delta_writer import check_table_format
     from spark_jobs.model.triggers import parse_trigger
 
     job = get_job(args.job)
     trigger = parse_trigger(args.trigger or job.default_trigger)
-    table_format = args.table_format or job.table_format
-    check_table_format(table_format)
+    if args.table_format not in (None, "delta"):  # accepted for scripts that pass it: every table is a Delta table
+        hint = (" (the file-sink parquet format was removed; a lake in that layout is converted by "
+                "python -m spark_jobs lake convert)" if args.table_format == "parquet" else "")
+        raise UsageError(f"unknown table format {args.table_format!r}; use one of: delta{hint}")
     options = dict(job.file_source_options)
     if args.max_files_per_trigger is not None:
         options["maxFilesPerTrigger"] = str(_positive_int(args.max_files_per_trigger))
@@ -198,7 +199,7 @@ def _cmd_run(args) -> int:
 
     if args.lease_ttl is not None and args.lease_ttl <= 0:
         raise UsageError(f"--lease-ttl must be a number of seconds > 0, got {args.lease_ttl:g}")
-    run_options = RunOptions(resolve_input(job, args.input, args.lake), Lake.at(args.lake), trigger, options, table_format,
+    run_options = RunOptions(resolve_input(job, args.input, args.lake), Lake.at(args.lake), trigger, options,
                              lease_ttl_seconds=args.lease_ttl)
     configure_logging()
     summary = run_streaming(job, run_options)

@@ -82,6 +82,26 @@ def chosen_tables(name: str | None) -> list[tuple[JobSpec, TableSpec]]:
     return list(all_tables().values())  # a table several jobs write, once (with its owner)
 
 
+CONVERT_COMMAND = "python -m spark_jobs lake convert"
+
+
+def is_old_layout(path: Path) -> bool:
+    """Whether a table folder is in the previous version's layout: Spark's file sink (``_spark_metadata``), not Delta."""
+    return (path / "_spark_metadata").is_dir() and not (path / "_delta_log").is_dir()
+
+
+def refuse_old_layout(lake: Lake, tables: list[str]) -> None:
+    """The check a driver makes before it starts: no table of its job is in the old file-sink layout.
+
+    :raises UsageError: naming the first such table and the command that converts the lake.
+    """
+    for table in tables:
+        path = lake.table_path(table)
+        if is_old_layout(path):
+            raise UsageError(f"table {table} at {path} is in the old file-sink layout (_spark_metadata, no _delta_log); "
+                             f"convert the lake to Delta first: {CONVERT_COMMAND}")
+
+
 def delta_path(lake: Lake, table: str) -> Path:
     """The table's folder, checked to be a Delta table.
 

@@ -33,7 +33,8 @@ from spark_jobs.driver.job_modules import job_module, output_schemas, table_targ
 from spark_jobs.driver.session import snapshot_partitions_per_core
 from spark_jobs.driver.source_readers import file_date_column, file_time_column, read_input
 from spark_jobs.driver.write import write_batch
-from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, check_table_format, create_tables, refuse_old_layout
+from spark_jobs.driver.lake_tools import refuse_old_layout
+from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, create_tables
 from spark_jobs.driver.write.stateful import StatefulBatchWriter
 
 log = logging.getLogger("spark_jobs")
@@ -236,7 +237,7 @@ def run_streaming(job: JobSpec, options: RunOptions, spark: SparkSession | None 
     (with the query id, the last committed batch and the Spark UI's URL), checks it before each
     micro-batch writes anything, and releases it when it ends (unless it was lost).
 
-    :raises UsageError: for a table format that cannot be used here.
+    :raises UsageError: for a table folder in the old file-sink layout (``lake convert`` converts it).
     :raises LeaseHeld: another live driver holds the checkpoint (the CLI exits with status 3).
     :raises JobFailed: if the streaming query fails, cannot resume from its checkpoint, or this
         driver lost its lease.
@@ -274,8 +275,7 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
 
     from spark_jobs.driver.session import build_session, session_conf
 
-    check_table_format(options.table_format)
-    refuse_old_layout(table_targets(job, options.lake))  # before Spark starts: one line
+    refuse_old_layout(options.lake, [t.name for t in job.tables])  # before Spark starts: one line
     spark = spark or build_session(job.name, ui=not options.trigger.available_now)
     # The input is a local folder: Spark gets each micro-batch's file statuses fastest in the driver.
     # (Past this many files it would run a Spark job of one task per file, which pays off on object

@@ -28,8 +28,6 @@ class JobSpec:
     :param file_source_options: options of Spark's file source (``maxFilesPerTrigger``,
         ``latestFirst``, ``pathGlobFilter``, ...); command-line flags override them.
     :param schedule: the catch-up DAG's schedule.
-    :param table_format: ``delta``, the only format: every table is a Delta table (the file-sink
-        ``parquet`` format was removed; ``python -m spark_jobs lake convert`` converts such a lake).
     :param health: limits for the health sensors.
     :param tags: DAG tags.
     :param continuous_trigger: the trigger of the job's supervised, always-on run (its
@@ -69,7 +67,6 @@ class JobSpec:
     default_trigger: str = "available-now"
     file_source_options: Mapping[str, str] = field(default_factory=dict)
     schedule: str = "@hourly"
-    table_format: str = "delta"
     health: HealthThresholds = HealthThresholds()
     tags: tuple[str, ...] = ()
     continuous_trigger: str | None = None

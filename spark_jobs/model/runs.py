@@ -22,7 +22,6 @@ class RunOptions:
     :param lake: where tables and the checkpoint live.
     :param trigger: when micro-batches run.
     :param file_source_options: the registry's file-source options with command-line overrides.
-    :param table_format: ``delta`` (the only format; the file-sink ``parquet`` was removed).
     :param lease_ttl_seconds: the ttl of the driver's lease on the checkpoint; ``None``: the
         registry's ``HealthThresholds.lease_ttl_seconds``.
     :param writer: ``None`` for the job's own stream; a name (``backfill-2024``) for another writer of
@@ -44,7 +43,6 @@ class RunOptions:
     lake: Lake
     trigger: Trigger
     file_source_options: dict[str, str]
-    table_format: str = "delta"
     lease_ttl_seconds: float | None = None
     writer: str | None = None
     file_dates: tuple[dt.date, dt.date] | None = None

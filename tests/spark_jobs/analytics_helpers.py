@@ -17,7 +17,7 @@ ACCOUNTS_CSV = ("account_id,account_name,owner_team,environment\n"
 
 def events_lake(spark, lake_root: Path, stream: EventStream) -> Lake:
     """A lake whose ``cloudtrail_events`` (created as ``cloudtrail_etl`` creates it) holds ``stream``'s commits."""
-    from spark_jobs.driver.source_readers import prepare_source
+    from spark_jobs.driver.job_modules import prepare_source
 
     lake = Lake(Path(lake_root))
     table = lake.table_path("cloudtrail_events")

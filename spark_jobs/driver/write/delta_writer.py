@@ -38,10 +38,6 @@ from spark_jobs.driver.session import session_conf
 
 log = logging.getLogger("spark_jobs")
 
-TABLE_FORMAT = "delta"
-TABLE_FORMATS = (TABLE_FORMAT,)
-CONVERT_COMMAND = "python -m spark_jobs lake convert"
-
 # Table features every reader here supports: delta-rs (``deltalake`` 1.6) and DuckDB over its Arrow
 # dataset read protocol (1, 2) tables. Deletion vectors would be readable by delta-rs but not by every
 # engine, and insert-only writes never need them; column mapping is not used.
@@ -70,17 +66,6 @@ CONFLICTS = ("ConcurrentAppendException", "ConcurrentDeleteReadException", "Conc
 # A batch's later deliveries of a key, up to this many, are collected to the driver and dropped with a
 # broadcast anti join (a shuffle of the key columns only); more, and the whole batch is shuffled.
 MOST_DUPLICATES_COLLECTED = 10_000
-
-
-def check_table_format(table_format: str) -> None:
-    """Accept only ``delta``: the file-sink ``parquet`` format was removed.
-
-    :raises UsageError: naming the value and the way out.
-    """
-    if table_format != TABLE_FORMAT:
-        hint = (f" (the file-sink parquet format was removed; a lake in that layout is converted by "
-                f"{CONVERT_COMMAND})" if table_format == "parquet" else "")
-        raise UsageError(f"unknown table format {table_format!r}; use one of: {', '.join(TABLE_FORMATS)}{hint}")
 
 
 @dataclass(frozen=True)
@@ -129,29 +114,13 @@ def is_conflict(error: BaseException) -> bool:
     return any(name in text for name in CONFLICTS)
 
 
-def old_layout_tables(targets: list[TableTarget]) -> list[TableTarget]:
-    """Targets whose folder is a table of the previous version (Spark's file sink, not Delta)."""
-    return [t for t in targets if (t.path / "_spark_metadata").is_dir() and not (t.path / "_delta_log").is_dir()]
-
-
-def refuse_old_layout(targets: list[TableTarget]) -> None:
-    """:raises UsageError: if a table folder is in the previous version's layout, naming the command that converts it."""
-    old = old_layout_tables(targets)
-    if old:
-        raise UsageError(f"table {old[0].name} at {old[0].path} is in the old file-sink layout (_spark_metadata, "
-                         f"no _delta_log); convert the lake to Delta first: {CONVERT_COMMAND}")
-
-
 def create_tables(spark: SparkSession, targets: list[TableTarget], schemas: dict[str, StructType]) -> None:
     """Create every target that does not exist yet as an empty Delta table (before the first batch).
 
     Safe when several writers start at once: Delta's first commit (version 0) is created exclusively,
-    so one writer creates the table and the others find it.
-
-    :raises UsageError: if a table folder is in the previous version's layout (file sink), naming the
-        command that converts it.
+    so one writer creates the table and the others find it. (A table folder in the previous version's
+    file-sink layout is refused before, by the runner: :func:`spark_jobs.driver.lake_tools.refuse_old_layout`.)
     """
-    refuse_old_layout(targets)
     from delta.tables import DeltaTable
 
     for target in targets:
