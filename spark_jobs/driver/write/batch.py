@@ -73,7 +73,7 @@ def write_batch(frame: DataFrame, batch_id: int, *, job: JobSpec, module: JobMod
             inputs, rows = stateful.write(frame, batch_id)
             return BatchWritten(plan, inputs, rows, dict(rows))
         if one_pass is None:
-            rest = rest_table(writer, targets, batch_id)
+            rest = rest_table(writer, targets, frame, batch_id)
             written = write_cached(module, job, writer, targets, frame, batch_id, rest_table=rest)
             return BatchWritten(plan, count_files(frame), written.rows, written.carried)
         first = write_one_pass(module, job, writer, targets, frame, batch_id, one_pass)

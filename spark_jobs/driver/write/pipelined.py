@@ -104,9 +104,12 @@ def delivery_bound(paths: list[str], days_before: int) -> list[dt.date] | None:
     return sorted(dates)
 
 
-def rest_table(writer: ExactlyOnceWriter, targets: list[TableTarget], batch_id: int) -> str | None:
+def rest_table(writer: ExactlyOnceWriter, targets: list[TableTarget], files: DataFrame, batch_id: int) -> str | None:
     """The table whose rows of ``batch_id`` not yet written go under the writer's ``:rest`` series: the bounded
-    table, when it holds the batch already (a one pass wrote part of it, or a run before a crash did)."""
+    table, when it holds the batch already (a one pass wrote part of it, or a run before a crash did); ``None``
+    for a batch without file paths (Kafka's: the pipelined pass never writes those)."""
+    if "path" not in files.columns:
+        return None
     found = bounded_table(targets)
     return found[0].name if found and writer.holds(batch_id, found[0].name) else None
 

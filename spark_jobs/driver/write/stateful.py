@@ -33,7 +33,7 @@ import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from types import ModuleType
+from typing import TYPE_CHECKING
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
@@ -45,6 +45,9 @@ from spark_jobs.control.checkpoint.store import Location
 from spark_jobs.model.jobs import JobSpec
 from spark_jobs.model.streams import job_settings
 from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, TableTarget
+
+if TYPE_CHECKING:
+    from spark_jobs.jobs import JobModule
 
 log = logging.getLogger("spark_jobs")
 
@@ -107,7 +110,7 @@ class StatefulBatchWriter:
     :param source_path: the source's folder (a Delta table's, for ``source_batch``).
     """
 
-    def __init__(self, job: JobSpec, module: ModuleType, targets: list[TableTarget], writer: ExactlyOnceWriter,
+    def __init__(self, job: JobSpec, module: JobModule, targets: list[TableTarget], writer: ExactlyOnceWriter,
                  checkpoint: Path | str, source_path: Path | str | None = None):
         self.job = job
         self.source_path = source_path
@@ -176,7 +179,7 @@ def delta_batch_rows(spark: SparkSession, table: Path | str, checkpoint: Path | 
     return result
 
 
-def write_outputs(module: ModuleType, targets: list[TableTarget], result: DataFrame, context: BatchContext,
+def write_outputs(module: JobModule, targets: list[TableTarget], result: DataFrame, context: BatchContext,
                   writer: ExactlyOnceWriter) -> tuple[None, dict[str, int]]:
     """Each table's rows of ``result`` (``OUTPUTS[table](result, context)``) committed by ``writer``.
 
@@ -205,7 +208,7 @@ def write_outputs(module: ModuleType, targets: list[TableTarget], result: DataFr
     return None, rows
 
 
-def batch_outputs(spark: SparkSession, job: JobSpec, module: ModuleType, source: DataFrame) -> dict[str, DataFrame]:
+def batch_outputs(spark: SparkSession, job: JobSpec, module: JobModule, source: DataFrame) -> dict[str, DataFrame]:
     """Every table of a stateful job computed in batch from ``source`` (nothing is late, nothing written)."""
     result = module.transform(source, job)
     dimensions = {spec.name: dimension_frame(spark, DimensionReader(spec).read()) for spec in job.dimensions}
