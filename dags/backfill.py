@@ -37,7 +37,8 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk import DAG, Param, task
 
 from spark_jobs.launch.jars import APPLICATION, spark_submit_conf, spark_submit_jars
-from spark_jobs.registry import JOBS, JobSpec
+from spark_jobs.model.jobs import JobSpec
+from spark_jobs.registry import JOBS
 from streaming.dag_parts import retrying_default_args
 
 SPARK_CONN_ID = "spark_default"

@@ -38,7 +38,8 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk import DAG, Asset, CronDataIntervalTimetable, Param, task
 
 from spark_jobs.launch.jars import APPLICATION, spark_submit_conf, spark_submit_jars
-from spark_jobs.registry import JOBS, JobSpec
+from spark_jobs.model.jobs import JobSpec
+from spark_jobs.registry import JOBS
 from streaming.dag_parts import input_folder_param, retrying_default_args
 from streaming.job_connections import pass_job_connection
 

@@ -34,7 +34,9 @@ from datetime import datetime, timezone
 
 from airflow.sdk import DAG
 
-from spark_jobs.registry import JOBS, JobSpec
+from spark_jobs.model.jobs import JobSpec
+
+from spark_jobs.registry import JOBS
 from streaming.dag_parts import input_folder_param
 from streaming.notifiers import SupervisorEventNotifier
 from streaming.operators.supervisor import StreamingSupervisorOperator

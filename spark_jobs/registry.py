@@ -1,254 +1,23 @@
 """The job registry: one declaration per job, read by the CLI, the DAGs, the sensors and the tests.
 
 A job's name is also its module under :mod:`spark_jobs.jobs`, its Spark app name, the suffix of its
-DAG ids, its checkpoint folder and the name of its Assets. This module imports nothing heavy (no
-pyspark), so Airflow can read it while parsing DAG files without doing any I/O.
+DAG ids, its checkpoint folder and the name of its Assets. This module is data only (the shapes are
+in :mod:`spark_jobs.model`) and imports nothing heavy (no pyspark), so Airflow can read it while
+parsing DAG files without doing any I/O.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
 from spark_jobs.model.errors import UsageError
-from spark_jobs.model.kafka_connection import REDACTION_REGEX
 from spark_jobs.model.forwards import ForwardSpec
-from spark_jobs.model.streams import (DeltaTableSource, DimensionSpec, EventTimeSpec, FileSource, KafkaSource, SourceSpec,
-                                WindowSpec)
-
-WRITE_MODES = ("insert", "upsert", "complete")
-
-
-@dataclass(frozen=True)
-class TableSpec:
-    """An output table of a job.
-
-    :param name: the table's name; queryable by this name with ``python -m spark_jobs sql``.
-    :param partition_by: partition columns, in folder order.
-    :param description: one line for people, shown by ``python -m spark_jobs list``.
-    :param vacuum_retention_hours: ``lake vacuum`` (and the ``lake_maintenance`` DAG) deletes files
-        no version younger than this needs; time travel reaches back this far. Delta refuses less
-        than the table's ``delta.deletedFileRetentionDuration`` (168 hours unless set) without
-        ``--force``.
-    :param zorder_by: columns ``lake optimize`` Z-orders the files by (empty: compaction only); they
-        must be among ``stats_columns`` when that is set.
-    :param stats_columns: the columns Delta keeps per-file min/max/null counts of for data skipping
-        (``delta.dataSkippingStatsColumns``, set when the table is created): the ones queries filter
-        on. Empty: Delta's default, the first 32 columns, whose statistics cost ~20% of a large write.
-    :param quarantine: the table holds what could not be ingested; its share of a batch's rows is the
-        job's quarantine rate (monitoring plots it and alerts on it).
-    :param write_mode: how each micro-batch reaches the table, in one Delta commit marked with the
-        writer's ``txnAppId``/``txnVersion``: ``insert`` (rows whose unique key the table does not hold
-        yet; every row when the job declares no key), ``upsert`` (a MERGE that updates the rows whose
-        key it holds and inserts the others: windows a later batch corrects) or ``complete`` (the
-        batch is the whole table: an overwrite).
-    """
-
-    name: str
-    partition_by: tuple[str, ...] = ()
-    description: str = ""
-    vacuum_retention_hours: int = 168
-    zorder_by: tuple[str, ...] = ()
-    stats_columns: tuple[str, ...] = ()
-    quarantine: bool = False
-    write_mode: str = "insert"
-
-    def __post_init__(self) -> None:
-        if self.write_mode not in WRITE_MODES:
-            raise ValueError(f"table {self.name}: write_mode {self.write_mode!r} is not one of {', '.join(WRITE_MODES)}")
-
-
-@dataclass(frozen=True)
-class HealthThresholds:
-    """Limits the checkpoint-health sensors hold a job to.
-
-    :param max_batch_age_seconds: a running job whose last commit is older than this is stalled.
-    :param max_pending_files: more unprocessed input files than this is lag worth alerting on.
-    :param lease_ttl_seconds: a driver's lease on the checkpoint whose heartbeat is older than this
-        has expired (another driver may take over; the holder itself stops writing).
-    """
-
-    max_batch_age_seconds: int = 15 * 60
-    max_pending_files: int = 10_000
-    lease_ttl_seconds: float = 30
-
-
-@dataclass(frozen=True)
-class AlertThresholds:
-    """When a job's health opens an incident (one alert when it opens, one when it resolves).
-
-    Evaluated by :mod:`spark_jobs.control.monitoring.health` (the health sensor's trigger delivers the alerts;
-    ``python -m spark_jobs status`` and the health page show them). The stall alert uses the job's
-    :class:`HealthThresholds` (no commit for ``max_batch_age_seconds`` while input waits).
-
-    :param slow_batches: falling behind: this many micro-batches in a row processed rows slower than
-        they arrived (``processedRowsPerSecond < inputRowsPerSecond``) while input waits.
-    :param max_backlog_files: more input files waiting than this; ``None``: the job's
-        ``HealthThresholds.max_pending_files``.
-    :param max_quarantine_rate: the share of the last ``quarantine_window_batches`` batches' rows that
-        went to the quarantine table, above which bad input is an incident.
-    :param quarantine_window_batches: the batches the quarantine rate is taken over.
-    :param max_restarts_in_window: the supervisor restarted the driver this many times within its
-        restart window (or gave up): the job keeps failing.
-    """
-
-    slow_batches: int = 5
-    max_backlog_files: int | None = None
-    max_quarantine_rate: float = 0.05
-    quarantine_window_batches: int = 10
-    max_restarts_in_window: int = 3
-
-
-@dataclass(frozen=True)
-class ProgressHistory:
-    """How a job's drivers keep their micro-batches' progress in the lake's ``streaming_progress`` table.
-
-    :param enabled: record each micro-batch's progress (Spark's typed progress object) as a row.
-    :param flush_seconds: rows are buffered in the driver and appended (delta-rs, off the query's
-        thread) at most this often, and when the run ends.
-    :param retention_days: rows older than this are deleted (whole days; the table is partitioned by
-        date) by the drivers' recorders, at start and every hour.
-    :param compact_every_commits: the recorder compacts the table's small files after this many of
-        its appends.
-    """
-
-    enabled: bool = True
-    flush_seconds: float = 30.0
-    retention_days: int = 7
-    compact_every_commits: int = 100
-
-
-@dataclass(frozen=True)
-class RestartPolicy:
-    """How the supervisor of a continuous job restarts its driver (``python -m spark_jobs supervise``).
-
-    The backoff before restart *n* (n consecutive failures) is ``initial_backoff_seconds *
-    multiplier ** (n - 1)``, capped at ``max_backoff_seconds``. After ``max_restarts`` restarts within
-    ``window_seconds`` the next failure is not restarted: the supervisor gives up and tells a person
-    once. A run that stayed healthy for ``healthy_reset_seconds`` clears both counts.
-
-    :param initial_backoff_seconds: the wait before the first restart.
-    :param multiplier: each further consecutive failure multiplies the wait by this.
-    :param max_backoff_seconds: the longest wait.
-    :param max_restarts: restarts allowed within ``window_seconds`` before giving up.
-    :param window_seconds: the sliding window of the restart budget.
-    :param healthy_reset_seconds: a run healthy for this long resets the consecutive failures and the
-        budget.
-    :param poll_seconds: how often the supervisor looks at its driver, its lease and the checkpoint.
-    :param stop_grace_seconds: after SIGTERM, how long the driver gets to finish its micro-batch
-        before its process group is killed (below Airflow's 60 s ``killed_task_cleanup_time``).
-    :param stall_after_seconds: a driver whose lease heartbeat is older than this is stalled (a
-        paused or hung process); ``None``: the lease's own ttl (after which it may not write anyway).
-    """
-
-    initial_backoff_seconds: float = 2.0
-    multiplier: float = 2.0
-    max_backoff_seconds: float = 300.0
-    max_restarts: int = 5
-    window_seconds: float = 1800.0
-    healthy_reset_seconds: float = 600.0
-    poll_seconds: float = 1.0
-    stop_grace_seconds: float = 45.0
-    stall_after_seconds: float | None = None
-
-
-@dataclass(frozen=True)
-class JobSpec:
-    """One streaming job.
-
-    :param name: the job's name (see the module docstring for everything it names).
-    :param description: one line for people.
-    :param default_input: the landing folder read when ``--input`` is not given, relative to the
-        project root unless absolute; ``$<NAME>_INPUT`` (upper case) overrides it.
-    :param tables: the tables the job writes; the first is its main table.
-    :param default_trigger: ``available-now`` or ``processing-time:<duration>``.
-    :param file_source_options: options of Spark's file source (``maxFilesPerTrigger``,
-        ``latestFirst``, ``pathGlobFilter``, ...); command-line flags override them.
-    :param schedule: the catch-up DAG's schedule.
-    :param table_format: ``delta``, the only format: every table is a Delta table (the file-sink
-        ``parquet`` format was removed; ``python -m spark_jobs lake convert`` converts such a lake).
-    :param health: limits for the health sensors.
-    :param tags: DAG tags.
-    :param continuous_trigger: the trigger of the job's supervised, always-on run (its
-        ``<job>_continuous`` DAG and ``python -m spark_jobs supervise``); ``None``: no continuous run.
-    :param restart: how the supervisor restarts a continuous run's driver.
-    :param input_roots: the folders a backfill may read under (relative to the project root unless
-        absolute); ``$<NAME>_INPUT_ROOTS`` (``os.pathsep``-separated) overrides them.
-    :param alerts: when the job's health opens an incident (see :class:`AlertThresholds`).
-    :param progress: the job's progress history in ``streaming_progress`` (see :class:`ProgressHistory`).
-    :param backfill_priority: the CPU priority of a backfill's driver, so the live job keeps its freshness
-        during a large backfill: ``idle`` (Linux ``SCHED_IDLE``), ``nice:N`` or ``normal``
-        (:mod:`spark_jobs.control.priority`); ``$<NAME>_BACKFILL_PRIORITY`` or ``backfill --priority`` override it.
-    :param source: what the job reads (:mod:`spark_jobs.model.streams`): files (``FileSource``, the default:
-        Spark's ``binaryFile`` source), another job's Delta table as a stream (``DeltaTableSource``) or
-        Kafka topics (``KafkaSource``). ``file_source_options`` are that source's options (for a Delta
-        table: ``maxFilesPerTrigger``, ``skipChangeCommits``, ...; for Kafka: ``startingOffsets``,
-        ``maxOffsetsPerTrigger``, ``failOnDataLoss``, ...).
-    :param stateful: the job's ``transform`` keeps state across micro-batches (windows, watermarks,
-        ``transformWithStateInPandas``): it runs on the stream itself, and each micro-batch of its
-        result is written (see :mod:`spark_jobs.driver.write.stateful`). A stateless job's transform
-        runs inside each micro-batch.
-    :param event_time: the event-time column, watermark delay and windows of a stateful job.
-    :param dimensions: reference files joined to each micro-batch (read again for every batch).
-    :param settings: the job's own knobs (thresholds, durations), documented in its module;
-        ``$<JOB>_SETTINGS`` (a JSON object) overrides them.
-    :param spark_conf: SQL settings the job's query starts with (e.g. the RocksDB state store); set
-        only while its query starts, so other queries of the same session keep theirs.
-    """
-
-    name: str
-    description: str
-    default_input: str
-    tables: tuple[TableSpec, ...]
-    default_trigger: str = "available-now"
-    file_source_options: Mapping[str, str] = field(default_factory=dict)
-    schedule: str = "@hourly"
-    table_format: str = "delta"
-    health: HealthThresholds = HealthThresholds()
-    tags: tuple[str, ...] = ()
-    continuous_trigger: str | None = None
-    restart: RestartPolicy = RestartPolicy()
-    input_roots: tuple[str, ...] = ("landing", "history")
-    alerts: AlertThresholds = AlertThresholds()
-    progress: ProgressHistory = ProgressHistory()
-    backfill_priority: str = "idle"
-    source: SourceSpec = FileSource()
-    stateful: bool = False
-    event_time: EventTimeSpec | None = None
-    dimensions: tuple[DimensionSpec, ...] = ()
-    settings: Mapping[str, str] = field(default_factory=dict)
-    spark_conf: Mapping[str, str] = field(default_factory=dict)
-
-    @property
-    def output_mode(self) -> str:
-        """The streaming output mode its tables' write modes need: ``complete`` when a table is rewritten
-        whole, ``update`` when rows are upserted, else ``append``."""
-        modes = {table.write_mode for table in self.tables}
-        return "complete" if "complete" in modes else "update" if "upsert" in modes else "append"
-
-    @property
-    def accepts_backfill(self) -> bool:
-        """Whether ``python -m spark_jobs backfill`` may load files into its tables: it reads files and every
-        table holds each key once (a second writer of a table rewritten whole, or of counts, would be wrong)."""
-        return self.source.kind == "files" and all(table.write_mode == "insert" for table in self.tables)
-
-    @property
-    def module(self) -> str:
-        """The dotted module holding the job's ``transform`` and ``outputs``."""
-        return f"spark_jobs.jobs.{self.name}"
-
-    @property
-    def input_env_var(self) -> str:
-        """The environment variable that overrides :attr:`default_input`."""
-        return f"{self.name.upper()}_INPUT"
-
-    def table(self, name: str) -> TableSpec:
-        """The output table called ``name``."""
-        for table in self.tables:
-            if table.name == name:
-                return table
-        raise KeyError(name)
+from spark_jobs.model.jobs import JobSpec, check_jobs
+from spark_jobs.model.kafka_connection import REDACTION_REGEX
+from spark_jobs.model.policies import HealthThresholds
+from spark_jobs.model.streams import DeltaTableSource, DimensionSpec, EventTimeSpec, FileSource, KafkaSource, WindowSpec
+from spark_jobs.model.tables import DeliveryDateBound, TableSpec
 
 
 CLOUDTRAIL_ETL = JobSpec(
@@ -262,12 +31,28 @@ CLOUDTRAIL_ETL = JobSpec(
             description="one row per CloudTrail event, typed and flattened, partitioned by event date (UTC)",
             stats_columns=("eventTime", "eventSource", "eventName", "errorCode", "awsRegion", "recipientAccountId",
                            "userIdentity_accountId", "sourceIPAddress"),
+            # One row per eventID (CloudTrail delivers some events more than once, a backfill may overlap the
+            # live stream, a file may land again under a new name); its date (from eventTime, the same in
+            # every delivery) is part of the key because the table is partitioned by it: a merge then reads
+            # only the batch's dates. Among one batch's deliveries of an event, the first in file order is kept.
+            unique_key=("eventID", "date"),
+            first_by=("_source_file", "_record_index"),
+            # An event's UTC date is its file's delivery date or the day before (CloudTrail delivers an event
+            # within about 15 minutes): the file names bound a batch's dates before it is read.
+            delivery_date_bound=DeliveryDateBound("date", 1),
+            source_file="_source_file",
+            route="reason IS NULL",
         ),
         TableSpec(
             name="cloudtrail_quarantine",
             partition_by=("ingest_date",),
             description="records and files that could not be ingested, with the reason and the raw text",
             quarantine=True,
+            # One row per place in a file and reason; a file-level problem has no record_index.
+            unique_key=("source_file", "record_index", "reason"),
+            null_safe=("source_file", "record_index", "reason"),
+            source_file="source_file",
+            route="reason IS NOT NULL",
         ),
     ),
     file_source_options={
@@ -282,6 +67,7 @@ CLOUDTRAIL_ETL = JobSpec(
     schedule="@hourly",
     tags=("cloudtrail", "streaming"),
     continuous_trigger="processing-time:10s",
+    source_file_column="_source_file",
 )
 
 # Who owns each AWS account: joined to the analytics jobs' rows in every micro-batch.
@@ -298,6 +84,8 @@ ACCOUNTS = DimensionSpec(
 # are never read.
 EVENTS_STREAM_OPTIONS = {"maxFilesPerTrigger": "1000", "skipChangeCommits": "true"}
 # The state store transformWithStateInPandas needs (and the one that keeps large state off the heap).
+# The accounts file's columns the analytics tables add to each row (spark_jobs.driver.dimensions.enrich).
+ACCOUNT_COLUMNS = "account_name STRING, owner_team STRING, environment STRING, account_known BOOLEAN"
 ROCKSDB = {"spark.sql.streaming.stateStore.providerClass":
            "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"}
 
@@ -321,12 +109,25 @@ CLOUDTRAIL_ACTIVITY = JobSpec(
             description="events per event-time window, account, eventSource, eventName and error/no-error; late "
                         "events within the watermark correct their window (MERGE per micro-batch)",
             write_mode="upsert",
+            # A window's row is one per window and key; its date (of window_start) bounds the MERGE to the
+            # batch's days.
+            unique_key=("date", "window_kind", "window_start", "account_id", "eventSource", "eventName", "is_error"),
+            null_safe=("account_id", "eventSource", "eventName"),
+            schema="date DATE, window_kind STRING, window_start TIMESTAMP, window_end TIMESTAMP, account_id STRING, "
+                   "eventSource STRING, eventName STRING, is_error BOOLEAN, events BIGINT, "
+                   f"{ACCOUNT_COLUMNS}, updated_at TIMESTAMP",
         ),
         TableSpec(
             name="cloudtrail_late_events",
             partition_by=("date",),
             description="events that came after the watermark had closed their window: one row per event and "
                         "window, with how late it was",
+            unique_key=("date", "eventID", "window_kind", "window_start"),
+            schema="date DATE, eventID STRING, window_kind STRING, window_start TIMESTAMP, window_end TIMESTAMP, "
+                   "eventTime TIMESTAMP, account_id STRING, eventSource STRING, eventName STRING, is_error BOOLEAN, "
+                   "errorCode STRING, awsRegion STRING, sourceIPAddress STRING, watermark TIMESTAMP, "
+                   "seconds_behind_watermark DOUBLE, window_closed_seconds DOUBLE, batch_id BIGINT, "
+                   f"{ACCOUNT_COLUMNS}, recorded_at TIMESTAMP",
         ),
     ),
     file_source_options=EVENTS_STREAM_OPTIONS,
@@ -349,6 +150,11 @@ CLOUDTRAIL_ALERTS = JobSpec(
             name="cloudtrail_alerts",
             description="one row per alert: rule, account, who, the event-time window, details; its alert_id is "
                         "stable, so a replay never repeats it",
+            unique_key=("alert_id",),
+            # The rules' output (spark_jobs.transforms.alert_rules.OUTPUT_SCHEMA), then the account and the time.
+            schema="alert_id STRING, rule STRING, severity STRING, account_id STRING, subject STRING, "
+                   "source_ip STRING, window_start TIMESTAMP, window_end TIMESTAMP, event_time TIMESTAMP, "
+                   f"event_id STRING, events BIGINT, detail STRING, {ACCOUNT_COLUMNS}, detected_at TIMESTAMP",
         ),
     ),
     file_source_options=EVENTS_STREAM_OPTIONS,
@@ -380,6 +186,7 @@ WORD_COUNT = JobSpec(
             name="word_counts",
             description="every word seen in the text files and how often; rewritten whole by each micro-batch",
             write_mode="complete",
+            schema="word STRING, count BIGINT",
         ),
     ),
     file_source_options={"maxFilesPerTrigger": "100"},
@@ -403,6 +210,9 @@ CLOUDTRAIL_KAFKA = JobSpec(
             description="Kafka messages that could not be ingested: topic, partition, offset, reason and the raw "
                         "message",
             quarantine=True,
+            unique_key=("topic", "partition", "offset", "record_index", "reason"),
+            null_safe=("record_index",),
+            route="reason IS NOT NULL",
         ),
     ),
     file_source_options={
@@ -424,10 +234,12 @@ CLOUDTRAIL_KAFKA = JobSpec(
     health=HealthThresholds(max_pending_files=200_000),
     # The Kafka options carry the SASL credentials: Spark redacts them in plans, logs and the UI.
     spark_conf={"spark.sql.redaction.options.regex": REDACTION_REGEX},
+    source_file_column="_source_file",
 )
 
-JOBS: Mapping[str, JobSpec] = MappingProxyType(
-    {job.name: job for job in (CLOUDTRAIL_ETL, CLOUDTRAIL_ACTIVITY, CLOUDTRAIL_ALERTS, WORD_COUNT, CLOUDTRAIL_KAFKA)})
+# Checked as it loads: an inconsistent declaration fails here, naming it (RegistryError).
+JOBS: Mapping[str, JobSpec] = check_jobs((CLOUDTRAIL_ETL, CLOUDTRAIL_ACTIVITY, CLOUDTRAIL_ALERTS, WORD_COUNT,
+                                          CLOUDTRAIL_KAFKA))
 
 # Lake tables forwarded to Kafka topics for other systems (python -m spark_jobs forward NAME; at least once,
 # keyed so that consumers drop duplicates: see spark_jobs.driver.forward).

@@ -229,7 +229,7 @@ def expected_counts(stream: EventStream, event_time: EventTimeSpec) -> Counter:
 
 def append_commits(spark, table_path, commits: list[list[dict]]) -> None:
     """Append each commit to the ``cloudtrail_events`` Delta table at ``table_path`` as one Delta commit
-    of one file (the table must exist: see :func:`spark_jobs.driver.source_readers.prepare_source`)."""
+    of one file (the table must exist: see :func:`spark_jobs.driver.job_modules.prepare_source`)."""
     schema = spark.read.format("delta").load(str(table_path)).schema
     for rows in commits:
         dates = {row["date"] for row in rows}

@@ -10,7 +10,7 @@ from datetime import timedelta
 
 from airflow.sdk import Param
 
-from spark_jobs.registry import JobSpec
+from spark_jobs.model.jobs import JobSpec
 
 
 def retrying_default_args(execution_timeout: timedelta) -> dict:
@@ -61,7 +61,7 @@ def skip_unwritten_table(table: str):
         from spark_jobs.model.lake import Lake
 
         path = Lake.at(None).table_path(table)
-        if not (path / "_delta_log").is_dir() and not (path / "_spark_metadata").is_dir():
+        if not (path / "_delta_log").is_dir():
             raise AirflowSkipException(f"table {table} has no data yet at {path} (its job has not run): nothing to do")
 
     return check

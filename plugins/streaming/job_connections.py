@@ -19,7 +19,7 @@ its secrets masker), and there a secrets backend of the cluster is the better ho
 
 from __future__ import annotations
 
-from spark_jobs.registry import JobSpec
+from spark_jobs.model.jobs import JobSpec
 
 
 def connection_env(job: JobSpec) -> dict[str, str]:

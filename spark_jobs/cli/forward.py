@@ -21,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from spark_jobs.driver.forward import run_forward
     from spark_jobs.registry import FORWARDS
-    from spark_jobs.driver.runner import configure_logging
+    from spark_jobs.driver.session import configure_logging
 
     if args.name not in FORWARDS:
         raise UsageError(f"unknown forward {args.name!r}; known forwards: {', '.join(sorted(FORWARDS))}")

@@ -148,7 +148,7 @@ def _cmd_list(_args) -> int:
         where = (f"input {job.default_input} (${job.input_env_var})" if job.source.kind == "files"
                  else f"reads {job.source.describe()} as a stream")
         print(f"  {where}, trigger {job.default_trigger}, "
-              f"schedule {job.schedule}, format {job.table_format}")
+              f"schedule {job.schedule}, format delta")
         for table in job.tables:
             parts = f" partitioned by {', '.join(table.partition_by)}" if table.partition_by else ""
             print(f"  table {table.name}{parts}: {table.description}")
@@ -157,13 +157,14 @@ def _cmd_list(_args) -> int:
 
 def _cmd_run(args) -> int:
     from spark_jobs.model.lake import Lake
-    from spark_jobs.driver.write.delta_writer import check_table_format
     from spark_jobs.model.triggers import parse_trigger
 
     job = get_job(args.job)
     trigger = parse_trigger(args.trigger or job.default_trigger)
-    table_format = args.table_format or job.table_format
-    check_table_format(table_format)
+    if args.table_format not in (None, "delta"):  # accepted for scripts that pass it: every table is a Delta table
+        hint = (" (the file-sink parquet format was removed; a lake in that layout is converted by "
+                "python -m spark_jobs lake convert)" if args.table_format == "parquet" else "")
+        raise UsageError(f"unknown table format {args.table_format!r}; use one of: delta{hint}")
     options = dict(job.file_source_options)
     if args.max_files_per_trigger is not None:
         options["maxFilesPerTrigger"] = str(_positive_int(args.max_files_per_trigger))
@@ -176,11 +177,15 @@ def _cmd_run(args) -> int:
         per_trigger = options.pop("maxFilesPerTrigger", None)
         options.update(run_overrides(args.max_offsets_per_trigger or per_trigger, args.starting_timestamp))
 
-    from spark_jobs.driver.runner import RunOptions, configure_logging, resolve_input, run_streaming
+    from spark_jobs.driver.session import configure_logging
+
+    from spark_jobs.model.runs import RunOptions
+
+    from spark_jobs.driver.runner import resolve_input, run_streaming
 
     if args.lease_ttl is not None and args.lease_ttl <= 0:
         raise UsageError(f"--lease-ttl must be a number of seconds > 0, got {args.lease_ttl:g}")
-    run_options = RunOptions(resolve_input(job, args.input, args.lake), Lake.at(args.lake), trigger, options, table_format,
+    run_options = RunOptions(resolve_input(job, args.input, args.lake), Lake.at(args.lake), trigger, options,
                              lease_ttl_seconds=args.lease_ttl)
     configure_logging()
     summary = run_streaming(job, run_options)
@@ -256,7 +261,9 @@ def _cmd_backfill(args) -> int:
         return 0
     from spark_jobs.model.lake import Lake
     from spark_jobs.control.priority import lower_priority, parse_priority
-    from spark_jobs.driver.runner import RunOptions, configure_logging, run_streaming
+    from spark_jobs.driver.session import configure_logging
+    from spark_jobs.model.runs import RunOptions
+    from spark_jobs.driver.runner import run_streaming
     from spark_jobs.model.triggers import parse_trigger
 
     # The registry's, unless the environment says otherwise (drills, tests on a busy machine).
@@ -287,7 +294,7 @@ def _cmd_reprocess(args) -> int:
     job = get_job(args.job)
     lake = Lake.at(args.lake)
     if job.source.kind == "kafka":
-        from spark_jobs.driver.kafka import reprocess_command
+        from spark_jobs.driver.kafka_reprocess import reprocess_command
 
         return reprocess_command(job, lake, args)
     if args.audit_id is not None and not re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
@@ -302,7 +309,7 @@ def _cmd_reprocess(args) -> int:
                          sort_keys=True, default=str))
         return 0
     from spark_jobs.driver.reprocess import reprocess
-    from spark_jobs.driver.runner import configure_logging
+    from spark_jobs.driver.session import configure_logging
     from spark_jobs.driver.session import build_session
 
     configure_logging()

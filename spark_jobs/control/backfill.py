@@ -18,7 +18,7 @@ Backfill runs read with a wide ``maxFileAge`` (:data:`BACKFILL_MAX_FILE_AGE`): S
 forgets, and never reads, a file whose modification time is more than ``maxFileAge`` (7 days by
 default) older than the newest file its checkpoint has seen, and copies of historical logs keep
 their old S3 modification times. They also run at a lower CPU priority than the live job
-(:attr:`~spark_jobs.registry.JobSpec.backfill_priority`, :mod:`spark_jobs.control.priority`).
+(:attr:`~spark_jobs.model.jobs.JobSpec.backfill_priority`, :mod:`spark_jobs.control.priority`).
 
 Everything a form or a command line supplies is checked here before anything runs, and nothing
 else reaches a shell or spark-submit: a refused request raises :class:`BackfillRefused` naming the
@@ -38,7 +38,8 @@ from spark_jobs.control.checkpoint.listing import list_input
 from spark_jobs.control.checkpoint.store import Location
 from spark_jobs.model.errors import UsageError
 from spark_jobs.model.lake import PROJECT_ROOT
-from spark_jobs.registry import JobSpec, get_job
+from spark_jobs.model.jobs import JobSpec
+from spark_jobs.registry import get_job
 
 # The delivery timestamp in a CloudTrail object name, and the date folders of its S3 layout.
 NAME_DATE = r"_(\d{8})T\d{4}Z[_.]"

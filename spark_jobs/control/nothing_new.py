@@ -24,10 +24,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from spark_jobs.registry import JobSpec
+from spark_jobs.model.jobs import JobSpec
 
 if TYPE_CHECKING:
-    from spark_jobs.driver.runner import RunOptions
+    from spark_jobs.model.runs import RunOptions
 
 
 def nothing_to_do(job: JobSpec, options: "RunOptions") -> str | None:

@@ -50,7 +50,8 @@ from spark_jobs.control.backfill import BackfillRefused, BackfillRequest, FileLi
 from spark_jobs.control.checkpoint.lease import Lease, LeaseHeld, LeaseInfo, read_lease
 from spark_jobs.model.errors import UsageError
 from spark_jobs.model.lake import Lake
-from spark_jobs.registry import ONCALL_ACTIONS, JobSpec, get_job
+from spark_jobs.model.jobs import JobSpec
+from spark_jobs.registry import ONCALL_ACTIONS, get_job
 from spark_jobs.control.supervision.hold import read_hold
 from spark_jobs.control.supervision.state import read_supervisor_state
 

@@ -1,6 +1,6 @@
 """Lower the CPU priority of a backfill's driver, so the live job keeps the cores it needs.
 
-Priorities (the registry's :attr:`~spark_jobs.registry.JobSpec.backfill_priority`, ``backfill --priority``):
+Priorities (the registry's :attr:`~spark_jobs.model.jobs.JobSpec.backfill_priority`, ``backfill --priority``):
 
 - ``idle``: Linux's ``SCHED_IDLE`` policy (``chrt --idle 0``): the driver gets only the CPU time that
   normal processes leave (a weight of 3 against 1024 for nice 0 and 15 for nice 19). It works whatever

@@ -42,7 +42,9 @@ from spark_jobs.control.delta_log import (RestorePlan, commit_infos, delta_path,
                                            int_or_none, restore_plan, version_rows)
 from spark_jobs.model.errors import UsageError
 from spark_jobs.model.lake import Lake
-from spark_jobs.registry import JOBS, JobSpec, TableSpec, all_tables
+from spark_jobs.model.jobs import JobSpec
+from spark_jobs.model.tables import TableSpec
+from spark_jobs.registry import JOBS, all_tables
 
 COMMANDS = ("history", "optimize", "vacuum", "restore", "convert")
 OPTIMIZE_ATTEMPTS = 3
@@ -78,6 +80,26 @@ def chosen_tables(name: str | None) -> list[tuple[JobSpec, TableSpec]]:
     if name:
         return [registry_table(name)]
     return list(all_tables().values())  # a table several jobs write, once (with its owner)
+
+
+CONVERT_COMMAND = "python -m spark_jobs lake convert"
+
+
+def is_old_layout(path: Path) -> bool:
+    """Whether a table folder is in the previous version's layout: Spark's file sink (``_spark_metadata``), not Delta."""
+    return (path / "_spark_metadata").is_dir() and not (path / "_delta_log").is_dir()
+
+
+def refuse_old_layout(lake: Lake, tables: list[str]) -> None:
+    """The check a driver makes before it starts: no table of its job is in the old file-sink layout.
+
+    :raises UsageError: naming the first such table and the command that converts the lake.
+    """
+    for table in tables:
+        path = lake.table_path(table)
+        if is_old_layout(path):
+            raise UsageError(f"table {table} at {path} is in the old file-sink layout (_spark_metadata, no _delta_log); "
+                             f"convert the lake to Delta first: {CONVERT_COMMAND}")
 
 
 # --- history ---------------------------------------------------------------------------------------
@@ -268,7 +290,7 @@ def convert(spark, lake: Lake, job: JobSpec, table: TableSpec) -> dict:
         return {"table": table.name, "command": "convert", "status": "already_delta", "path": str(path)}
     if not path.is_dir():
         return {"table": table.name, "command": "convert", "status": "absent", "path": str(path)}
-    from spark_jobs.driver.runner import output_schemas
+    from spark_jobs.driver.job_modules import output_schemas
 
     schema = output_schemas(spark, job)[table.name]
     types = {f.name: f.dataType.simpleString() for f in schema.fields}

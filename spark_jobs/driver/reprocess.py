@@ -40,7 +40,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 from pyspark import StorageLevel
@@ -50,10 +50,13 @@ from pyspark.sql import functions as F
 from spark_jobs.model.errors import UsageError
 from spark_jobs.model.lake import Lake
 from spark_jobs.driver.session import session_conf
-from spark_jobs.control.oncall_requests import ReplayPlan, _iso, add_actions, missing_files
-from spark_jobs.registry import JobSpec
-from spark_jobs.driver.runner import file_time_column, job_module, output_schemas, read_files, table_targets
-from spark_jobs.driver.write.delta_writer import RetryPolicy, TableTarget, _literal, create_tables, first_of_each_key, is_conflict
+from spark_jobs.control.oncall_requests import ReplayPlan, add_actions, missing_files
+from spark_jobs.model.jobs import JobSpec
+from spark_jobs.driver.job_modules import job_module, output_schemas, table_targets
+from spark_jobs.driver.source_readers import file_time_column, read_files
+from spark_jobs.driver.write.rows import table_rows
+from spark_jobs.driver.write.delta_writer import (RetryPolicy, TableTarget, commit_retrying, create_tables,
+                                                  first_of_each_key, sql_literal)
 
 log = logging.getLogger("spark_jobs")
 
@@ -92,19 +95,19 @@ def reprocess(spark: SparkSession, job: JobSpec, lake: Lake, source: Path, from_
     if not plan.listing.files:
         raise UsageError(f"no input file in {source} was delivered at or after {_iso(from_time)}: nothing to replay")
     module = job_module(job)
-    targets = table_targets(job, module, lake)
+    targets = table_targets(job, lake)
     create_tables(spark, targets, output_schemas(spark, job))
     files = read_files(spark, job, Path(plan.read_path), dict(job.file_source_options), streaming=False)
     files = files.where(file_time_column(files["path"]) >= F.lit(from_time))
     replayed = files.select(F.col("path").alias(REPLAYED)).distinct().persist()
     count = replayed.count()
     log.info("reprocess %s: replaying %d files delivered at or after %s", job.name, count, _iso(from_time))
-    parsed = module.transform(files).persist(StorageLevel.MEMORY_AND_DISK)
+    parsed = module.transform(files, job).persist(StorageLevel.MEMORY_AND_DISK)
     note = f"streaming_oncall reprocess_from {_iso(from_time)}" + (f" audit {audit_id}" if audit_id else "")
     results = {}
     try:
         for target in targets:
-            rows = module.OUTPUTS[target.name](parsed)
+            rows = table_rows(module, target, parsed)
             if target.first_by:
                 rows = first_of_each_key(target, rows)
             # Evaluated once: the rows (and quarantine's ingest_date) are the same in every read below.
@@ -112,7 +115,7 @@ def reprocess(spark: SparkSession, job: JobSpec, lake: Lake, source: Path, from_
             rows.count()
             try:
                 results[target.name] = rebuild(spark, lake, target, rows, replayed,
-                                               module.TABLE_SOURCE_FILE[target.name], note, retry or RetryPolicy())
+                                               job.table(target.name).source_file, note, retry or RetryPolicy())
             finally:
                 rows.unpersist()
     finally:
@@ -133,58 +136,57 @@ def rebuild(spark: SparkSession, lake: Lake, target: TableTarget, replay: DataFr
     part = target.partition_by[0]
     path = str(target.path)
     damaged = damaged_partitions(lake, target)
+
+    def attempt() -> dict:
+        """One read of the table and one commit; redone from a fresh read after a commit conflict."""
+        version_before = DeltaTable(path).version()
+        table = spark.read.format("delta").load(path)
+        of_replayed = table.join(F.broadcast(replayed), table[source_column] == replayed[REPLAYED], "left_semi")
+        # Partition values as text: Spark casts them back for the filter and the predicate.
+        values = {r[0] for frame in (of_replayed, replay) for r in frame.select(part).distinct().collect()}
+        if None in values:
+            raise UsageError(f"table {target.name}: rows with a NULL {part} cannot be rebuilt by partition")
+        affected = sorted({str(v) for v in values} | set(damaged))
+        if not affected:
+            return {"partitions": [], "version_before": version_before, "version": version_before}
+        inside = table.where(F.col(part).isin(affected))
+        kept = inside.join(F.broadcast(replayed), inside[source_column] == replayed[REPLAYED], "left_anti")
+        new = replay
+        if target.unique_key:
+            keys = kept.select(*target.unique_key)
+            condition = [replay[c].eqNullSafe(keys[c]) for c in target.unique_key]
+            new = replay.join(keys, condition, "left_anti")
+        result = kept.unionByName(new.select(*table.columns))
+        counts = {str(r[0]): r[1] for r in result.groupBy(part).count().collect()}
+        short = {value: (counts.get(value, 0), held) for value, held in damaged.items()
+                 if counts.get(value, 0) < held}
+        if short:
+            value, (now, held) = sorted(short.items())[0]
+            raise ReprocessRefused(
+                f"table {target.name}: partition {part}={value} has files missing on disk and held {held} rows; "
+                f"the replay gives it only {now}: the other rows came from files delivered before the replay's "
+                "time. Nothing was written; reprocess from an earlier time")
+        predicate = f"`{part}` IN ({', '.join(sql_literal(v) for v in affected)})"
+        (result.write.format("delta").mode("overwrite").option("replaceWhere", predicate)
+         .option("userMetadata", note).save(path))
+        commit = DeltaTable(path).history(1)[0]
+        metrics = commit.get("operationMetrics") or {}
+        summary = {"partitions": affected, "damaged_partitions": sorted(damaged),
+                   "rows_after": int(sum(counts.values())), "rows_removed": _int(metrics.get("numDeletedRows")),
+                   "rows_written": _int(metrics.get("numOutputRows")), "files_removed":
+                   _int(metrics.get("numRemovedFiles")), "version_before": version_before,
+                   "version": commit.get("version")}
+        log.info("reprocess, table %s: %s", target.name, json.dumps(summary, default=str))
+        return summary
+
     # The table's files deleted by hand are skipped when reading it (their rows come from the replay).
     with session_conf(spark, {IGNORE_MISSING_FILES: "true"}):
-        for attempt in range(retry.attempts):
-            version_before = DeltaTable(path).version()
-            table = spark.read.format("delta").load(path)
-            of_replayed = table.join(F.broadcast(replayed), table[source_column] == replayed[REPLAYED], "left_semi")
-            # Partition values as text: Spark casts them back for the filter and the predicate.
-            values = {r[0] for frame in (of_replayed, replay) for r in frame.select(part).distinct().collect()}
-            if None in values:
-                raise UsageError(f"table {target.name}: rows with a NULL {part} cannot be rebuilt by partition")
-            affected = sorted({str(v) for v in values} | set(damaged))
-            if not affected:
-                return {"partitions": [], "version_before": version_before, "version": version_before}
-            inside = table.where(F.col(part).isin(affected))
-            kept = inside.join(F.broadcast(replayed), inside[source_column] == replayed[REPLAYED], "left_anti")
-            new = replay
-            if target.unique_key:
-                keys = kept.select(*target.unique_key)
-                condition = [replay[c].eqNullSafe(keys[c]) for c in target.unique_key]
-                new = replay.join(keys, condition, "left_anti")
-            result = kept.unionByName(new.select(*table.columns))
-            counts = {str(r[0]): r[1] for r in result.groupBy(part).count().collect()}
-            short = {value: (counts.get(value, 0), held) for value, held in damaged.items()
-                     if counts.get(value, 0) < held}
-            if short:
-                value, (now, held) = sorted(short.items())[0]
-                raise ReprocessRefused(
-                    f"table {target.name}: partition {part}={value} has files missing on disk and held {held} rows; "
-                    f"the replay gives it only {now}: the other rows came from files delivered before the replay's "
-                    "time. Nothing was written; reprocess from an earlier time")
-            predicate = f"`{part}` IN ({', '.join(_literal(v) for v in affected)})"
-            try:
-                (result.write.format("delta").mode("overwrite").option("replaceWhere", predicate)
-                 .option("userMetadata", note).save(path))
-            except Exception as exc:  # noqa: BLE001 - only a lost commit race is redone
-                if not is_conflict(exc) or attempt + 1 == retry.attempts:
-                    raise
-                wait = retry.delay(attempt)
-                log.warning("reprocess, table %s: commit conflict with another writer (try %d of %d), redoing in "
-                            "%.1f s", target.name, attempt + 1, retry.attempts, wait)
-                retry.sleep(wait)
-                continue
-            commit = DeltaTable(path).history(1)[0]
-            metrics = commit.get("operationMetrics") or {}
-            summary = {"partitions": affected, "damaged_partitions": sorted(damaged),
-                       "rows_after": int(sum(counts.values())), "rows_removed": _int(metrics.get("numDeletedRows")),
-                       "rows_written": _int(metrics.get("numOutputRows")), "files_removed":
-                       _int(metrics.get("numRemovedFiles")), "version_before": version_before,
-                       "version": commit.get("version")}
-            log.info("reprocess, table %s: %s", target.name, json.dumps(summary, default=str))
-            return summary
-    raise AssertionError("unreachable")
+        return commit_retrying(attempt, retry, f"reprocess, table {target.name}")
+
+
+def _iso(moment: datetime) -> str:
+    """``moment`` in UTC as ISO-8601 with ``Z`` (as the on-call requests write it)."""
+    return moment.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
 
 
 def _int(value) -> int | None:

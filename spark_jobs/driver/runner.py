@@ -1,7 +1,9 @@
 """Run a registered job: its files in, its tables out, exactly once.
 
-The job's pure ``transform`` runs on Spark's ``binaryFile`` file source (streaming here, batch in
-:func:`transform_batch`); ``foreachBatch`` hands each micro-batch to :class:`ExactlyOnceWriter`.
+This module runs a job's streaming query: the driver's lease on the checkpoint, signals (stop after the
+micro-batch), progress lines and history, the query loop. The job's ``transform`` runs on its source
+(:mod:`spark_jobs.driver.source_readers`); ``foreachBatch`` hands each micro-batch to
+:func:`spark_jobs.driver.write.write_batch`, which picks the batch's plan (pipelined, cached, stateful).
 The checkpoint (``<lake>/checkpoints/<job>``) and Delta's idempotent writes (each table's log
 records the last batch id each writer committed) make a re-run after a crash add nothing twice and
 lose nothing, also beside other writers of the same tables (see :mod:`spark_jobs.driver.write.delta_writer`).
@@ -9,96 +11,39 @@ lose nothing, also beside other writers of the same tables (see :mod:`spark_jobs
 
 from __future__ import annotations
 
-import datetime as dt
-import importlib
 import json
 import logging
 import re
 import signal
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 
-from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType, TimestampType
 
 from spark_jobs.model.errors import UsageError
+from spark_jobs.model.jobs import JobSpec
 from spark_jobs.model.lake import Lake, PROJECT_ROOT
-from spark_jobs.control.monitoring.progress import executed
-from spark_jobs.registry import JobSpec
-from spark_jobs.driver.session import job_step, snapshot_partitions_per_core
+from spark_jobs.model.runs import RunOptions
 from spark_jobs.model.streams import FileSource
-from spark_jobs.driver.write.delta_writer import (ExactlyOnceWriter, TableTarget, check_table_format, create_tables,
-                                      refuse_old_layout)
-from spark_jobs.model.triggers import Trigger
+from spark_jobs.control.monitoring.progress import executed
+from spark_jobs.driver.job_modules import job_module, output_schemas, table_targets
+from spark_jobs.driver.session import snapshot_partitions_per_core
+from spark_jobs.driver.source_readers import file_date_column, file_time_column, read_input
+from spark_jobs.driver.write import write_batch
+from spark_jobs.driver.lake_tools import refuse_old_layout
+from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, create_tables
+from spark_jobs.driver.write.stateful import StatefulBatchWriter
 
 log = logging.getLogger("spark_jobs")
-
-BINARY_FILE_SCHEMA = StructType([
-    StructField("path", StringType()), StructField("modificationTime", TimestampType()),
-    StructField("length", LongType()), StructField("content", BinaryType()),
-])
-
 
 LOCAL_LISTING_THRESHOLD = 1_000_000
 
 
 class JobFailed(Exception):
     """The streaming query stopped with an error (the message is Spark's first line)."""
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    """How to run a job; every field has been validated by :func:`resolve_input` and friends.
-
-    :param input_path: the landing folder.
-    :param lake: where tables and the checkpoint live.
-    :param trigger: when micro-batches run.
-    :param file_source_options: the registry's file-source options with command-line overrides.
-    :param table_format: ``delta`` (the only format; the file-sink ``parquet`` was removed).
-    :param lease_ttl_seconds: the ttl of the driver's lease on the checkpoint; ``None``: the
-        registry's ``HealthThresholds.lease_ttl_seconds``.
-    :param writer: ``None`` for the job's own stream; a name (``backfill-2024``) for another writer of
-        the same tables, with its own checkpoint ``<lake>/checkpoints/<job>@<writer>``, control folder
-        and query name. Writers run at the same time safely (Delta's optimistic concurrency) and each
-        is exactly once (its own ``txnAppId``).
-    :param file_dates: ``(first, last)``: only files whose delivery date (:func:`file_date_column`) lies
-        in this range are parsed (a backfill); ``None``: every file.
-    :param expected_files: the files this run should process (a backfill's listing), for its progress
-        lines (done / total, ETA); ``None``: no total known.
-    :param progress_history: record each micro-batch's progress in ``streaming_progress`` (when the
-        job's ``ProgressHistory`` is enabled); the benchmark switches it off to measure its cost.
-    :param file_times: ``(start, end)``, aware datetimes, end exclusive: only files whose delivery time
-        (:func:`file_time_column`) lies in this window are parsed (a backfill of one Airflow data
-        interval); ``None``: no window.
-    """
-
-    input_path: Path
-    lake: Lake
-    trigger: Trigger
-    file_source_options: dict[str, str]
-    table_format: str = "delta"
-    lease_ttl_seconds: float | None = None
-    writer: str | None = None
-    file_dates: tuple[dt.date, dt.date] | None = None
-    expected_files: int | None = None
-    progress_history: bool = True
-    file_times: tuple[dt.datetime, dt.datetime] | None = None
-
-    def stream_name(self, job: str) -> str:
-        """The query's name, and its checkpoint's and control folder's: ``job`` or ``job@writer``."""
-        return job if not self.writer else f"{job}@{self.writer}"
-
-    def checkpoint_path(self, job: str) -> Path:
-        return self.lake.checkpoint_path(self.stream_name(job))
-
-    def control_path(self, job: str) -> Path:
-        return self.lake.control_path(self.stream_name(job))
 
 
 @dataclass
@@ -149,81 +94,6 @@ def resolve_input(job: JobSpec, given: str | None, lake: str | None = None) -> P
     if not path.is_dir():
         raise UsageError(f"input {str(path)!r} is a file; pass --input the folder that holds the log files")
     return path.resolve()
-
-
-def job_module(job: JobSpec) -> ModuleType:
-    """The module with the job's ``transform`` and ``OUTPUTS``."""
-    return importlib.import_module(job.module)
-
-
-def read_files(spark: SparkSession, job: JobSpec, input_path: Path, options: dict[str, str],
-               streaming: bool) -> DataFrame:
-    """Spark's binaryFile source over the landing folder, streaming or batch."""
-    if streaming:
-        reader = spark.readStream.format("binaryFile").schema(BINARY_FILE_SCHEMA)
-    else:
-        reader = spark.read.format("binaryFile")
-        options = {k: v for k, v in options.items() if k not in ("maxFilesPerTrigger", "latestFirst")}
-    return reader.options(**options).load(str(input_path))
-
-
-def read_input(spark: SparkSession, job: JobSpec, options: "RunOptions", streaming: bool) -> DataFrame:
-    """The job's source (the registry's ``source``) over ``options.input_path``, streaming or batch."""
-    if job.source.kind == "files" and job.source.format == "binaryFile":
-        return read_files(spark, job, options.input_path, options.file_source_options, streaming)
-    from spark_jobs.driver.source_readers import read_source
-
-    return read_source(spark, job, options.input_path, options.file_source_options, streaming)
-
-
-def file_date_column(path: Column) -> Column:
-    """A file's delivery date from its path, as :func:`spark_jobs.control.backfill.file_date` computes it: the
-    timestamp in the object name, else the ``YYYY/MM/DD`` folders above it; NULL when neither is a date."""
-    from spark_jobs.control.backfill import NAME_DATE
-
-    named = F.try_to_date(F.nullif(F.regexp_extract(path, NAME_DATE + "[^/]*$", 1), F.lit("")), "yyyyMMdd")
-    return F.coalesce(named, _folder_date_column(path))
-
-
-def _folder_date_column(path: Column) -> Column:
-    """The date of a file's ``YYYY/MM/DD`` folders, NULL when they are not a date."""
-    from spark_jobs.control.backfill import FOLDER_DATE
-
-    parts = (F.nullif(F.regexp_extract(path, FOLDER_DATE, g), F.lit("")) for g in (1, 2, 3))
-    return F.try_to_date(F.concat_ws("-", *parts), "yyyy-MM-dd")
-
-
-def file_time_column(path: Column) -> Column:
-    """A file's delivery time (UTC) from its path, as :func:`spark_jobs.control.backfill.file_time` computes it: the
-    object name's ``YYYYMMDDTHHMMZ``, else midnight of the ``YYYY/MM/DD`` folders; NULL with neither."""
-    from spark_jobs.control.backfill import NAME_TIME
-
-    named = F.try_to_timestamp(F.nullif(F.regexp_extract(path, NAME_TIME + "[^/]*$", 1), F.lit("")),
-                               F.lit("yyyyMMdd'T'HHmm"))
-    return F.coalesce(named, _folder_date_column(path).cast("timestamp"))
-
-
-def transform_batch(spark: SparkSession, job: JobSpec, input_path: Path) -> dict[str, DataFrame]:
-    """Every table of ``job`` computed in batch from the files (or source table) in ``input_path`` (nothing written)."""
-    module = job_module(job)
-    if job.stateful:
-        from spark_jobs.driver.write.stateful import batch_outputs
-        from spark_jobs.driver.source_readers import read_source
-
-        source = read_source(spark, job, input_path, dict(job.file_source_options), streaming=False)
-        return batch_outputs(spark, job, module, source)
-    parsed = module.transform(read_files(spark, job, input_path, dict(job.file_source_options), streaming=False))
-    return {name: select(parsed) for name, select in module.OUTPUTS.items()}
-
-
-def output_schemas(spark: SparkSession, job: JobSpec) -> dict[str, StructType]:
-    """Each output table's schema: the job module's ``TABLE_SCHEMAS``, else from the transform itself
-    (no data is read)."""
-    module = job_module(job)
-    if hasattr(module, "TABLE_SCHEMAS"):
-        return dict(module.TABLE_SCHEMAS)
-    parsed = module.transform(spark.createDataFrame([], getattr(module, "SOURCE_SCHEMA", BINARY_FILE_SCHEMA)))
-    return {name: select(parsed).schema for name, select in module.OUTPUTS.items()}
 
 
 class _LeaseKeeper:
@@ -360,86 +230,6 @@ def _log_total_progress(summary: RunSummary, total: int, started: float) -> None
              100 * done / total if total else 100, json.dumps(summary.rows, sort_keys=True), done / seconds, eta)
 
 
-def table_targets(job: JobSpec, module: ModuleType, lake: Lake) -> list[TableTarget]:
-    """The job's tables as write targets: path, partitions, and the job module's unique keys."""
-    keys, first_by = getattr(module, "UNIQUE_KEYS", {}), getattr(module, "FIRST_BY", {})
-    null_safe = getattr(module, "NULL_SAFE_KEYS", {})
-    return [TableTarget(t.name, lake.table_path(t.name), t.partition_by, tuple(keys.get(t.name, ())),
-                        tuple(first_by.get(t.name, ())), tuple(null_safe.get(t.name, ())), t.stats_columns,
-                        t.write_mode)
-            for t in job.tables]
-
-
-# The first lines of the Spark jobs' descriptions of a batch written from its cache (the Spark UI; the benchmark's profile).
-STEP_PARSE = "parse into the batch's cache, count rows and dates"
-STEP_WRITE = "write "
-STEP_COUNT = "count the batch's files"
-
-
-def write_micro_batch(module: ModuleType, writer: ExactlyOnceWriter, targets: list[TableTarget], files: DataFrame,
-                      batch_id: int, carried: dict[str, int] | None = None) -> tuple[int, dict[str, int]]:
-    """Write one micro-batch to every table: each table gets one Delta commit (two, at most, for a keyed table).
-
-    A batch whose files' names bound its event dates goes first through one pipelined pass
-    (:mod:`spark_jobs.driver.write.pipelined`), which is all of it when the batch holds only good events within the
-    bound. Otherwise (or for what that pass left) the parse is kept (memory, spilling to disk) for the
-    batch: one pass over it counts each table's rows and collects the partition values a merge is
-    bounded by (the batch's event dates), then each table is written from it. A table with no rows in
-    this batch gets no commit (Delta's idempotent writes do not need one per batch).
-
-    :param carried: filled with the rows the batch carried per table (before deduplication).
-    :returns: the batch's input files, and rows inserted per table (0 for a table that already held
-        this batch, and for rows whose key the table already held).
-    """
-    from spark_jobs.driver.write.pipelined import REST_MARKER, rest_table, write_one_pass
-
-    first = write_one_pass(module, writer, targets, files, batch_id)
-    if first is not None and first.complete:
-        if carried is not None:
-            carried.update(first.carried)
-        return first.files, first.rows
-    rest = first.table if first is not None else rest_table(module, writer, targets, batch_id)
-    spark = files.sparkSession
-    done = first.done if first is not None else ()
-    if first is not None and first.rest_files is not None:  # only the files with rows the one pass left
-        files = files.where(F.col("path").isin(first.rest_files))
-    parsed = module.transform(files).persist(StorageLevel.MEMORY_AND_DISK)
-    try:
-        route = module.ROUTE(parsed)
-        aggregates, prune = [], []
-        for i, target in enumerate(targets):
-            aggregates.append(F.count_if(route == target.name).alias(f"rows{i}"))
-            for column in target.prune_by:
-                if column in parsed.columns:
-                    prune.append((target.name, column, f"values{len(prune)}"))
-                    aggregates.append(F.collect_set(F.when(route == target.name, F.col(column))).alias(prune[-1][2]))
-        with job_step(spark, STEP_PARSE):
-            stats = parsed.agg(*aggregates).first()
-        rows = {}
-        for i, target in enumerate(targets):
-            batch_rows = stats[f"rows{i}"]
-            if carried is not None:  # the whole batch's rows: the one pass counted them all
-                carried[target.name] = first.carried[target.name] if first is not None and first.carried else batch_rows
-            if target.name in done:
-                rows[target.name] = 0
-                continue
-            values = {column: stats[alias] for table, column, alias in prune if table == target.name}
-            if batch_rows:
-                with job_step(spark, f"{STEP_WRITE}{target.name}"):
-                    rows[target.name] = writer.write(batch_id, target.name, module.OUTPUTS[target.name](parsed), values,
-                                                     rows=batch_rows, marker=REST_MARKER if target.name == rest else "")
-            else:
-                rows[target.name] = 0
-    finally:
-        parsed.unpersist()
-    for table, count in (first.rows if first is not None else {}).items():
-        rows[table] += count
-    if first is not None:
-        return first.files, rows
-    with job_step(spark, STEP_COUNT):
-        return files.count(), rows
-
-
 def run_streaming(job: JobSpec, options: RunOptions, spark: SparkSession | None = None) -> RunSummary:
     """Run ``job`` until its trigger ends (available-now) or a signal stops it (processing-time).
 
@@ -447,7 +237,7 @@ def run_streaming(job: JobSpec, options: RunOptions, spark: SparkSession | None 
     (with the query id, the last committed batch and the Spark UI's URL), checks it before each
     micro-batch writes anything, and releases it when it ends (unless it was lost).
 
-    :raises UsageError: for a table format that cannot be used here.
+    :raises UsageError: for a table folder in the old file-sink layout (``lake convert`` converts it).
     :raises LeaseHeld: another live driver holds the checkpoint (the CLI exits with status 3).
     :raises JobFailed: if the streaming query fails, cannot resume from its checkpoint, or this
         driver lost its lease.
@@ -485,8 +275,7 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
 
     from spark_jobs.driver.session import build_session, session_conf
 
-    check_table_format(options.table_format)
-    refuse_old_layout(table_targets(job, job_module(job), options.lake))  # before Spark starts: one line
+    refuse_old_layout(options.lake, [t.name for t in job.tables])  # before Spark starts: one line
     spark = spark or build_session(job.name, ui=not options.trigger.available_now)
     # The input is a local folder: Spark gets each micro-batch's file statuses fastest in the driver.
     # (Past this many files it would run a Spark job of one task per file, which pays off on object
@@ -494,12 +283,12 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
     spark.conf.set("spark.sql.sources.parallelPartitionDiscovery.threshold", str(LOCAL_LISTING_THRESHOLD))
     snapshot_partitions_per_core(spark)  # also for a session this module did not build
     module = job_module(job)
-    targets = table_targets(job, module, options.lake)
+    targets = table_targets(job, options.lake)
     checkpoint = options.checkpoint_path(job.name)
     # Every table exists (empty) before the first batch: readers and other writers find it.
     create_tables(spark, targets, output_schemas(spark, job))
     if job.source.kind == "delta":
-        from spark_jobs.driver.source_readers import prepare_source
+        from spark_jobs.driver.job_modules import prepare_source
 
         prepare_source(spark, job, options.input_path)
     summary = RunSummary(job=job.name, trigger=options.trigger.spec, rows={t.name: 0 for t in job.tables})
@@ -507,25 +296,20 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
     batch_files: dict[int, int] = {}
     batch_rows: dict[int, tuple[dict[str, int], dict[str, int]]] = {}  # carried and inserted, per batch
 
-    def write_batch(files: DataFrame, batch_id: int) -> None:
+    def on_batch(frame: DataFrame, batch_id: int) -> None:
         keeper.check()  # nothing is written by a driver that may have been replaced
         if not per_run:
             # The checkpoint's query id: the same after every restart, different for every checkpoint.
-            query_id = files.sparkSession.sparkContext.getLocalProperty("sql.streaming.queryId")
-            per_run.update(writer=ExactlyOnceWriter(files.sparkSession, targets, query_id or options.stream_name(job.name)))
-        carried: dict[str, int] = {}
-        if job.stateful:  # files: a micro-batch of the stateful transform's result
-            from spark_jobs.driver.write.stateful import StatefulBatchWriter
-
-            stateful = per_run.setdefault("stateful", StatefulBatchWriter(job, module, targets, per_run["writer"],
-                                                                          checkpoint, options.input_path))
-            inputs, rows = stateful.write(files, batch_id)
-            carried.update(rows)  # the result's rows the batch wrote (its input rows live in the state)
-            if inputs is not None:
-                batch_files[batch_id] = inputs
-        else:
-            batch_files[batch_id], rows = write_micro_batch(module, per_run["writer"], targets, files, batch_id,
-                                                            carried)
+            query_id = frame.sparkSession.sparkContext.getLocalProperty("sql.streaming.queryId")
+            writer = ExactlyOnceWriter(frame.sparkSession, targets, query_id or options.stream_name(job.name))
+            per_run.update(writer=writer, stateful=StatefulBatchWriter(job, module, targets, writer, checkpoint,
+                                                                       options.input_path) if job.stateful else None)
+        # frame: the source's rows, or a micro-batch of a stateful transform's result
+        written = write_batch(frame, batch_id, job=job, module=module, writer=per_run["writer"], targets=targets,
+                              stateful=per_run["stateful"])
+        carried, rows = written.carried, written.rows
+        if written.inputs is not None:
+            batch_files[batch_id] = written.inputs
         batch_rows[batch_id] = (carried, rows)
         for table, count in rows.items():
             summary.rows[table] += count
@@ -553,7 +337,7 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
         with session_conf(spark, job.spark_conf):  # the query keeps them (a started query has its own session)
             query = (files.writeStream.queryName(options.stream_name(job.name))
                      .outputMode(job.output_mode)
-                     .foreachBatch(write_batch)
+                     .foreachBatch(on_batch)
                      .option("checkpointLocation", str(checkpoint))
                      .trigger(**options.trigger.writer_kwargs())
                      .start())
@@ -629,9 +413,3 @@ def exact_rates(query, batch_id: int) -> tuple[float, float] | None:
         return float(last.inputRowsPerSecond()), float(last.processedRowsPerSecond())
     except Exception:  # noqa: BLE001 - the rounded rates of the JSON are kept
         return None
-
-
-def configure_logging() -> None:
-    """Job logs go to stderr; stdout is kept for results."""
-    logging.basicConfig(stream=sys.stderr, level=logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")

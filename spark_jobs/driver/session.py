@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import sys
 from typing import Iterator
 
 from pyspark.sql import SparkSession
@@ -127,3 +128,9 @@ def job_step(spark: SparkSession, what: str) -> Iterator[None]:
         yield
     finally:
         context.setLocalProperty(JOB_DESCRIPTION, before)
+
+
+def configure_logging() -> None:
+    """Job logs go to stderr; stdout is kept for results."""
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -72,10 +72,6 @@ def is_delta_table(path: Path) -> bool:
 
 def _missing_note(table: str, path: Path) -> str:
     job = next(job for job in JOBS.values() if any(t.name == table for t in job.tables))
-    if (path / "_spark_metadata").is_dir():
-        return (f"note: table {table} at {path} is in the old file-sink layout (only the spark engine reads it); "
-                f"convert it to Delta: "
-                f"python -m spark_jobs lake convert --table {table}")
     return f"note: table {table} has no data yet at {path} (run: python -m spark_jobs run {job.name})"
 
 
@@ -99,16 +95,13 @@ def table_versions(lake: Lake, as_of: dict[str | None, AsOf]) -> dict[str, int |
 # --- engine: spark ---------------------------------------------------------------------------------
 
 def read_table(spark, path, schema, version: int | None = None):
-    """A table folder as a DataFrame: Delta (at ``version``, else the latest); a table of the old
-    file-sink layout through its ``_spark_metadata`` log (Spark's reader skips files no batch
-    committed); an empty frame of ``schema`` when the table does not exist yet."""
+    """A table folder as a DataFrame: Delta (at ``version``, else the latest); an empty frame of ``schema``
+    when the table does not exist yet (a lake in the old file-sink layout is converted by ``lake convert``)."""
     if is_delta_table(Path(path)):
         reader = spark.read.format("delta")
         if version is not None:
             reader = reader.option("versionAsOf", version)
         return reader.load(str(path))
-    if (Path(path) / "_spark_metadata").is_dir():
-        return spark.read.schema(schema).parquet(str(path))
     return spark.createDataFrame([], schema)
 
 
@@ -117,7 +110,7 @@ def register_tables(spark, lake: Lake, as_of: dict[str | None, AsOf] | None = No
 
     :returns: notes for people about tables that have no data yet.
     """
-    from spark_jobs.driver.runner import output_schemas
+    from spark_jobs.driver.job_modules import output_schemas
 
     versions = table_versions(lake, as_of or {})
     notes = []

@@ -1,0 +1,47 @@
+"""The jobs: one module per registry entry (``spark_jobs.jobs.<job name>``), each of the shape :class:`JobModule`.
+
+A job is its registry entry (:mod:`spark_jobs.registry`: source, tables with their keys, routes,
+bounds and schemas, triggers) and its module here, which holds only the pure Spark code::
+
+    def transform(source: DataFrame, job: JobSpec) -> DataFrame:
+        '''The job's rows of its source (files, messages, a table), streaming or batch.'''
+
+    def events(result: DataFrame, context: BatchContext | None) -> DataFrame:
+        '''One table's columns of the result's rows the table's route took.'''
+
+    OUTPUTS = {"events": events, ...}   # one select per registry table, in the registry's order
+
+Stateless and stateful jobs have this one shape. A stateless job's ``transform`` runs inside each
+micro-batch; each table's ``route`` (registry) picks its rows of the result and its select gets
+``context=None``. A stateful job's ``transform`` runs on the stream (its state lives in the
+checkpoint) and each select gets the batch's
+:class:`~spark_jobs.driver.write.stateful.BatchContext` (watermark, batch time, dimensions, settings,
+the batch's source rows). The driver writes the tables (:mod:`spark_jobs.driver.write`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable, Mapping, Optional, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from spark_jobs.driver.write.stateful import BatchContext
+    from spark_jobs.model.jobs import JobSpec
+
+# A table's select: its columns of the transform's result (``context`` is None for a stateless job).
+Select = Callable[["DataFrame", "Optional[BatchContext]"], "DataFrame"]
+
+
+@runtime_checkable
+class JobModule(Protocol):
+    """The shape of a job module (see the module docstring).
+
+    :ivar OUTPUTS: one select per table of the job's registry entry, in the registry's order.
+    """
+
+    OUTPUTS: Mapping[str, Select]
+
+    def transform(self, source: "DataFrame", job: "JobSpec") -> "DataFrame":
+        """The job's rows of ``source`` (stateless: one result for all tables; stateful: the stream's result)."""
+        ...

@@ -39,27 +39,15 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from spark_jobs.driver.write.stateful import BatchContext, conform, table_schema
+from spark_jobs.driver.write.rows import conformed, table_schema
+from spark_jobs.driver.write.stateful import BatchContext
 from spark_jobs.driver.dimensions import enrich
 from spark_jobs.transforms.windows import WINDOW_KIND, is_late, windowed
-from spark_jobs.registry import JobSpec
+from spark_jobs.model.jobs import JobSpec
 
-ACCOUNT_COLUMNS = "account_name STRING, owner_team STRING, environment STRING, account_known BOOLEAN"
 KEY_COLUMNS = ["account_id", "eventSource", "eventName", "is_error"]
 EVENT_COLUMNS = ["eventID", "eventTime", "errorCode", "awsRegion", "sourceIPAddress"]
 
-TABLE_SCHEMAS = {
-    "cloudtrail_activity": table_schema(
-        "date DATE, window_kind STRING, window_start TIMESTAMP, window_end TIMESTAMP, account_id STRING, "
-        f"eventSource STRING, eventName STRING, is_error BOOLEAN, events BIGINT, {ACCOUNT_COLUMNS}, "
-        "updated_at TIMESTAMP"),
-    "cloudtrail_late_events": table_schema(
-        "date DATE, eventID STRING, window_kind STRING, window_start TIMESTAMP, window_end TIMESTAMP, "
-        "eventTime TIMESTAMP, account_id STRING, eventSource STRING, eventName STRING, is_error BOOLEAN, "
-        "errorCode STRING, awsRegion STRING, sourceIPAddress STRING, watermark TIMESTAMP, "
-        f"seconds_behind_watermark DOUBLE, window_closed_seconds DOUBLE, batch_id BIGINT, {ACCOUNT_COLUMNS}, "
-        "recorded_at TIMESTAMP"),
-}
 
 
 def _events(source: DataFrame, job: JobSpec) -> DataFrame:
@@ -91,17 +79,17 @@ def _with_accounts(frame: DataFrame, context: BatchContext) -> DataFrame:
 def activity(result: DataFrame, context: BatchContext) -> DataFrame:
     """Rows of ``cloudtrail_activity``: the windows this batch changed, with their current counts."""
     windows = result.withColumn("date", F.to_date("window_start"))
-    return conform(_with_accounts(windows, context).withColumn("updated_at", F.lit(context.batch_time)),
-                   TABLE_SCHEMAS["cloudtrail_activity"])
+    return conformed(_with_accounts(windows, context).withColumn("updated_at", F.lit(context.batch_time)),
+                     context.job.table("cloudtrail_activity"))
 
 
 def late_events(result: DataFrame, context: BatchContext) -> DataFrame:
     """Rows of ``cloudtrail_late_events``: the events this micro-batch read whose window the watermark had
     closed (Spark's rule, with the previous batch's watermark); none in batch mode or while the
     watermark is still 0 (the first two micro-batches of a stream)."""
-    schema = TABLE_SCHEMAS["cloudtrail_late_events"]
+    table = context.job.table("cloudtrail_late_events")
     if not context.late_watermark_ms or context.source_batch is None:
-        return context.spark.createDataFrame([], schema)
+        return context.spark.createDataFrame([], table_schema(table.schema))
     watermark = F.timestamp_millis(F.lit(context.late_watermark_ms))
     events = _events(context.source_batch(), context.job)
     late = (windowed(events, context.job.event_time, [*KEY_COLUMNS, *EVENT_COLUMNS])
@@ -115,12 +103,7 @@ def late_events(result: DataFrame, context: BatchContext) -> DataFrame:
                     ((F.lit(context.late_watermark_ms) - F.unix_millis(F.col("window.end"))) / 1000)
                     .alias("window_closed_seconds"),
                     F.lit(context.batch_id).alias("batch_id"), F.lit(context.batch_time).alias("recorded_at")))
-    return conform(_with_accounts(late, context), schema)
+    return conformed(_with_accounts(late, context), table)
 
 
 OUTPUTS = {"cloudtrail_activity": activity, "cloudtrail_late_events": late_events}
-# A window's row is one per window and key; its date (of window_start) bounds the MERGE to the batch's days.
-UNIQUE_KEYS = {"cloudtrail_activity": ("date", "window_kind", "window_start", "account_id", "eventSource",
-                                       "eventName", "is_error"),
-               "cloudtrail_late_events": ("date", "eventID", "window_kind", "window_start")}
-NULL_SAFE_KEYS = {"cloudtrail_activity": ("account_id", "eventSource", "eventName")}

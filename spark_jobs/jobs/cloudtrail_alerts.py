@@ -39,14 +39,12 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from spark_jobs.transforms.alert_rules import BURST, INPUT_COLUMNS, OUTPUT_SCHEMA, ROOT, SILENT, AlertRules, RuleSettings
-from spark_jobs.driver.write.stateful import BatchContext, conform, table_schema
+from spark_jobs.driver.write.rows import conformed
+from spark_jobs.driver.write.stateful import BatchContext
 from spark_jobs.driver.dimensions import enrich
-from spark_jobs.registry import JobSpec
+from spark_jobs.model.jobs import JobSpec
 from spark_jobs.model.streams import job_settings
 
-TABLE_SCHEMAS = {"cloudtrail_alerts": table_schema(
-    f"{OUTPUT_SCHEMA}, account_name STRING, "
-    "owner_team STRING, environment STRING, account_known BOOLEAN, detected_at TIMESTAMP")}
 KEY = ["rule", "account_id", "subject", "source_ip"]
 
 
@@ -86,8 +84,8 @@ def transform(source: DataFrame, job: JobSpec) -> DataFrame:
 def alerts(result: DataFrame, context: BatchContext) -> DataFrame:
     """Rows of ``cloudtrail_alerts``: the batch's alerts with the account's owner and when they were found."""
     enriched = enrich(result, context.dimensions["accounts"], "account_id", "account_known")
-    return conform(enriched.withColumn("detected_at", F.lit(context.batch_time)), TABLE_SCHEMAS["cloudtrail_alerts"])
+    return conformed(enriched.withColumn("detected_at", F.lit(context.batch_time)),
+                     context.job.table("cloudtrail_alerts"))
 
 
 OUTPUTS = {"cloudtrail_alerts": alerts}
-UNIQUE_KEYS = {"cloudtrail_alerts": ("alert_id",)}

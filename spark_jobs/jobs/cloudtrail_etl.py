@@ -10,16 +10,20 @@ gzipped or plain, and writes ``cloudtrail_events`` (one typed row per event, par
 and ``cloudtrail_quarantine`` (what could not be ingested, with the reason and the raw text).
 
 :func:`transform` is pure: the same function runs on ``spark.read`` and ``spark.readStream`` of
-Spark's ``binaryFile`` source; :data:`OUTPUTS` picks each table's rows and columns from its result.
+Spark's ``binaryFile`` source; :data:`OUTPUTS` picks each table's columns from the rows its route
+(registry: ``reason IS NULL`` for events) takes. Keys, the first delivery kept, the delivery-date
+bound and the source-file columns are declared in the registry (:mod:`spark_jobs.registry`).
 """
 
 from __future__ import annotations
 
 import functools
+from typing import TYPE_CHECKING
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from spark_jobs.model.jobs import JobSpec
 from spark_jobs.transforms.cloudtrail import decode, reasons
 from spark_jobs.transforms.cloudtrail.schema import (
     KNOWN_TOP_LEVEL_KEYS,
@@ -27,6 +31,9 @@ from spark_jobs.transforms.cloudtrail.schema import (
     RAW_JSON_FIELDS,
     RECORD_SCHEMA,
 )
+
+if TYPE_CHECKING:
+    from spark_jobs.driver.write.stateful import BatchContext
 
 _RECORD = RECORD_SCHEMA.simpleString()
 
@@ -119,10 +126,19 @@ def _quarantine_reason(rec: Column, event_time: Column) -> tuple[Column, Column]
     return reason, detail
 
 
-def transform(files: DataFrame, whole_raw: bool = False) -> DataFrame:
-    """Parse CloudTrail files into events, and mark what must be quarantined.
+def transform(files: DataFrame, job: JobSpec) -> DataFrame:
+    """Parse CloudTrail files into events, and mark what must be quarantined (:func:`parse`).
 
     :param files: rows of Spark's ``binaryFile`` source (``path``, ``content``), batch or streaming.
+    :param job: the registry entry (not used).
+    """
+    return parse(files)
+
+
+def parse(files: DataFrame, whole_raw: bool = False) -> DataFrame:
+    """Parse CloudTrail files into events, and mark what must be quarantined.
+
+    :param files: rows with ``path`` (the "file") and ``content`` (its bytes), batch or streaming.
     :param whole_raw: a file-level problem's raw text is the whole input, not the text from the damage
         on (``cloudtrail_kafka``: one message is one event).
     :returns: one row per record, or per damaged stretch of a file, with every column of both output
@@ -179,21 +195,16 @@ def _columns() -> tuple[list[tuple[list, Column | None]], list[Column]]:
     ]
 
 
-def is_event(parsed: DataFrame) -> Column:
-    """Whether a row of :func:`transform`'s result is a good event (else it is quarantined)."""
-    return parsed["reason"].isNull()
+def events(parsed: DataFrame, context: BatchContext | None = None) -> DataFrame:
+    """Columns of ``cloudtrail_events`` (of the rows its route, ``reason IS NULL``, takes)."""
+    return parsed.drop("reason", "detail", "raw")
 
 
-def events(parsed: DataFrame) -> DataFrame:
-    """Rows and columns of ``cloudtrail_events``."""
-    return parsed.where(is_event(parsed)).drop("reason", "detail", "raw")
-
-
-def quarantine(parsed: DataFrame) -> DataFrame:
-    """Rows and columns of ``cloudtrail_quarantine``."""
+def quarantine(parsed: DataFrame, context: BatchContext | None = None) -> DataFrame:
+    """Columns of ``cloudtrail_quarantine`` (of the rows its route, ``reason IS NOT NULL``, takes)."""
     raw = F.coalesce(F.col("raw"), F.lit(""))
     quarantined_at = F.current_timestamp()
-    return parsed.where(~is_event(parsed)).select(
+    return parsed.select(
         F.col("_source_file").alias("source_file"),
         F.col("_record_index").alias("record_index"),
         "reason",
@@ -208,23 +219,3 @@ def quarantine(parsed: DataFrame) -> DataFrame:
 
 
 OUTPUTS = {"cloudtrail_events": events, "cloudtrail_quarantine": quarantine}
-# The column of transform()'s result that names the input file a row came from (binaryFile's path).
-SOURCE_FILE = "_source_file"
-# ... and the column of each table that keeps it (a reprocess replaces the rows of the files it replays).
-TABLE_SOURCE_FILE = {"cloudtrail_events": "_source_file", "cloudtrail_quarantine": "source_file"}
-# Which table each row goes to, for counting rows per table in one pass.
-ROUTE = lambda parsed: F.when(is_event(parsed), "cloudtrail_events").otherwise("cloudtrail_quarantine")  # noqa: E731
-# Rows each table holds once. An event is one row per eventID (CloudTrail delivers some events more
-# than once, a backfill may overlap the live stream, a file may land again under a new name); its
-# date (from eventTime, the same in every delivery) is part of the key because the table is
-# partitioned by it: a merge then reads only the batch's dates. A quarantined item is one row per
-# place in a file and reason.
-UNIQUE_KEYS = {"cloudtrail_events": ("eventID", "date"),
-               "cloudtrail_quarantine": ("source_file", "record_index", "reason")}
-# An event's UTC date is its file's delivery date or the day before (CloudTrail delivers an event within
-# about 15 minutes): the file names bound a batch's dates before it is read (spark_jobs.driver.write.pipelined).
-DELIVERY_DATE_BOUNDS = {"cloudtrail_events": ("date", 1)}
-# Among one batch's deliveries of an event, the first in file order is kept.
-FIRST_BY = {"cloudtrail_events": ("_source_file", "_record_index")}
-# Key columns that may be NULL (a file-level problem has no record_index).
-NULL_SAFE_KEYS = {"cloudtrail_quarantine": ("source_file", "record_index", "reason")}

@@ -23,20 +23,18 @@ whole message as raw text (an empty message or tombstone is ``empty_file``).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import (BinaryType, IntegerType, LongType, StringType, StructField, StructType,
-                               TimestampType)
 
 from spark_jobs.jobs import cloudtrail_etl as etl
+from spark_jobs.model.jobs import JobSpec
+
+if TYPE_CHECKING:
+    from spark_jobs.driver.write.stateful import BatchContext
 
 QUARANTINE = "cloudtrail_kafka_quarantine"
-# What Spark's Kafka source gives (its fixed schema); output_schemas runs transform on an empty frame of it.
-SOURCE_SCHEMA = StructType([
-    StructField("key", BinaryType()), StructField("value", BinaryType()), StructField("topic", StringType()),
-    StructField("partition", IntegerType()), StructField("offset", LongType()),
-    StructField("timestamp", TimestampType()), StructField("timestampType", IntegerType()),
-])
 MESSAGE_PREFIX = "kafka://"
 _MESSAGE = r"^kafka://(.+)/(\d+)/(\d+)$"
 
@@ -56,20 +54,22 @@ def unwrapped_value() -> Column:
     return F.when(envelope, F.encode(detail, "UTF-8")).otherwise(F.col("value"))
 
 
-def transform(messages: DataFrame) -> DataFrame:
+def transform(messages: DataFrame, job: JobSpec) -> DataFrame:
     """Parse Kafka messages into events, and mark what must be quarantined.
 
     :param messages: rows of Spark's Kafka source (``topic``, ``partition``, ``offset``, ``value``, ...).
+    :param job: the registry entry (not used).
     :returns: ``cloudtrail_etl.transform``'s rows: one per event (or damaged message); ``reason`` is
         NULL for a good event; ``_source_file`` names the message.
     """
     files = messages.select(message_id().alias("path"), unwrapped_value().alias("content"))
-    return etl.transform(files, whole_raw=True)
+    return etl.parse(files, whole_raw=True)
 
 
-def quarantine(parsed: DataFrame) -> DataFrame:
-    """Rows and columns of ``cloudtrail_kafka_quarantine``: the message's topic, partition and offset first."""
-    rows = etl.quarantine(parsed)
+def quarantine(parsed: DataFrame, context: BatchContext | None = None) -> DataFrame:
+    """Columns of ``cloudtrail_kafka_quarantine`` (of the rows its route takes): the message's topic, partition
+    and offset first."""
+    rows = etl.quarantine(parsed, context)
     place = F.col("source_file")
     return rows.select(
         F.regexp_extract(place, _MESSAGE, 1).alias("topic"),
@@ -79,10 +79,6 @@ def quarantine(parsed: DataFrame) -> DataFrame:
     )
 
 
+# cloudtrail_events is the file job's table (one row per eventID, whichever way it came in: its key, first
+# delivery and route are the registry's one declaration).
 OUTPUTS = {"cloudtrail_events": etl.events, QUARANTINE: quarantine}
-ROUTE = lambda parsed: F.when(etl.is_event(parsed), "cloudtrail_events").otherwise(QUARANTINE)  # noqa: E731
-# The events table's key is the file job's: one row per eventID, whichever way it came in.
-UNIQUE_KEYS = {"cloudtrail_events": etl.UNIQUE_KEYS["cloudtrail_events"],
-               QUARANTINE: ("topic", "partition", "offset", "record_index", "reason")}
-FIRST_BY = etl.FIRST_BY
-NULL_SAFE_KEYS = {QUARANTINE: ("record_index",)}

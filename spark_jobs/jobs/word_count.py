@@ -24,10 +24,10 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from spark_jobs.driver.write.stateful import BatchContext, conform, table_schema
-from spark_jobs.registry import JobSpec
+from spark_jobs.driver.write.rows import conformed
+from spark_jobs.driver.write.stateful import BatchContext
+from spark_jobs.model.jobs import JobSpec
 
-TABLE_SCHEMAS = {"word_counts": table_schema("word STRING, count BIGINT")}
 WORD_BREAK = r"[^\p{L}\p{N}']+"
 
 
@@ -38,8 +38,8 @@ def transform(lines: DataFrame, job: JobSpec) -> DataFrame:
 
 
 def word_counts(result: DataFrame, context: BatchContext) -> DataFrame:
-    """Rows of ``word_counts``: the whole result (complete mode)."""
-    return conform(result, TABLE_SCHEMAS["word_counts"])
+    """Rows of ``word_counts``: the whole result (complete mode), in the registry's schema."""
+    return conformed(result, context.job.table("word_counts"))
 
 
 OUTPUTS = {"word_counts": word_counts}

@@ -145,7 +145,8 @@ def train(workdir: Path) -> None:
     """The training run (inside the spark-submit of :func:`build`): the project's usual work, small."""
     from spark_jobs.model.lake import Lake
     from spark_jobs.registry import get_job
-    from spark_jobs.driver.runner import RunOptions, run_streaming
+    from spark_jobs.model.runs import RunOptions
+    from spark_jobs.driver.runner import run_streaming
     from tools.sample_data import write_sample_landing
     from spark_jobs.driver.session import build_session
     from spark_jobs.model.triggers import parse_trigger

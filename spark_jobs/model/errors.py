@@ -21,3 +21,10 @@ def positive_int(text: str, flag: str) -> int:
     if value < 1:
         raise UsageError(f"{flag} must be a whole number >= 1, got {text!r}")
     return value
+
+
+class RegistryError(ValueError):
+    """A registry declaration that contradicts itself, raised when the registry loads.
+
+    The message names the job, the table, the field, the bad value and the fix.
+    """

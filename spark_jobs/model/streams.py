@@ -1,6 +1,6 @@
 """What a job reads and how it keeps time: the registry's source, event-time and dimension declarations.
 
-A :class:`~spark_jobs.registry.JobSpec` names its input with one of these:
+A :class:`~spark_jobs.model.jobs.JobSpec` names its input with one of these:
 
 - :class:`FileSource`: files landing in a folder, read by one of Spark's file sources (``binaryFile``
   for ``cloudtrail_etl``, ``text`` for ``word_count``). ``--input`` / ``$<JOB>_INPUT`` / the registry's

@@ -17,7 +17,7 @@ ACCOUNTS_CSV = ("account_id,account_name,owner_team,environment\n"
 
 def events_lake(spark, lake_root: Path, stream: EventStream) -> Lake:
     """A lake whose ``cloudtrail_events`` (created as ``cloudtrail_etl`` creates it) holds ``stream``'s commits."""
-    from spark_jobs.driver.source_readers import prepare_source
+    from spark_jobs.driver.job_modules import prepare_source
 
     lake = Lake(Path(lake_root))
     table = lake.table_path("cloudtrail_events")
@@ -29,7 +29,8 @@ def events_lake(spark, lake_root: Path, stream: EventStream) -> Lake:
 def run(spark, job_name: str, lake: Lake, input_path: Path | None = None, trigger: str = "available-now",
         settings: dict | None = None, **options: str):
     """Run a registry job in this process on the shared session (its source options overridden by ``options``)."""
-    from spark_jobs.driver.runner import RunOptions, resolve_input, run_streaming
+    from spark_jobs.model.runs import RunOptions
+    from spark_jobs.driver.runner import resolve_input, run_streaming
 
     job = get_job(job_name)
     if settings:
@@ -64,7 +65,7 @@ def streamed(spark, root: Path, job_name: str, stream: EventStream) -> dict:
     import pytest
 
     from tools.bench.probes import ProgressRecorder
-    from spark_jobs.driver.runner import transform_batch
+    from spark_jobs.driver.job_modules import transform_batch
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("ACCOUNTS_PATH", str(accounts_file(root / "reference")))

@@ -18,7 +18,8 @@ JOB = get_job("cloudtrail_etl")
 @pytest.fixture(scope="session")
 def run_job(spark):
     """Run cloudtrail_etl in this process: ``run_job(input, lake, trigger=..., writer=..., **file_source_options)``."""
-    from spark_jobs.driver.runner import RunOptions, run_streaming
+    from spark_jobs.model.runs import RunOptions
+    from spark_jobs.driver.runner import run_streaming
 
     def run(input_path: Path, lake_root: Path, trigger: str = "available-now", writer: str | None = None,
             **file_options: str):

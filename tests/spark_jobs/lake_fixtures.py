@@ -14,7 +14,7 @@ def schemas(spark) -> dict:
     """The job's table schemas with every column nullable, as the job creates its Delta tables."""
     from pyspark.sql.types import StructField, StructType
 
-    from spark_jobs.driver.runner import output_schemas
+    from spark_jobs.driver.job_modules import output_schemas
 
     return {name: StructType([StructField(f.name, f.dataType, True, f.metadata) for f in schema.fields])
             for name, schema in output_schemas(spark, JOB).items()}

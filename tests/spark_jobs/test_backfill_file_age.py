@@ -34,7 +34,7 @@ def deliver(source: Path, name: str, event_id: str, age_seconds: float = 0) -> N
 def listed_by_two_runs(spark, source: Path, checkpoint: Path, options: dict, name: str) -> list[str]:
     """The files Spark's file source (with ``options``) reads in two available-now runs on one checkpoint:
     one before and one after two copies with 30-day-old modification times land."""
-    from spark_jobs.driver.runner import BINARY_FILE_SCHEMA
+    from spark_jobs.driver.source_readers import BINARY_FILE_SCHEMA
 
     read: list[str] = []
 

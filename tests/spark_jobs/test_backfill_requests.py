@@ -125,7 +125,7 @@ def test_each_bad_field_is_refused_by_name(roots, case, field, message):
 
 
 def test_sparks_file_date_filter_agrees_with_the_listing(spark):
-    from spark_jobs.driver.runner import file_date_column
+    from spark_jobs.driver.source_readers import file_date_column
 
     paths = ["file:/landing/" + p for p in NAMES] + ["file:/a b/2024/03/05/x.json"]
     frame = spark.createDataFrame([(p,) for p in paths], "path string")
@@ -135,7 +135,7 @@ def test_sparks_file_date_filter_agrees_with_the_listing(spark):
 
 def test_a_dated_backfill_streams_only_the_folders_of_its_range(roots, spark, tmp_path):
     from spark_jobs.control.backfill import read_path
-    from spark_jobs.driver.runner import BINARY_FILE_SCHEMA
+    from spark_jobs.driver.source_readers import BINARY_FILE_SCHEMA
 
     root, _ = roots
     request = check(str(root), "2024-03-01", "2024-03-03")
@@ -174,7 +174,7 @@ def test_a_files_delivery_time_comes_from_its_name_else_midnight_of_its_folders(
 
 def test_sparks_file_time_filter_agrees_with_the_listing(spark):
     from spark_jobs.control.backfill import file_time
-    from spark_jobs.driver.runner import file_time_column
+    from spark_jobs.driver.source_readers import file_time_column
 
     paths = ["file:/landing/" + p for p in {**NAMES, **TIMES}]
     frame = spark.createDataFrame([(p,) for p in paths], "path string")

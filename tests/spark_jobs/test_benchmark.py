@@ -125,7 +125,7 @@ def test_memory_peaks_are_positive(report):
 
 
 def test_bare_spark_writes_the_events_columns_but_rescued_data(spark):
-    from spark_jobs.driver.runner import output_schemas
+    from spark_jobs.driver.job_modules import output_schemas
 
     events = output_schemas(spark, JOB)["cloudtrail_events"].fieldNames()
     record = bare.records_schema()["Records"].dataType.elementType.simpleString()
@@ -134,7 +134,7 @@ def test_bare_spark_writes_the_events_columns_but_rescued_data(spark):
 
 
 def test_table_watcher_sees_the_input_files_of_a_committed_table(spark, report, config):
-    from spark_jobs.driver.runner import output_schemas
+    from spark_jobs.driver.job_modules import output_schemas
 
     lake = Lake(config.root / "run" / "job-lake-0")
     watcher = TableWatcher(spark, lake.table_path("cloudtrail_events"), output_schemas(spark, JOB)["cloudtrail_events"])

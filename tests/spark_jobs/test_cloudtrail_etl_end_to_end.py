@@ -10,7 +10,7 @@ from pyspark.sql import functions as F
 
 from spark_jobs.transforms.cloudtrail import reasons
 from spark_jobs.transforms.cloudtrail.schema import KNOWN_TOP_LEVEL_KEYS
-from spark_jobs.driver.runner import transform_batch
+from spark_jobs.driver.job_modules import transform_batch
 from tools.sample_data import write_sample_landing
 from tests.spark_jobs.conftest import JOB, file_name, source_records
 

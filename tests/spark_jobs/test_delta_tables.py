@@ -117,16 +117,16 @@ def test_files_delivered_again_under_new_names_add_nothing(ingested, run_job, ta
 
 
 def _writer(spark, lake: Lake, app_id: str):
-    from spark_jobs.driver.runner import job_module, output_schemas, table_targets
+    from spark_jobs.driver.job_modules import output_schemas, table_targets
     from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, create_tables
 
-    targets = table_targets(JOB, job_module(JOB), lake)
+    targets = table_targets(JOB, lake)
     create_tables(spark, targets, output_schemas(spark, JOB))
     return ExactlyOnceWriter(spark, targets, app_id)
 
 
 def _parsed_events(spark, landing: Path):
-    from spark_jobs.driver.runner import transform_batch
+    from spark_jobs.driver.job_modules import transform_batch
 
     return transform_batch(spark, JOB, landing)[EVENTS]
 

@@ -9,7 +9,7 @@ from spark_jobs.control.checkpoint.inspect import inspect_checkpoint
 from spark_jobs.model.lake import Lake
 from spark_jobs.control.nothing_new import nothing_to_do
 from spark_jobs.registry import get_job
-from spark_jobs.driver.runner import RunOptions
+from spark_jobs.model.runs import RunOptions
 from tools.sample_data import write_sample_landing
 from spark_jobs.model.triggers import parse_trigger
 

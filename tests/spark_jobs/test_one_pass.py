@@ -92,7 +92,9 @@ def test_a_batch_with_a_bad_record_or_an_old_event_writes_the_rest_under_a_secon
 def test_a_batch_run_again_after_its_one_pass_commit_writes_only_the_rest(spark, tmp_path, tables):
     """A crash after the one pass committed the events: the batch run again adds the quarantine, no event twice."""
     from spark_jobs.driver.write.pipelined import write_one_pass
-    from spark_jobs.driver.runner import job_module, output_schemas, read_files, table_targets, write_micro_batch
+    from spark_jobs.driver.job_modules import job_module, output_schemas, table_targets
+    from spark_jobs.driver.source_readers import read_files
+    from spark_jobs.driver.write import write_batch
     from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, create_tables
 
     manifest = write_sample_landing(tmp_path / "landing", files=2, records_per_file=6, seed=63,
@@ -102,24 +104,25 @@ def test_a_batch_run_again_after_its_one_pass_commit_writes_only_the_rest(spark,
     _dated_file(tmp_path / "landing" / "extra", dt.datetime(2024, 3, 2, 10, 5), [bad_time], "X2")
     lake = Lake(tmp_path / "lake")
     module = job_module(JOB)
-    targets = table_targets(JOB, module, lake)
+    targets = table_targets(JOB, lake)
     create_tables(spark, targets, output_schemas(spark, JOB))
     writer = ExactlyOnceWriter(spark, targets, "crash-test")
     files = read_files(spark, JOB, tmp_path / "landing", dict(JOB.file_source_options), streaming=False)
 
-    first = write_one_pass(module, writer, targets, files, 7)
+    first = write_one_pass(module, JOB, writer, targets, files, 7)
     assert (first.complete, first.files, first.rows) == (False, 3, {EVENTS: 12, QUARANTINE: 0})
     assert first.carried == {EVENTS: 12, QUARANTINE: 1}
     # ... the driver dies here; the restarted query runs batch 7 again.
-    carried: dict = {}
-    assert write_micro_batch(module, writer, targets, files, 7, carried) == (3, {EVENTS: 0, QUARANTINE: 1})
-    assert carried == {EVENTS: 12, QUARANTINE: 1}
+    again = write_batch(files, 7, job=JOB, module=module, writer=writer, targets=targets)
+    assert (again.plan, again.inputs, again.rows) == ("cached", 3, {EVENTS: 0, QUARANTINE: 1})
+    assert again.carried == {EVENTS: 12, QUARANTINE: 1}
     got = tables(tmp_path / "lake")
     assert Counter(r.eventID for r in got[EVENTS].collect()) == Counter(manifest.good_event_ids)
     assert [r.reason for r in got[QUARANTINE].collect()] == ["bad_event_time"]
     # ... and once more (a second crash after both commits): nothing is written again.
     versions = {t.name: deltalake.DeltaTable(str(t.path)).version() for t in targets}
-    assert write_micro_batch(module, writer, targets, files, 7) == (3, {EVENTS: 0, QUARANTINE: 0})
+    third = write_batch(files, 7, job=JOB, module=module, writer=writer, targets=targets)
+    assert (third.inputs, third.rows) == (3, {EVENTS: 0, QUARANTINE: 0})
     assert {t.name: deltalake.DeltaTable(str(t.path)).version() for t in targets} == versions
 
 

@@ -31,7 +31,7 @@ def measure_adhoc(spark: SparkSession, data: BenchData, lake: Path, repeat: int)
     The table is read as ``python -m spark_jobs sql`` reads it (its Delta log, read anew for every
     query); one warm-up of each comes first and is reported.
     """
-    from spark_jobs.driver.runner import output_schemas
+    from spark_jobs.driver.job_modules import output_schemas
     from spark_jobs.driver.sql import read_table
 
     day = data.dates[len(data.dates) // 2]

@@ -407,7 +407,7 @@ def save_report(report: dict, path: Path) -> None:
 
 def run_from_args(args: argparse.Namespace) -> int:
     """The ``bench`` command: run, print the report on stdout, save it, and return the exit status."""
-    from spark_jobs.driver.runner import configure_logging
+    from spark_jobs.driver.session import configure_logging
 
     config = config_from_args(args)
     configure_logging()

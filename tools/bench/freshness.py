@@ -175,7 +175,7 @@ class LatencyClock:
     """
 
     def __init__(self, spark: SparkSession, run: FreshnessRun):
-        from spark_jobs.driver.runner import output_schemas
+        from spark_jobs.driver.job_modules import output_schemas
 
         self.run = run
         self.watcher = TableWatcher(spark, run.lake.table_path("cloudtrail_events"),

@@ -46,7 +46,7 @@ def _events(spark, schema, count: int, days: int, last_day: str, salt: str, dupl
 
 def measure(sizes: list[int], batch: int, days: int, repeat: int, workdir: Path) -> dict:
     from spark_jobs.registry import get_job
-    from spark_jobs.driver.runner import job_module, output_schemas, table_targets
+    from spark_jobs.driver.job_modules import output_schemas, table_targets
     from spark_jobs.driver.session import build_session
     from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, create_tables
 
@@ -59,7 +59,7 @@ def measure(sizes: list[int], batch: int, days: int, repeat: int, workdir: Path)
     for size in sizes:
         lake = Lake(workdir / f"t{size}")
         shutil.rmtree(lake.root, ignore_errors=True)
-        targets = table_targets(job, job_module(job), lake)
+        targets = table_targets(job, lake)
         create_tables(spark, targets, schemas)
         events = next(t for t in targets if t.name == "cloudtrail_events")
         _events(spark, schema, size, days, last_day, "base").write.format("delta").mode("append").save(str(events.path))

@@ -35,7 +35,8 @@ log = logging.getLogger("tools.bench")
 def _run(spark, landing: Path, lake: Path, files_per_batch: int, history: bool) -> dict:
     from spark_jobs.control.monitoring.history import read_progress
     from spark_jobs.registry import get_job
-    from spark_jobs.driver.runner import RunOptions, run_streaming
+    from spark_jobs.model.runs import RunOptions
+    from spark_jobs.driver.runner import run_streaming
     from spark_jobs.model.triggers import parse_trigger
 
     job = get_job("cloudtrail_etl")

@@ -58,7 +58,8 @@ def _run(spark, job_name: str, lake, input_path=None, **options) -> tuple[list, 
 
     from tools.bench.probes import ProgressRecorder
     from spark_jobs.registry import get_job
-    from spark_jobs.driver.runner import RunOptions, resolve_input, run_streaming
+    from spark_jobs.model.runs import RunOptions
+    from spark_jobs.driver.runner import resolve_input, run_streaming
     from spark_jobs.model.triggers import parse_trigger
 
     job = get_job(job_name)
@@ -85,7 +86,7 @@ def _state_rows(spark, lake, job_name: str, progress: list) -> dict:
 def measure_span(spark, root: Path, hours: int) -> dict:
     """Run the stateful jobs over ``hours`` of events (and ``hours`` // 6 * 5 text files); their state rows."""
     from spark_jobs.model.lake import Lake
-    from spark_jobs.driver.source_readers import prepare_source
+    from spark_jobs.driver.job_modules import prepare_source
     from spark_jobs.registry import get_job
 
     shutil.rmtree(root, ignore_errors=True)

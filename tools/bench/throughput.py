@@ -29,7 +29,8 @@ MB = 1_000_000
 
 def run_job(spark: SparkSession, landing: Path, lake: Path, progress: ProgressRecorder) -> dict:
     """One available-now run of the job on a fresh ``lake``: seconds, rows, progress and Spark jobs."""
-    from spark_jobs.driver.runner import RunOptions, run_streaming
+    from spark_jobs.model.runs import RunOptions
+    from spark_jobs.driver.runner import run_streaming
 
     shutil.rmtree(lake, ignore_errors=True)
     options = RunOptions(landing, Lake(lake), parse_trigger("available-now"), dict(JOB.file_source_options))
@@ -199,7 +200,7 @@ def label_jobs(jobs: list[dict]) -> dict[str, int]:
     (in-batch dedup, MERGE, Parquet write) and the count of input files; ``other`` anything else.
     """
     from spark_jobs.driver.write.pipelined import STEP_LIST, STEP_ONE_PASS
-    from spark_jobs.driver.runner import STEP_COUNT, STEP_PARSE, STEP_WRITE
+    from spark_jobs.driver.write.cached import STEP_COUNT, STEP_PARSE, STEP_WRITE
 
     totals: dict[str, int] = {}
     for job in jobs:
@@ -238,7 +239,8 @@ def measure_profile(spark: SparkSession, data: BenchData, raw: dict, stand_ins: 
 
     from spark_jobs.transforms.cloudtrail import decode
     from spark_jobs.transforms.cloudtrail.schema import KNOWN_TOP_LEVEL_KEYS
-    from spark_jobs.driver.runner import job_module, read_files
+    from spark_jobs.driver.job_modules import job_module
+    from spark_jobs.driver.source_readers import read_files
 
     module = job_module(JOB)
     landing = data.landing
@@ -257,7 +259,7 @@ def measure_profile(spark: SparkSession, data: BenchData, raw: dict, stand_ins: 
             files().select("path", "content").mapInArrow(
                 functools.partial(decode.split_batches, known=KNOWN_TOP_LEVEL_KEYS), decode.SPLIT_DDL)))
         stand_in_s["job_transform (decode + split + parse + flatten + quarantine rules + rescued data)"] = _timed(
-            lambda: _noop(module.transform(files())))
+            lambda: _noop(module.transform(files(), JOB)))
 
     job_run, bare_run = _median_run(raw["jobs"]), _median_run(raw["bares"])
     by_label = label_jobs(job_run["spark_jobs"])

@@ -1,7 +1,7 @@
 """How fast the job could write if it did less: its transform written in simpler shapes, against bare Spark.
 
 The job writes each micro-batch in the shape exactly-once and one-row-per-``eventID`` need
-(:func:`spark_jobs.driver.runner.write_micro_batch`): a batch of dated files with only good events in one
+(:func:`spark_jobs.driver.write.write_batch`): a batch of dated files with only good events in one
 pipelined pass (:mod:`spark_jobs.driver.write.pipelined`: parse, rank by key, insert-only MERGE, observed), any
 other batch parsed once into its cache, counted, then MERGEd table by table. This part measures the
 same transform written in shapes that drop one requirement after another, each in one pipelined
@@ -46,11 +46,11 @@ SHAPES = ("transform_noop", "one_pass_append", "one_pass_dedup_merge")
 
 def _events_target(lake: Path, spark: SparkSession):
     """The events table's target as the job makes it, at ``lake``, with the table created (empty)."""
-    from spark_jobs.driver.runner import job_module, output_schemas, table_targets
+    from spark_jobs.driver.job_modules import output_schemas, table_targets
     from spark_jobs.driver.write.delta_writer import create_tables
 
     shutil.rmtree(lake, ignore_errors=True)
-    target = next(t for t in table_targets(JOB, job_module(JOB), Lake(lake)) if t.name == EVENTS)
+    target = next(t for t in table_targets(JOB, Lake(lake)) if t.name == EVENTS)
     create_tables(spark, [target], {EVENTS: output_schemas(spark, JOB)[EVENTS]})
     return target
 
@@ -60,14 +60,16 @@ def _run_shape(spark: SparkSession, shape: str, data: BenchData, lake: Path) -> 
 
     :raises AssertionError: if the shape wrote another number of events than the input holds.
     """
-    from spark_jobs.driver.runner import job_module, read_files
+    from spark_jobs.driver.job_modules import job_module
+    from spark_jobs.driver.source_readers import read_files
     from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, rank_whole_batch
+    from spark_jobs.driver.write.rows import table_rows
 
     module = job_module(JOB)
 
     def events():
         files = read_files(spark, JOB, data.landing, dict(JOB.file_source_options), streaming=False)
-        return module.OUTPUTS[EVENTS](module.transform(files))
+        return table_rows(module, JOB.table(EVENTS), module.transform(files, JOB))
 
     target = _events_target(lake, spark) if shape != "transform_noop" else None
     started = time.monotonic()

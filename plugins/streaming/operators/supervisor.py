@@ -20,7 +20,7 @@ NOTIFIED_KINDS = ("restart", "give_up")
 
 
 def restart_policy(job) -> Any:
-    """The job's :class:`~spark_jobs.registry.RestartPolicy` with ``$STREAMING_SUPERVISOR_POLICY`` applied.
+    """The job's :class:`~spark_jobs.model.policies.RestartPolicy` with ``$STREAMING_SUPERVISOR_POLICY`` applied.
 
     :raises ValueError: naming the bad value and the fields that exist.
     """

@@ -37,7 +37,7 @@ from spark_jobs.control.checkpoint.logs import (LogDamage, LogDir, OffsetsEntry,
                                         parse_offsets, read_checked, read_source_log, scan_log_dir)
 from spark_jobs.control.checkpoint.store import Location, is_url, normalize_file_uri
 from spark_jobs.control.checkpoint.tables import TableProgress, recover_query_ids, table_progress
-from spark_jobs.registry import JobSpec
+from spark_jobs.model.jobs import JobSpec
 
 STATUSES = ("not_started", "idle", "healthy", "in_flight", "lagging", "stalled", "dead", "corrupt")
 SEVERITIES = ("info", "warning", "error")

@@ -13,7 +13,7 @@ import os
 from datetime import datetime
 
 from spark_jobs.model.errors import UsageError
-from spark_jobs.registry import JobSpec
+from spark_jobs.model.jobs import JobSpec
 
 
 def kafka_backlog(report, job: JobSpec, given, entries: dict, committed: int, now: datetime) -> None:

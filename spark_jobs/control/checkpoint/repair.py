@@ -30,7 +30,7 @@ from datetime import datetime, timezone
 from spark_jobs.control.checkpoint.inspect import CheckpointReport, inspect_checkpoint, lake_location
 from spark_jobs.control.checkpoint.lease import Lease, LeaseHeld
 from spark_jobs.control.checkpoint.store import Location
-from spark_jobs.registry import JobSpec
+from spark_jobs.model.jobs import JobSpec
 
 FIXABLE = ("temp_files", "offsets_torn", "commit_torn", "offsets_ahead", "metadata_missing", "metadata_corrupt")
 

@@ -5,8 +5,8 @@
   Read with delta-rs (:meth:`deltalake.DeltaTable.transaction_version`) for local tables, and from
   the ``_delta_log`` (JSON commits and parquet checkpoints) on any fsspec filesystem, which also
   lists every app id (how a lost query id is recovered).
-- A table written by Spark's file sink keeps ``_spark_metadata/N`` per batch (``N.compact`` every
-  10th): its newest N is the last batch it holds; it skips any batch id not above it.
+
+(A table of the previous version's file-sink layout is converted by ``python -m spark_jobs lake convert``.)
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from spark_jobs.control.checkpoint.logs import scan_log_dir
 from spark_jobs.control.checkpoint.store import Location
 
 DELTA_COMMIT = re.compile(r"^(\d{20})\.json$")
@@ -28,7 +27,7 @@ class TableProgress:
     """What one table says about the stream's batches.
 
     :param name: the table.
-    :param format: ``delta``, ``file_sink`` or ``missing``.
+    :param format: ``delta``, ``missing`` or ``unreadable``.
     :param batch: the last batch id it holds for this stream (None: none, or unknown).
     :param app_id: the Delta app id looked up (``<query id>:<table>``).
     :param app_ids: every Delta app id in the table's log, with its last version.
@@ -97,8 +96,6 @@ def table_progress(table: Location, name: str, query_id: str | None) -> TablePro
                 progress.app_id = f"{query_id}:{name}"
                 progress.batch = delta_transaction_version(table, progress.app_id)
             return progress
-        if table.child("_spark_metadata").isdir():
-            return TableProgress(name, "file_sink", batch=scan_log_dir(table.child("_spark_metadata")).latest)
     except Exception as exc:  # noqa: BLE001 - reported, never fatal for an inspection
         return TableProgress(name, "unreadable", error=f"{type(exc).__name__}: {exc}")
     return TableProgress(name, "missing")

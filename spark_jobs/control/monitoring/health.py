@@ -31,7 +31,7 @@ from pathlib import Path
 
 from spark_jobs.control.monitoring.conditions import Condition
 from spark_jobs.control.monitoring.incidents import IncidentStore
-from spark_jobs.registry import JobSpec
+from spark_jobs.model.jobs import JobSpec
 
 STATES = ("healthy", "lagging", "stalled", "dead", "failed", "idle", "not_started")
 RUNNING = ("healthy", "in_flight", "lagging")  # checkpoint statuses with a live, committing driver

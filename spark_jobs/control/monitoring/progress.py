@@ -41,7 +41,11 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from spark_jobs.registry import STREAMING_PROGRESS, JobSpec, ProgressHistory
+from spark_jobs.model.jobs import JobSpec
+
+from spark_jobs.model.policies import ProgressHistory
+
+from spark_jobs.registry import STREAMING_PROGRESS
 
 log = logging.getLogger("spark_jobs.control.monitoring")
 

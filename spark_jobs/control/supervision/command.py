@@ -13,7 +13,7 @@ import sys
 from spark_jobs.model.errors import UsageError
 from spark_jobs.launch.jars import APPLICATION, spark_submit_options
 from spark_jobs.control.monitoring.prometheus import spark_submit_conf_args
-from spark_jobs.registry import JobSpec
+from spark_jobs.model.jobs import JobSpec
 
 
 def continuous_trigger(job: JobSpec, given: str | None = None) -> str:

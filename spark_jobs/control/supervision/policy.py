@@ -1,6 +1,6 @@
 """The restart policy's arithmetic: backoff, the restart budget, the healthy reset.
 
-The numbers are the registry's :class:`~spark_jobs.registry.RestartPolicy`; this module only
+The numbers are the registry's :class:`~spark_jobs.model.policies.RestartPolicy`; this module only
 applies them (monotonic clock, so a wall-clock jump neither empties nor fills the budget).
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections import deque
 
-from spark_jobs.registry import RestartPolicy
+from spark_jobs.model.policies import RestartPolicy
 
 
 def backoff_seconds(policy: RestartPolicy, consecutive_failures: int) -> float:

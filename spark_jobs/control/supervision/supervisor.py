@@ -45,7 +45,8 @@ from pathlib import Path
 from typing import Callable
 
 from spark_jobs.model.lake import Lake
-from spark_jobs.registry import JobSpec, RestartPolicy
+from spark_jobs.model.jobs import JobSpec
+from spark_jobs.model.policies import RestartPolicy
 from spark_jobs.control.supervision.driver import Driver
 from spark_jobs.control.supervision.hold import read_hold
 from spark_jobs.control.supervision.policy import RestartBudget, backoff_seconds, healthy_long_enough

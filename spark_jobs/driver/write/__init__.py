@@ -1,1 +1,5 @@
-"""Writing micro-batches to Delta tables, exactly once."""
+"""Writing micro-batches to Delta tables: :func:`write_batch` is the one entry point (see :mod:`.batch`)."""
+
+from spark_jobs.driver.write.batch import PLANS, BatchWritten, write_batch
+
+__all__ = ["PLANS", "BatchWritten", "write_batch"]

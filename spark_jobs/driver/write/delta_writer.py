@@ -27,18 +27,16 @@ import random
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable, TypeVar
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from spark_jobs.model.errors import UsageError
+from spark_jobs.model.tables import DeliveryDateBound
 from spark_jobs.driver.session import session_conf
 
 log = logging.getLogger("spark_jobs")
-
-TABLE_FORMAT = "delta"
-TABLE_FORMATS = (TABLE_FORMAT,)
-CONVERT_COMMAND = "python -m spark_jobs lake convert"
 
 # Table features every reader here supports: delta-rs (``deltalake`` 1.6) and DuckDB over its Arrow
 # dataset read protocol (1, 2) tables. Deletion vectors would be readable by delta-rs but not by every
@@ -48,6 +46,10 @@ TABLE_PROPERTIES = {
 }
 
 STATS_COLUMNS_PROPERTY = "delta.dataSkippingStatsColumns"
+
+# The suffix of the app ids of a writer's second series of commits to a table (see ExactlyOnceWriter).
+REST_SERIES = ":rest"
+T = TypeVar("T")
 
 TXN_APP_ID_CONF = "spark.databricks.delta.write.txnAppId"
 TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
@@ -66,17 +68,6 @@ CONFLICTS = ("ConcurrentAppendException", "ConcurrentDeleteReadException", "Conc
 MOST_DUPLICATES_COLLECTED = 10_000
 
 
-def check_table_format(table_format: str) -> None:
-    """Accept only ``delta``: the file-sink ``parquet`` format was removed.
-
-    :raises UsageError: naming the value and the way out.
-    """
-    if table_format != TABLE_FORMAT:
-        hint = (f" (the file-sink parquet format was removed; a lake in that layout is converted by "
-                f"{CONVERT_COMMAND})" if table_format == "parquet" else "")
-        raise UsageError(f"unknown table format {table_format!r}; use one of: {', '.join(TABLE_FORMATS)}{hint}")
-
-
 @dataclass(frozen=True)
 class TableTarget:
     """Where and how one table is written.
@@ -93,6 +84,11 @@ class TableTarget:
     :param stats_columns: the columns Delta keeps file statistics of (empty: Delta's default).
     :param write_mode: ``insert`` (insert-only by ``unique_key``, or append without one), ``upsert``
         (MERGE by ``unique_key``: update the rows it holds, insert the others) or ``complete`` (overwrite).
+    :param route: which rows of a stateless job's transform go to the table (a SQL condition; ``None``: all).
+    :param delivery_date_bound: the partition column the input files' delivery dates bound (the pipelined
+        pass, :mod:`spark_jobs.driver.write.pipelined`), or ``None``.
+
+    (The registry's :class:`~spark_jobs.model.tables.TableSpec` declares all of it; see its checks.)
     """
 
     name: str
@@ -103,6 +99,8 @@ class TableTarget:
     null_safe: tuple[str, ...] = ()
     stats_columns: tuple[str, ...] = ()
     write_mode: str = "insert"
+    route: str | None = None
+    delivery_date_bound: DeliveryDateBound | None = None
 
     @property
     def prune_by(self) -> tuple[str, ...]:
@@ -116,29 +114,13 @@ def is_conflict(error: BaseException) -> bool:
     return any(name in text for name in CONFLICTS)
 
 
-def old_layout_tables(targets: list[TableTarget]) -> list[TableTarget]:
-    """Targets whose folder is a table of the previous version (Spark's file sink, not Delta)."""
-    return [t for t in targets if (t.path / "_spark_metadata").is_dir() and not (t.path / "_delta_log").is_dir()]
-
-
-def refuse_old_layout(targets: list[TableTarget]) -> None:
-    """:raises UsageError: if a table folder is in the previous version's layout, naming the command that converts it."""
-    old = old_layout_tables(targets)
-    if old:
-        raise UsageError(f"table {old[0].name} at {old[0].path} is in the old file-sink layout (_spark_metadata, "
-                         f"no _delta_log); convert the lake to Delta first: {CONVERT_COMMAND}")
-
-
 def create_tables(spark: SparkSession, targets: list[TableTarget], schemas: dict[str, StructType]) -> None:
     """Create every target that does not exist yet as an empty Delta table (before the first batch).
 
     Safe when several writers start at once: Delta's first commit (version 0) is created exclusively,
-    so one writer creates the table and the others find it.
-
-    :raises UsageError: if a table folder is in the previous version's layout (file sink), naming the
-        command that converts it.
+    so one writer creates the table and the others find it. (A table folder in the previous version's
+    file-sink layout is refused before, by the runner: :func:`spark_jobs.driver.lake_tools.refuse_old_layout`.)
     """
-    refuse_old_layout(targets)
     from delta.tables import DeltaTable
 
     for target in targets:
@@ -223,13 +205,43 @@ class RetryPolicy:
         return base * (0.5 + random.random() / 2)
 
 
+def commit_retrying(attempt: Callable[[], T], retry: RetryPolicy, what: str,
+                    on_retry: Callable[[], None] | None = None) -> T:
+    """Run ``attempt`` (a read of the table and one Delta commit) until it commits, redoing it from the start
+    after a commit conflict with another writer (:func:`is_conflict`), with :class:`RetryPolicy`'s backoff.
+
+    Every exactly-once write (:meth:`ExactlyOnceWriter.write`) and a reprocess's rebuild of partitions
+    (:func:`spark_jobs.driver.reprocess.rebuild`) commit through this one loop.
+
+    :param what: names the commit in the log line of each retry (``batch 7, table cloudtrail_events``).
+    :param on_retry: called before each retry (a counter).
+    :raises: the attempt's error when it is not a conflict, or after the last try.
+    """
+    for tries in range(retry.attempts):
+        try:
+            return attempt()
+        except Exception as exc:  # noqa: BLE001 - only conflicts are retried
+            if not is_conflict(exc) or tries + 1 == retry.attempts:
+                raise
+            wait = retry.delay(tries)
+            if on_retry is not None:
+                on_retry()
+            first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+            log.warning("%s: commit conflict with another writer (try %d of %d), retrying in %.1f s: %s", what,
+                        tries + 1, retry.attempts, wait, first)
+            retry.sleep(wait)
+    raise AssertionError("unreachable")
+
+
 class ExactlyOnceWriter:
     """Writes each micro-batch to every target table at most once per batch id, across restarts.
 
     :param spark: the session to write with (``foreachBatch``'s own session).
     :param targets: the tables.
     :param app_id: a stable id of this writer: the checkpoint's query id. Each table's ``txnAppId``
-        is ``"<app_id>:<table>"``.
+        is ``"<app_id>:<table>"``; a second series of commits, ``"<app_id>:<table>:rest"``, holds the rest
+        of a batch whose first commit to the table was the pipelined pass's
+        (:mod:`spark_jobs.driver.write.pipelined`), so that Delta does not take it for the batch it holds.
     :param retry: what to do when another writer commits first.
     """
 
@@ -241,18 +253,18 @@ class ExactlyOnceWriter:
         self.retry = retry or RetryPolicy()
         self.retries = 0  # conflicts retried so far, for the run's summary and tests
 
-    def txn_app_id(self, table: str, marker: str = "") -> str:
-        """The Delta app id of this writer's commits to ``table``; ``marker`` names a second series of commits
-        (the rest of a batch whose first commit to the table was made by a one-pass write)."""
-        return f"{self._app_id}:{table}{marker}"
+    def txn_app_id(self, table: str, rest: bool = False) -> str:
+        """The Delta app id of this writer's commits to ``table``: ``<app id>:<table>``, or, for the second
+        series (``rest``), ``<app id>:<table>:rest`` (see :data:`REST_SERIES`)."""
+        return f"{self._app_id}:{table}{REST_SERIES if rest else ''}"
 
-    def holds(self, batch_id: int, table: str, marker: str = "") -> bool:
-        """Whether ``table`` already holds ``batch_id`` from this writer (its Delta log says so)."""
-        done = self._txn_version(self._targets[table], marker)
+    def holds(self, batch_id: int, table: str, rest: bool = False) -> bool:
+        """Whether ``table`` already holds ``batch_id`` from this writer's series (its Delta log says so)."""
+        done = self._txn_version(self._targets[table], rest)
         return done is not None and done >= batch_id
 
     def write(self, batch_id: int, table: str, frame: DataFrame, prune_values: dict[str, list] | None = None,
-              rows: int = 0, *, ranked: bool = False, repartition: bool = True, marker: str = "") -> int:
+              rows: int = 0, *, ranked: bool = False, repartition: bool = True, rest: bool = False) -> int:
         """Commit ``frame`` to ``table`` as micro-batch ``batch_id``, unless this writer already did.
 
         A table with a unique key gets only the rows whose key it does not hold yet (the first of a
@@ -264,41 +276,36 @@ class ExactlyOnceWriter:
         :param ranked: ``frame`` holds one row per key already (the later deliveries were dropped).
         :param repartition: let Delta repartition a MERGE's output by the partition columns (fewer,
             larger files; a shuffle of whole rows). ``False`` when ``frame`` was shuffled by key already.
-        :param marker: see :meth:`txn_app_id`.
+        :param rest: commit under the second series (:data:`REST_SERIES`, see :meth:`txn_app_id`).
 
         :returns: rows inserted (updated too, for an upsert; 0 when this writer had already committed
             this batch to the table).
         """
         target = self._targets[table]
-        for attempt in range(self.retry.attempts):
-            try:
-                if target.write_mode == "complete":
-                    return self._append(batch_id, target, frame, rows, mode="overwrite", marker=marker)
-                if target.unique_key:
-                    return self._merge(batch_id, target, frame, prune_values or {}, ranked, repartition, marker)
-                return self._append(batch_id, target, frame, rows, marker=marker)
-            except Exception as exc:  # noqa: BLE001 - only conflicts are retried
-                if not is_conflict(exc) or attempt + 1 == self.retry.attempts:
-                    raise
-                wait = self.retry.delay(attempt)
-                self.retries += 1
-                first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
-                log.warning("batch %d, table %s: commit conflict with another writer (try %d of %d), retrying in "
-                            "%.1f s: %s", batch_id, table, attempt + 1, self.retry.attempts, wait, first)
-                self.retry.sleep(wait)
-        raise AssertionError("unreachable")
+
+        def attempt() -> int:
+            if target.write_mode == "complete":
+                return self._append(batch_id, target, frame, rows, mode="overwrite", rest=rest)
+            if target.unique_key:
+                return self._merge(batch_id, target, frame, prune_values or {}, ranked, repartition, rest)
+            return self._append(batch_id, target, frame, rows, rest=rest)
+
+        return commit_retrying(attempt, self.retry, f"batch {batch_id}, table {table}", on_retry=self._count_retry)
+
+    def _count_retry(self) -> None:
+        self.retries += 1
 
     def _append(self, batch_id: int, target: TableTarget, frame: DataFrame, rows: int, mode: str = "append",
-                marker: str = "") -> int:
-        if self.holds(batch_id, target.name, marker):
+                rest: bool = False) -> int:
+        if self.holds(batch_id, target.name, rest):
             return 0
         (frame.write.format("delta").mode(mode)
-         .option("txnAppId", self.txn_app_id(target.name, marker)).option("txnVersion", batch_id)
+         .option("txnAppId", self.txn_app_id(target.name, rest)).option("txnVersion", batch_id)
          .save(str(target.path)))
         return rows
 
     def _merge(self, batch_id: int, target: TableTarget, frame: DataFrame, prune_values: dict[str, list],
-               ranked: bool = False, repartition: bool = True, marker: str = "") -> int:
+               ranked: bool = False, repartition: bool = True, rest: bool = False) -> int:
         from delta.tables import DeltaTable
 
         source = first_of_each_key(target, frame) if target.first_by and not ranked else frame
@@ -307,11 +314,11 @@ class ExactlyOnceWriter:
         for column in target.prune_by:
             values = prune_values.get(column)
             if values is not None:
-                literals = ", ".join(_literal(v) for v in sorted(values))
+                literals = ", ".join(sql_literal(v) for v in sorted(values))
                 condition.insert(0, f"t.`{column}` IN ({literals})" if values else "false")
         session = frame.sparkSession
         conf = session.conf
-        conf.set(TXN_APP_ID_CONF, self.txn_app_id(target.name, marker))
+        conf.set(TXN_APP_ID_CONF, self.txn_app_id(target.name, rest))
         conf.set(TXN_VERSION_CONF, str(batch_id))
         try:
             merge = (DeltaTable.forPath(session, str(target.path)).alias("t")
@@ -327,11 +334,11 @@ class ExactlyOnceWriter:
         # Delta returns no row when it skipped the merge: this writer already committed this batch.
         return int(rows[0]["num_inserted_rows"]) + int(rows[0]["num_updated_rows"]) if rows else 0
 
-    def _txn_version(self, target: TableTarget, marker: str = "") -> int | None:
-        """The last batch id this writer committed to ``target`` (from the Delta log), or ``None``."""
+    def _txn_version(self, target: TableTarget, rest: bool = False) -> int | None:
+        """The last batch id this writer committed to ``target`` in a series (from the Delta log), or ``None``."""
         import deltalake
 
-        version = deltalake.DeltaTable(str(target.path)).transaction_version(self.txn_app_id(target.name, marker))
+        version = deltalake.DeltaTable(str(target.path)).transaction_version(self.txn_app_id(target.name, rest))
         return None if version is None else int(version)
 
 
@@ -371,7 +378,7 @@ def rank_whole_batch(target: TableTarget, frame: DataFrame) -> DataFrame:
     return frame.withColumn("_rank", F.row_number().over(first)).where("_rank = 1").drop("_rank")
 
 
-def _literal(value) -> str:
+def sql_literal(value) -> str:
     """A SQL literal of a partition value (dates, strings, numbers)."""
     import datetime
 

@@ -1,12 +1,12 @@
-"""Write a file batch in one pipelined pass when the files' names bound the dates of its events.
+"""The pipelined plan: write a file batch in one pass when the files' names bound the dates of its events.
 
-The general shape of a micro-batch (:func:`spark_jobs.driver.runner.write_micro_batch`) parses every file
+The cached plan (:mod:`spark_jobs.driver.write.cached`) parses every file
 once into the batch's cache and reads that cache three times: a pass that counts each table's rows
 and collects the event dates (what bounds the insert-only MERGE of the keyed table), then one write
 per table. Filling and re-reading the cache costs about as much as the parse itself
 (``python -m spark_jobs bench --only write_shapes``).
 
-A job module may declare, in ``DELIVERY_DATE_BOUNDS``, that a table's partition column lies within a
+A table may declare, in the registry's ``delivery_date_bound``, that its partition column lies within a
 few days before each input file's delivery date (CloudTrail delivers an event within about 15
 minutes, so its UTC date is its file's date or the day before). The MERGE's bound is then known
 from the file names (:func:`spark_jobs.control.backfill.file_date`) before anything is read, and the batch
@@ -15,13 +15,14 @@ shuffle), insert-only MERGE of the rows within the bound. The same pass is obser
 ``Observation`` (metrics of that execution, no second read): each table's rows, and the keyed
 table's rows outside the bound. The common batch, only good events, all within the bound, ends
 there. A batch with rows for another table (quarantine) or outside the bound then goes through the
-general shape as well, whose MERGE of the keyed table inserts only the keys the table lacks, under a
-second Delta app id (``<query id>:<table>:rest``, see :data:`REST_MARKER`) so that Delta does not take
-it for the batch it already holds.
+cached plan as well, whose MERGE of the keyed table inserts only the keys the table lacks, under the
+writer's second series of app ids (``<query id>:<table>:rest``,
+:data:`~spark_jobs.driver.write.delta_writer.REST_SERIES`) so that Delta does not take it for the batch it
+already holds.
 
-The general shape is used instead for a batch with a file whose name and folders carry no date, a
+The cached plan is used instead for a batch with a file whose name and folders carry no date, a
 batch the keyed table already holds (a batch run again after a crash), and a job without the
-declaration. Why this module exists: Spark writes one sink per pass and Delta's MERGE needs its
+declaration (or whose batches carry no file paths: Kafka's). Why this module exists: Spark writes one sink per pass and Delta's MERGE needs its
 partition bound before it starts; neither gives a multi-table write of one pass.
 """
 
@@ -32,18 +33,21 @@ import logging
 import threading
 import uuid
 from dataclasses import dataclass, field
-from types import ModuleType
+from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
 
 from spark_jobs.driver.session import job_step
+from spark_jobs.model.jobs import JobSpec
 from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, TableTarget, rank_whole_batch
+from spark_jobs.driver.write.rows import route_column, table_rows
+
+if TYPE_CHECKING:
+    from spark_jobs.jobs import JobModule
 
 log = logging.getLogger("spark_jobs")
 
-# The marker of a keyed table's second commit for a batch whose first commit was made by a one pass.
-REST_MARKER = ":rest"
 # The observed metrics arrive through Spark's listener bus, just after the write returns.
 OBSERVATION_WAIT_SECONDS = 60.0
 _OUTSIDE = "_outside_bound"
@@ -57,8 +61,8 @@ STEP_ONE_PASS = "one pass: parse, drop later deliveries, MERGE"
 class OnePassResult:
     """What a one-pass write did.
 
-    :param table: the table it wrote (its commit holds the batch; the rest goes under :data:`REST_MARKER`).
-    :param complete: the batch is wholly written (nothing for the general shape to do).
+    :param table: the table it wrote (its commit holds the batch; the rest goes under the writer's ``:rest`` series).
+    :param complete: the batch is wholly written (nothing for the cached plan to do).
     :param files: the batch's input files.
     :param rows: rows inserted per table.
     :param carried: rows the batch carried per table (before deduplication); ``None`` when the
@@ -76,14 +80,13 @@ class OnePassResult:
     rest_files: list[str] | None = None
 
 
-def bounded_table(module: ModuleType, targets: list[TableTarget]) -> tuple[TableTarget, str, int] | None:
-    """The target whose partition column the files' delivery dates bound, that column, and the days before."""
-    bounds = getattr(module, "DELIVERY_DATE_BOUNDS", {})
+def bounded_table(targets: list[TableTarget]) -> tuple[TableTarget, str, int] | None:
+    """The target whose partition column the files' delivery dates bound, that column, and the days before
+    (the registry checks that the column is a partition column in the key of an insert table)."""
     for target in targets:
-        if target.name in bounds and target.unique_key and target.write_mode == "insert":
-            column, days_before = bounds[target.name]
-            if column in target.prune_by:
-                return target, column, days_before
+        bound = target.delivery_date_bound
+        if bound is not None and bound.column in target.prune_by and target.write_mode == "insert":
+            return target, bound.column, bound.days_before
     return None
 
 
@@ -101,27 +104,45 @@ def delivery_bound(paths: list[str], days_before: int) -> list[dt.date] | None:
     return sorted(dates)
 
 
-def rest_table(module: ModuleType, writer: ExactlyOnceWriter, targets: list[TableTarget], batch_id: int) -> str | None:
-    """The table whose rows of ``batch_id`` not yet written go under :data:`REST_MARKER`: the bounded
-    table, when it holds the batch already (a one pass wrote part of it, or a run before a crash did)."""
-    found = bounded_table(module, targets)
+def rest_table(writer: ExactlyOnceWriter, targets: list[TableTarget], files: DataFrame, batch_id: int) -> str | None:
+    """The table whose rows of ``batch_id`` not yet written go under the writer's ``:rest`` series: the bounded
+    table, when it holds the batch already (a one pass wrote part of it, or a run before a crash did); ``None``
+    for a batch without file paths (Kafka's: the pipelined pass never writes those)."""
+    if "path" not in files.columns:
+        return None
+    found = bounded_table(targets)
     return found[0].name if found and writer.holds(batch_id, found[0].name) else None
 
 
-def write_one_pass(module: ModuleType, writer: ExactlyOnceWriter, targets: list[TableTarget], files: DataFrame,
-                   batch_id: int) -> OnePassResult | None:
-    """Write ``files`` to the bounded table in one pass, observing what else the batch holds.
+@dataclass(frozen=True)
+class OnePass:
+    """A batch the pipelined pass applies to (see the module docstring), before anything is written.
 
-    :returns: ``None`` when the one pass does not apply (see the module's docstring), else what it did.
+    :param target: the bounded table.
+    :param column: its partition column the files' delivery dates bound.
+    :param paths: the batch's input files.
+    :param bound: the dates of ``column`` the batch's rows may have.
     """
-    found = bounded_table(module, targets)
+
+    target: TableTarget
+    column: str
+    paths: list[str]
+    bound: list[dt.date]
+
+
+def plan_one_pass(writer: ExactlyOnceWriter, targets: list[TableTarget], files: DataFrame,
+                  batch_id: int) -> OnePass | None:
+    """Whether the pipelined pass applies to ``files`` (it lists them: one small Spark job), and its bound.
+
+    :returns: ``None`` when it does not (see the module's docstring).
+    """
+    found = bounded_table(targets)
     if found is None or "path" not in files.columns:
         return None
     target, column, days_before = found
     if writer.holds(batch_id, target.name):
         return None
-    spark = files.sparkSession
-    with job_step(spark, STEP_LIST):
+    with job_step(files.sparkSession, STEP_LIST):
         paths = [row[0] for row in files.select("path").collect()]
     if not paths:
         return None
@@ -130,16 +151,33 @@ def write_one_pass(module: ModuleType, writer: ExactlyOnceWriter, targets: list[
         log.info("batch %d: a file has no delivery date in its name or folders: parsing into the batch's cache",
                  batch_id)
         return None
-    parsed = module.transform(files)
-    route = module.ROUTE(parsed)
+    return OnePass(target, column, paths, bound)
+
+
+def write_one_pass(module: JobModule, job: JobSpec, writer: ExactlyOnceWriter, targets: list[TableTarget],
+                   files: DataFrame, batch_id: int, one_pass: OnePass | None = None) -> OnePassResult | None:
+    """Write ``files`` to the bounded table in one pass, observing what else the batch holds.
+
+    :param job: the registry entry (its ``source_file_column``: the rest is then written from only the
+        files with rows this pass left).
+    :param one_pass: the plan :func:`plan_one_pass` made (made here when not given).
+    :returns: ``None`` when the one pass does not apply (see the module's docstring), else what it did.
+    """
+    one_pass = one_pass or plan_one_pass(writer, targets, files, batch_id)
+    if one_pass is None:
+        return None
+    target, column, paths, bound = one_pass.target, one_pass.column, one_pass.paths, one_pass.bound
+    spark = files.sparkSession
+    parsed = module.transform(files, job)
+    route = route_column(targets)
     inside = F.coalesce(F.col(column).isin(bound), F.lit(False))
     observation = Observation(f"one_pass_{uuid.uuid4().hex}")
     left = (route != target.name) | ~inside  # a row this pass does not write
-    source_file = getattr(module, "SOURCE_FILE", None)
+    source_file = job.source_file_column
     named = [F.collect_set(F.when(left, F.col(source_file))).alias(_REST_FILES)] if source_file else []
     observed = parsed.observe(observation, *[F.count_if(route == t.name).alias(t.name) for t in targets],
                               F.count_if((route == target.name) & ~inside).alias(_OUTSIDE), *named)
-    source = module.OUTPUTS[target.name](observed).where(inside)
+    source = table_rows(module, target, observed).where(inside)
     if target.first_by:
         source = rank_whole_batch(target, source)
     with job_step(spark, STEP_ONE_PASS):

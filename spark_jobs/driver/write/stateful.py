@@ -33,7 +33,7 @@ import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from types import ModuleType
+from typing import TYPE_CHECKING
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
@@ -42,9 +42,12 @@ from pyspark.sql.types import StructType
 from spark_jobs.driver.dimensions import DimensionReader, dimension_frame
 from spark_jobs.control.checkpoint.logs import LogDamage, OffsetsEntry, parse_offsets, read_checked, scan_log_dir
 from spark_jobs.control.checkpoint.store import Location
-from spark_jobs.registry import JobSpec
+from spark_jobs.model.jobs import JobSpec
 from spark_jobs.model.streams import job_settings
 from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, TableTarget
+
+if TYPE_CHECKING:
+    from spark_jobs.jobs import JobModule
 
 log = logging.getLogger("spark_jobs")
 
@@ -100,14 +103,14 @@ class StatefulBatchWriter:
     """Writes micro-batches of a stateful job's result (``foreachBatch``).
 
     :param job: the registry entry.
-    :param module: the job module (``OUTPUTS``, optional ``INPUT_ROWS``).
+    :param module: the job module (its ``OUTPUTS``).
     :param targets: the job's tables.
     :param writer: the exactly-once Delta writer (its app id is the checkpoint's query id).
     :param checkpoint: the query's checkpoint folder (for the batch's watermark and time).
     :param source_path: the source's folder (a Delta table's, for ``source_batch``).
     """
 
-    def __init__(self, job: JobSpec, module: ModuleType, targets: list[TableTarget], writer: ExactlyOnceWriter,
+    def __init__(self, job: JobSpec, module: JobModule, targets: list[TableTarget], writer: ExactlyOnceWriter,
                  checkpoint: Path | str, source_path: Path | str | None = None):
         self.job = job
         self.source_path = source_path
@@ -133,8 +136,8 @@ class StatefulBatchWriter:
     def write(self, result: DataFrame, batch_id: int) -> tuple[int | None, dict[str, int]]:
         """Write micro-batch ``batch_id`` of the query's result to every table.
 
-        :returns: the batch's input rows (when the job module can tell, else ``None``) and the rows
-            written per table (0 for a table that already held this batch).
+        :returns: ``None`` (the batch's input rows live in the state: the query's progress counts them) and
+            the rows written per table (0 for a table that already held this batch).
         """
         context = self.context(result.sparkSession, batch_id)
         return write_outputs(self.module, self.targets, result, context, self.writer)
@@ -176,8 +179,8 @@ def delta_batch_rows(spark: SparkSession, table: Path | str, checkpoint: Path | 
     return result
 
 
-def write_outputs(module: ModuleType, targets: list[TableTarget], result: DataFrame, context: BatchContext,
-                  writer: ExactlyOnceWriter) -> tuple[int | None, dict[str, int]]:
+def write_outputs(module: JobModule, targets: list[TableTarget], result: DataFrame, context: BatchContext,
+                  writer: ExactlyOnceWriter) -> tuple[None, dict[str, int]]:
     """Each table's rows of ``result`` (``OUTPUTS[table](result, context)``) committed by ``writer``.
 
     A table with no rows gets no commit, except a ``complete`` table (an empty result empties it).
@@ -186,8 +189,6 @@ def write_outputs(module: ModuleType, targets: list[TableTarget], result: DataFr
 
     result = result.persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        counter = getattr(module, "INPUT_ROWS", None)
-        inputs = counter(result) if counter else None
         rows: dict[str, int] = {}
         for target in targets:
             out = module.OUTPUTS[target.name](result, context).persist(StorageLevel.MEMORY_AND_DISK)
@@ -204,36 +205,13 @@ def write_outputs(module: ModuleType, targets: list[TableTarget], result: DataFr
                 out.unpersist()
     finally:
         result.unpersist()
-    return inputs, rows
+    return None, rows
 
 
-def batch_outputs(spark: SparkSession, job: JobSpec, module: ModuleType, source: DataFrame) -> dict[str, DataFrame]:
+def batch_outputs(spark: SparkSession, job: JobSpec, module: JobModule, source: DataFrame) -> dict[str, DataFrame]:
     """Every table of a stateful job computed in batch from ``source`` (nothing is late, nothing written)."""
     result = module.transform(source, job)
     dimensions = {spec.name: dimension_frame(spark, DimensionReader(spec).read()) for spec in job.dimensions}
     context = BatchContext(spark, job, None, None, datetime.now(timezone.utc), dimensions,
                            job_settings(job.name, job.settings))
     return {name: select(result, context) for name, select in module.OUTPUTS.items()}
-
-
-def conform(frame: DataFrame, schema: StructType) -> DataFrame:
-    """``frame``'s columns in ``schema``'s order and types: what a table declared in ``TABLE_SCHEMAS`` gets."""
-    from pyspark.sql import functions as F
-
-    return frame.select(*[F.col(f.name).cast(f.dataType).alias(f.name) for f in schema.fields])
-
-
-_SIMPLE_TYPES = {"STRING": "StringType", "BOOLEAN": "BooleanType", "BIGINT": "LongType", "DOUBLE": "DoubleType",
-                 "DATE": "DateType", "TIMESTAMP": "TimestampType"}
-
-
-def table_schema(ddl: str) -> StructType:
-    """A flat schema from ``"name TYPE, ..."`` (STRING, BOOLEAN, BIGINT, DOUBLE, DATE, TIMESTAMP), made
-    without a JVM (``StructType.fromDDL`` needs one), so job modules can declare their tables at import."""
-    from pyspark.sql import types
-
-    fields = []
-    for part in ddl.split(","):
-        name, kind = part.split()
-        fields.append(types.StructField(name, getattr(types, _SIMPLE_TYPES[kind.upper()])()))
-    return StructType(fields)

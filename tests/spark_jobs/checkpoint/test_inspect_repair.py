@@ -28,7 +28,8 @@ from spark_jobs.control.checkpoint.explain import explain_start_failure
 from spark_jobs.control.checkpoint.inspect import inspect_checkpoint
 from spark_jobs.control.checkpoint.lease import Lease
 from spark_jobs.control.checkpoint.repair import repair_checkpoint
-from spark_jobs.registry import HealthThresholds, get_job
+from spark_jobs.model.policies import HealthThresholds
+from spark_jobs.registry import get_job
 from tools.sample_data import write_sample_landing
 
 JOB = get_job("cloudtrail_etl")

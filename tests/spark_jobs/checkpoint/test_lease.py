@@ -15,7 +15,7 @@ import fsspec
 import pytest
 
 from spark_jobs.control.checkpoint.lease import Lease, LeaseHeld, LeaseLost, parse_iso, read_lease
-from spark_jobs.registry import HealthThresholds
+from spark_jobs.model.policies import HealthThresholds
 
 
 @pytest.fixture(params=["local", "memory"])

@@ -6,7 +6,7 @@ import gzip
 import json
 
 from spark_jobs.transforms.cloudtrail import reasons
-from spark_jobs.driver.runner import transform_batch
+from spark_jobs.driver.job_modules import transform_batch
 from tests.spark_jobs.conftest import JOB, file_name
 
 TIME = "2024-03-01T12:00:00Z"

@@ -40,7 +40,7 @@ def test_the_word_count_matches_a_batch_count_after_every_file_lands(spark, tmp_
 
 
 def test_the_batch_transform_gives_the_same_counts(spark, tmp_path):
-    from spark_jobs.driver.runner import transform_batch
+    from spark_jobs.driver.job_modules import transform_batch
 
     (tmp_path / "a.txt").write_text(FILES[0])
     (tmp_path / "b.txt").write_text(FILES[1])

@@ -16,7 +16,8 @@ KAFKA_JOB = get_job("cloudtrail_kafka")
 @pytest.fixture(scope="session")
 def run_kafka_job(spark, kafka_broker):
     """Run cloudtrail_kafka in this process: ``run_kafka_job(topics, lake, trigger=..., **source_options)``."""
-    from spark_jobs.driver.runner import RunOptions, run_streaming
+    from spark_jobs.model.runs import RunOptions
+    from spark_jobs.driver.runner import run_streaming
 
     def run(topics: str, lake_root: Path, trigger: str = "available-now", **options: str):
         run_options = RunOptions(Path(topics), Lake(Path(lake_root)), parse_trigger(trigger),

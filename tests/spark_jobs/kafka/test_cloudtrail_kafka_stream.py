@@ -153,7 +153,7 @@ def test_consumer_lag_in_checkpoint_inspect_equals_the_brokers_numbers_while_sto
 def test_reprocess_from_a_timestamp_restores_lost_rows_and_leaves_the_table_exact(spark, ingested):
     from delta.tables import DeltaTable
 
-    from spark_jobs.driver.kafka import reprocess_kafka
+    from spark_jobs.driver.kafka_reprocess import reprocess_kafka
     from spark_jobs.model.lake import Lake
 
     sample, lake, now_ms = ingested["sample"], ingested["lake"], ingested["now_ms"]

@@ -7,7 +7,9 @@ from dataclasses import fields
 
 import pytest
 
-from spark_jobs.registry import JOBS, RestartPolicy, get_job
+from spark_jobs.model.policies import RestartPolicy
+
+from spark_jobs.registry import JOBS, get_job
 from spark_jobs.control.supervision.policy import RestartBudget, backoff_seconds, healthy_long_enough
 from spark_jobs.control.supervision.state import (SupervisorState, append_event, read_events, read_supervisor_state,
                                           write_supervisor_state)

@@ -16,7 +16,8 @@ import time
 from dataclasses import replace
 
 from spark_jobs.model.lake import Lake
-from spark_jobs.registry import RestartPolicy, get_job
+from spark_jobs.model.policies import RestartPolicy
+from spark_jobs.registry import get_job
 from spark_jobs.control.supervision.state import read_events, read_supervisor_state
 from spark_jobs.control.supervision.supervisor import Supervisor
 from tests.spark_jobs.supervision.helpers import assert_no_process_left, lease_holder, wait_for
