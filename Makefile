@@ -52,9 +52,10 @@ $(JARS_STAMP): $(STAMP) spark_jobs/launch/jars.py
 	@python -m spark_jobs.launch.jars fetch
 	@rm -f $(PROJECT)/.jars/.ok-* && touch $@
 
-# The driver JVM's class archive (spark_jobs/launch/class_archive.py): every Spark start maps it and starts faster.
-# Made after the jars and the venv it is made from; a failure only warns (Spark starts are then slower).
-ARCHIVE_STAMP := $(PROJECT)/.jars/.jsa-$(shell cat spark_jobs/launch/class_archive.py spark_jobs/launch/jars.py requirements.txt | cksum | cut -d' ' -f1)
+# The driver JVM's class archive (spark_jobs/launch/class_archive.py, trained by tools/class_archive_training.py):
+# every Spark start maps it and starts faster. Made after the jars and the venv it is made from; a failure only
+# warns (Spark starts are then slower).
+ARCHIVE_STAMP := $(PROJECT)/.jars/.jsa-$(shell cat spark_jobs/launch/class_archive.py tools/class_archive_training.py spark_jobs/launch/jars.py requirements.txt | cksum | cut -d' ' -f1)
 $(ARCHIVE_STAMP): $(JARS_STAMP)
 	@echo "making the Spark driver's class archive (about 1.5 minutes the first time)"
 	@python -m spark_jobs.launch.class_archive build

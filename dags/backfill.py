@@ -36,12 +36,10 @@ from datetime import datetime, timedelta, timezone
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import DAG, Param, task
 
-from spark_jobs.launch.jars import APPLICATION, spark_submit_conf, spark_submit_jars
+from spark_jobs.launch.submit import Submission
 from spark_jobs.model.jobs import JobSpec
 from spark_jobs.registry import JOBS
 from streaming.dag_parts import retrying_default_args
-
-SPARK_CONN_ID = "spark_default"
 
 # A killed backfill loses nothing (its checkpoint resumes it); months of logs may take hours.
 DEFAULT_ARGS = retrying_default_args(execution_timeout=timedelta(hours=12))
@@ -118,14 +116,10 @@ def build_backfill_dag(job: JobSpec) -> DAG:
         checked = check_request()
         submit = SparkSubmitOperator(
             task_id="spark_submit",
-            conn_id=SPARK_CONN_ID,
-            application=APPLICATION,
             # The checked request's arguments, as a list: nothing from the raw form.
-            application_args="{{ ti.xcom_pull(task_ids='check_request')['args'] }}",
+            **Submission.of("{{ ti.xcom_pull(task_ids='check_request')['args'] }}",
+                            name=f"{job.name}_backfill").operator_kwargs(),
             render_template_as_native_obj=True,
-            name=f"{job.name}_backfill",
-            conf=spark_submit_conf(),
-            jars=spark_submit_jars(),
             doc_md=f"`python -m spark_jobs backfill {job.name} ...` under spark-submit, with the checked values.",
         )
         unless_dry_run(checked) >> submit

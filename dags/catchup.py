@@ -8,9 +8,8 @@ run with no new files writes nothing, and a run that was killed is resumed by th
 
 The task runs:
 
-    spark-submit --master <spark_default's host> --jars <project>/.jars/delta-spark...jar,... \\
-        --conf <Delta's extension and catalog> \\
-        --name <job> <project>/spark_jobs/__main__.py \\
+    spark-submit --master <spark_default's host> --conf <Delta's extension and catalog, the class archive> \\
+        --jars <project>/.jars/delta-spark...jar,... --name <job> <project>/spark_jobs/__main__.py \\
         run <job> --trigger available-now [--input DIR] [--max-files-per-trigger N]
 
 A `plan` task decides what the run spark-submits (`spark_jobs.control.catchup_plan`): a scheduled or
@@ -37,13 +36,11 @@ from datetime import datetime, timedelta, timezone
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import DAG, Asset, CronDataIntervalTimetable, Param, task
 
-from spark_jobs.launch.jars import APPLICATION, spark_submit_conf, spark_submit_jars
+from spark_jobs.launch.submit import Submission
 from spark_jobs.model.jobs import JobSpec
 from spark_jobs.registry import JOBS
 from streaming.dag_parts import input_folder_param, retrying_default_args
 from streaming.job_connections import pass_job_connection
-
-SPARK_CONN_ID = "spark_default"
 
 # A killed run loses nothing (the checkpoint resumes it), so a stuck run is stopped.
 DEFAULT_ARGS = retrying_default_args(execution_timeout=timedelta(hours=3))
@@ -114,17 +111,11 @@ def build_catchup_dag(job: JobSpec) -> DAG:
 
         submit = SparkSubmitOperator(
             task_id="spark_submit",
-            conn_id=SPARK_CONN_ID,
-            application=APPLICATION,
-            application_args=PLANNED_ARGS,
+            # python -m spark_jobs <plan's args> on spark_default, with the pinned jars and the Delta and class
+            # archive conf (spark_jobs.launch.submit: paths only, nothing is read while parsing).
+            **Submission.of(PLANNED_ARGS, name=job.name).operator_kwargs(),
             # The args template renders to a list; every other field is a plain string.
             render_template_as_native_obj=True,
-            name=job.name,
-            # spark_jobs/__main__.py puts the project on the driver's sys.path; the driver ships its code
-            # to the executors as a py_files zip (spark_jobs.launch.code_zip), on local[2] and on a cluster alike.
-            conf=spark_submit_conf(),
-            # The pinned Delta jars fetched at set-up (paths only: nothing is read while parsing).
-            jars=spark_submit_jars(),
             outlets=[table_asset(table.name) for table in job.tables],
             # A Kafka job's Airflow connection, looked up when the task runs, into the driver's environment.
             pre_execute=pass_job_connection(job),

@@ -4,9 +4,8 @@
 One DAG, `lake_maintenance`, runs daily. For each table in `spark_jobs.registry.JOBS` it
 spark-submits, one after the other:
 
-    spark-submit --master <spark_default's host> --jars <project>/.jars/delta-spark...jar,... \\
-        --conf <Delta's extension and catalog> \\
-        --name lake_optimize_<table> <project>/spark_jobs/__main__.py lake optimize --table <table>
+    spark-submit --master <spark_default's host> --conf <Delta's extension and catalog, the class archive> \\
+        --jars <project>/.jars/delta-spark...jar,... --name lake_optimize_<table> <project>/spark_jobs/__main__.py lake optimize --table <table>
 
 then the same with `lake vacuum --table <table>`: compaction of the small files the micro-batches
 leave (files whose rows are unchanged, one Delta transaction per batch of files), then deletion of
@@ -27,11 +26,10 @@ from datetime import datetime, timedelta, timezone
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import DAG
 
-from spark_jobs.launch.jars import APPLICATION, spark_submit_conf, spark_submit_jars
+from spark_jobs.launch.submit import Submission
 from spark_jobs.registry import table_specs
 from streaming.dag_parts import retrying_default_args, skip_unwritten_table
 
-SPARK_CONN_ID = "spark_default"
 DAG_ID = "lake_maintenance"
 STEPS = ("optimize", "vacuum")
 
@@ -43,12 +41,7 @@ def lake_step(step: str, table: str) -> SparkSubmitOperator:
     """The task that spark-submits ``python -m spark_jobs lake <step> --table <table>``."""
     return SparkSubmitOperator(
         task_id=f"{step}_{table}",
-        conn_id=SPARK_CONN_ID,
-        application=APPLICATION,
-        application_args=["lake", step, "--table", table],
-        name=f"lake_{step}_{table}",
-        conf=spark_submit_conf(),
-        jars=spark_submit_jars(),
+        **Submission.of(["lake", step, "--table", table], name=f"lake_{step}_{table}").operator_kwargs(),
         doc_md=f"`python -m spark_jobs lake {step} --table {table}` under spark-submit (skipped while the "
                f"table has no data).",
         pre_execute=skip_unwritten_table(table),

@@ -39,9 +39,9 @@ import sys
 import zipfile
 from pathlib import Path
 
+from spark_jobs.model.lake import PROJECT_ROOT
 from tools.standalone import MASTER_CLASS, WORKER_CLASS, spark_connection
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
 COMPOSE_FILE = "docker-compose.yml"
 ENV_EXAMPLE = ".env.example"
 ENTRYPOINT = "docker/airflow-entrypoint.sh"

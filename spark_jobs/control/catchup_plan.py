@@ -20,7 +20,7 @@ import datetime as dt
 import os
 
 from spark_jobs.control.backfill import BackfillRefused, check_request, check_source, list_files
-from spark_jobs.model.lake import PROJECT_ROOT
+from spark_jobs.model import inputs
 from spark_jobs.registry import get_job
 
 BACKFILL_RUN_TYPE = "backfill"
@@ -28,9 +28,7 @@ BACKFILL_RUN_TYPE = "backfill"
 
 def job_input(job_name: str, given: str | None) -> str:
     """The folder a run reads: the form's ``input``, else ``$<JOB>_INPUT``, else the registry's default."""
-    job = get_job(job_name)
-    chosen = given or os.environ.get(job.input_env_var) or job.default_input
-    return chosen if os.path.isabs(chosen) else str(PROJECT_ROOT / chosen)
+    return str(inputs.input_path(get_job(job_name), given))
 
 
 def plan_run(job_name: str, input_path: str | None, max_files_per_trigger: int | None, run_type: str,

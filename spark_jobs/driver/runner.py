@@ -25,7 +25,7 @@ from pyspark.sql import functions as F
 
 from spark_jobs.model.errors import UsageError
 from spark_jobs.model.jobs import JobSpec
-from spark_jobs.model.lake import Lake, PROJECT_ROOT
+from spark_jobs.model.lake import Lake
 from spark_jobs.model.runs import RunOptions
 from spark_jobs.model.streams import FileSource
 from spark_jobs.control.monitoring.progress import executed
@@ -74,20 +74,17 @@ def resolve_input(job: JobSpec, given: str | None, lake: str | None = None) -> P
 
     :raises UsageError: if a landing folder does not exist or is not a folder.
     """
-    import os
+    from spark_jobs.model.inputs import input_path, named_input
 
     if job.source.kind == "delta":
         return Path(given).expanduser().resolve() if given else Lake.at(lake).table_path(job.source.table)
     if job.source.kind == "kafka":  # the topics (a,b or pattern:<regex>), checked here; no folder
         from spark_jobs.model.streams import kafka_subscription
 
-        spec = given or os.environ.get(job.input_env_var) or job.source.topics
+        spec = named_input(job, given)
         kafka_subscription(spec)
         return Path(spec)
-    chosen = given or os.environ.get(job.input_env_var) or job.default_input
-    path = Path(chosen).expanduser()
-    if not path.is_absolute():
-        path = (Path.cwd() if given else PROJECT_ROOT) / path
+    path = input_path(job, given)
     if not path.exists():
         raise UsageError(f"input folder {str(path)!r} does not exist; pass --input DIR "
                          f"(or set ${job.input_env_var}) pointing at the landing folder")

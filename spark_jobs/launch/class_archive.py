@@ -12,10 +12,12 @@ writes the classes it loaded, parsed and verified, and every later JVM started w
 ``-XX:SharedArchiveFile`` maps them instead (measured here: session 7.5 s, first job 3.1 s). Neither
 Spark nor pyspark makes such an archive, hence this module. The training run is the project's own
 work in little: an available-now ``cloudtrail_etl`` run on a few generated files (file source,
-Python workers, JSON parsing, Delta MERGE and appends, progress history) and a Delta query.
+Python workers, JSON parsing, Delta MERGE and appends, progress history) and a Delta query. It is
+set-up tooling, not product: ``tools/class_archive_training.py``, spark-submitted by its path (this
+module imports neither it nor the driver).
 
 Every Spark start of the project passes :func:`java_options` as ``spark.driver.defaultJavaOptions``
-(spark-submit's ``--conf`` from :func:`spark_jobs.launch.jars.spark_submit_conf`, and the local
+(spark-submit's ``--conf`` from :func:`spark_jobs.launch.submit.spark_submit_conf`, and the local
 SparkSession builder), so a user's own ``spark.driver.extraJavaOptions`` still apply. The options
 are safe without the archive: the JVM ignores an archive that is missing, or that a different JDK,
 classpath or jar file made, and ``-Xlog:cds=off`` keeps that silent; such a start is only slower.
@@ -39,6 +41,7 @@ import time
 from pathlib import Path
 
 from spark_jobs.launch.jars import DELTA_CONF, jars_dir, spark_submit_jars
+from spark_jobs.model.lake import PROJECT_ROOT
 
 ARCHIVE_NAME = "spark-driver-classes.jsa"
 ARCHIVE_ENV = "SPARK_JOBS_CLASS_ARCHIVE"
@@ -47,6 +50,8 @@ DEFAULT_JAVA_OPTIONS_CONF = "spark.driver.defaultJavaOptions"
 # Without these, a JVM that cannot use the archive (another JDK, a changed jar) warns on every start.
 QUIET = "-Xlog:cds=off,cds+dynamic=off"
 TRAINING_TIMEOUT_SECONDS = 900
+# The training workload: set-up tooling, spark-submitted by path (``python <it> WORKDIR`` under spark-submit).
+TRAINING_SCRIPT = PROJECT_ROOT / "tools" / "class_archive_training.py"
 
 
 def archive_path() -> Path:
@@ -77,7 +82,8 @@ def _mapping_options(path: Path) -> str:
 
 
 def build(timeout: float = TRAINING_TIMEOUT_SECONDS) -> Path:
-    """Make the archive: one spark-submit of the training run, with the JVM told to archive at exit.
+    """Make the archive: one spark-submit of the training run (:data:`TRAINING_SCRIPT`), with the JVM told to
+    archive at exit.
 
     :returns: the archive's path.
     :raises RuntimeError: naming what failed (the spark-submit's last lines), when no archive was written.
@@ -88,11 +94,13 @@ def build(timeout: float = TRAINING_TIMEOUT_SECONDS) -> Path:
     spark_submit = shutil.which("spark-submit")
     if spark_submit is None:
         raise RuntimeError("spark-submit is not on PATH: run this inside the project's environment (make setup)")
+    if not TRAINING_SCRIPT.is_file():
+        raise RuntimeError(f"the training run {TRAINING_SCRIPT} is not there: the archive is made in a full checkout")
     with tempfile.TemporaryDirectory(prefix="class-archive-", dir=target.parent) as workdir:
         conf = [arg for key, value in DELTA_CONF.items() for arg in ("--conf", f"{key}={value}")]
         command = [spark_submit, "--master", "local[2]", "--name", "class-archive",
                    "--driver-java-options", f"-XX:ArchiveClassesAtExit={partial} {QUIET}",
-                   "--jars", spark_submit_jars(), *conf, str(Path(__file__).resolve()), "train", workdir]
+                   "--jars", spark_submit_jars(), *conf, str(TRAINING_SCRIPT), workdir]
         started = time.monotonic()
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
                               env={**os.environ, "PYTHONPATH": _with_project(os.environ.get("PYTHONPATH"))})
@@ -137,37 +145,13 @@ def check(path: Path | None = None, timeout: float = 300) -> str | None:
 
 
 def _with_project(pythonpath: str | None) -> str:
-    project = str(Path(__file__).resolve().parents[2])
+    """``$PYTHONPATH`` with the project first: the training run imports the project and its tools."""
+    project = str(PROJECT_ROOT)
     return project if not pythonpath else f"{project}{os.pathsep}{pythonpath}"
-
-
-def train(workdir: Path) -> None:
-    """The training run (inside the spark-submit of :func:`build`): the project's usual work, small."""
-    from spark_jobs.model.lake import Lake
-    from spark_jobs.registry import get_job
-    from spark_jobs.model.runs import RunOptions
-    from spark_jobs.driver.runner import run_streaming
-    from tools.sample_data import write_sample_landing
-    from spark_jobs.driver.session import build_session
-    from spark_jobs.model.triggers import parse_trigger
-
-    spark = build_session("class-archive")
-    landing, lake = workdir / "landing", Lake(workdir / "lake")
-    write_sample_landing(landing, files=4, records_per_file=20)
-    job = get_job("cloudtrail_etl")
-    run_streaming(job, RunOptions(landing, lake, parse_trigger("available-now"), dict(job.file_source_options)),
-                  spark=spark)
-    events = spark.read.format("delta").load(str(lake.table_path("cloudtrail_events")))
-    events.groupBy("date", "eventSource").count().orderBy("date").collect()
-    spark.sql(f"DESCRIBE HISTORY delta.`{lake.table_path('cloudtrail_events')}`").collect()
-    spark.stop()
 
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv) or ["check"]
-    if args[0] == "train" and len(args) == 2:
-        train(Path(args[1]))
-        return 0
     if args[0] == "build":
         try:
             build()

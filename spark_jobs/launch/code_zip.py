@@ -12,8 +12,8 @@ it and puts it on its Python workers' path. This module makes that zip:
 
 - **from the code the driver runs**: :func:`spark_jobs.driver.session.build_session` calls :func:`build` at
   every driver start (every supervisor restart included) and ships the result with ``addPyFile``,
-  so the executors always run exactly the driver's code; no build step can be forgotten, and the
-  seven places that spark-submit a job (DAGs, supervisor, on-call, bench) need no option of their own;
+  so the executors always run exactly the driver's code; no build step can be forgotten, and a
+  spark-submit of a job (:mod:`spark_jobs.launch.submit`) needs no ``--py-files``;
 - **named by a hash of its content** (``spark_jobs-<sha256[:16]>.zip``): the same code gives the same
   name and the same bytes (sorted entries, fixed timestamps), so a zip is built once per code version,
   and a changed file gives a new name, never an overwritten file an executor might be reading;
@@ -33,8 +33,10 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from spark_jobs.model.lake import PROJECT_ROOT
+
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
-DEFAULT_OUT = PACKAGE_DIR.parent / ".spark" / "pyfiles"
+DEFAULT_OUT = PROJECT_ROOT / ".spark" / "pyfiles"
 OUT_ENV = "SPARK_JOBS_PYFILES_DIR"
 # Any fixed time (zip's epoch): the bytes depend on the code alone.
 _ZIP_TIME = (1980, 1, 1, 0, 0, 0)

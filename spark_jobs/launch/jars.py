@@ -11,8 +11,8 @@ pip's ``pyspark`` has no Delta Lake, and pip's ``delta-spark`` is only its Pytho
 Ivy does not get through: it also asks repos.spark-packages.org, which is not reachable, and fails
 on pom-only BOM artifacts. So set-up asks Maven (``mvn dependency:copy-dependencies`` on a pom made
 from :data:`JARS`, no transitive jars: Spark already ships them) and this module checks each jar's
-sha256 before any Spark start uses it. :func:`spark_jars` is what the SparkSession builder and the
-DAGs' ``spark-submit --jars`` use; a missing jar is a one-line :class:`UsageError` naming the
+sha256 before any Spark start uses it. :func:`spark_jars` is what the SparkSession builder uses and
+:func:`spark_submit_jars` what every spark-submit's ``--jars`` carries (:mod:`spark_jobs.launch.submit`); a missing jar is a one-line :class:`UsageError` naming the
 artifact and the way to provide it.
 
 The pins match pyspark 4.2 and the pip ``delta-spark`` (4.4.0: Maven Central has no 4.4.1 jar); the
@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from spark_jobs.model.errors import UsageError
+from spark_jobs.model.lake import PROJECT_ROOT
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 JARS_DIR_ENV = "SPARK_JOBS_JARS_DIR"
 # Maven's local repository for fetch (default: Maven's own, ~/.m2/repository); a fresh folder
 # proves a set-up from an empty cache.
@@ -94,36 +94,9 @@ DELTA_CONF = {
 }
 
 
-# The application every spark-submit of a job runs.
-APPLICATION = str(PROJECT_ROOT / "spark_jobs" / "__main__.py")
-
-
-def spark_submit_conf() -> dict[str, str]:
-    """The ``--conf`` every spark-submit of a job carries: Delta's extension and catalog, and the driver
-    JVM's class archive (:mod:`spark_jobs.launch.class_archive`; a missing archive only makes the start slower).
-
-    The project's code reaches the executors from the driver itself, as a zip of the code it runs
-    (:mod:`spark_jobs.launch.code_zip`, shipped by :func:`spark_jobs.driver.session.build_session`): a path of this
-    machine on the executors' ``PYTHONPATH`` means nothing on a cluster's workers.
-    """
-    from spark_jobs.launch.class_archive import DEFAULT_JAVA_OPTIONS_CONF, java_options
-
-    options = java_options()
-    return {**DELTA_CONF, **({DEFAULT_JAVA_OPTIONS_CONF: options} if options else {})}
-
-
 def spark_submit_jars() -> str:
     """The ``--jars`` every spark-submit of a job carries (paths only: nothing is read)."""
     return ",".join(str(path) for path in jar_paths())
-
-
-def spark_submit_options() -> list[str]:
-    """:func:`spark_submit_jars` and :func:`spark_submit_conf` as command-line arguments of a spark-submit
-    that is built by hand (the DAGs pass them to ``SparkSubmitOperator`` instead)."""
-    options = ["--jars", spark_submit_jars()]
-    for key, value in spark_submit_conf().items():
-        options += ["--conf", f"{key}={value}"]
-    return options
 
 
 def jars_dir() -> Path:

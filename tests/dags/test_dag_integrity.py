@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from spark_jobs.cli.main import build_parser
-from spark_jobs.launch.jars import DELTA_CONF, jar_paths, spark_submit_conf
+from spark_jobs.launch.jars import DELTA_CONF, jar_paths
+from spark_jobs.launch.submit import spark_submit_conf
 from spark_jobs.registry import JOBS, table_specs
 from tests.dags.conftest import DAGS_FOLDER, PROJECT_ROOT, run_parse_probe
 

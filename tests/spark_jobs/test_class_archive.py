@@ -9,13 +9,14 @@ import pytest
 
 from spark_jobs.launch.class_archive import (ARCHIVE_ENV, DEFAULT_JAVA_OPTIONS_CONF, QUIET, archive_path, check,
                                      java_options)
-from spark_jobs.launch.jars import DELTA_CONF, spark_submit_conf, spark_submit_options
+from spark_jobs.launch.jars import DELTA_CONF
+from spark_jobs.launch.submit import SparkConnection, Submission, spark_submit_conf
 
 
 def test_every_spark_submit_of_the_project_carries_the_archive_options():
     assert java_options() == f"-XX:SharedArchiveFile={archive_path()} {QUIET}"
     assert spark_submit_conf() == {**DELTA_CONF, DEFAULT_JAVA_OPTIONS_CONF: java_options()}
-    options = spark_submit_options()
+    options = Submission.of(["list"], name="list").argv(SparkConnection("local[1]"))
     assert options[options.index(f"{DEFAULT_JAVA_OPTIONS_CONF}={java_options()}") - 1] == "--conf"
 
 

@@ -64,4 +64,4 @@ def test_the_projects_zip_imports_the_job_without_the_project_on_the_path(tmp_pa
                           env={"PATH": "/usr/bin:/bin"})
 
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == f"{built}/spark_jobs/cloudtrail/decode.py"
+    assert done.stdout.strip() == f"{built}/spark_jobs/transforms/cloudtrail/decode.py"

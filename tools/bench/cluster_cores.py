@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 
 from tools.bench.launches import _summary, timed
-from spark_jobs.launch.jars import APPLICATION, spark_submit_options
+from spark_jobs.launch.submit import SparkConnection, Submission
 from spark_jobs.model.lake import PROJECT_ROOT
 from tools.sample_data import write_sample_landing
 from tools.standalone import StandaloneCluster
@@ -32,8 +32,8 @@ REPORT = PROJECT_ROOT / ".spark" / "bench" / "cluster-cores.json"
 
 
 def _run(master: str, landing: Path, lake: Path) -> dict:
-    command = ["spark-submit", "--master", master, "--deploy-mode", "client", *spark_submit_options(), "--name", JOB,
-               APPLICATION, "run", JOB, "--trigger", "available-now", "--input", str(landing), "--lake", str(lake)]
+    command = Submission.of(["run", JOB, "--trigger", "available-now", "--input", str(landing), "--lake", str(lake)],
+                            name=JOB).argv(SparkConnection(master, deploy_mode="client"))
     wall, out = timed(command, timeout=3600)
     summary = _summary(out)
     events = summary["rows"].get("cloudtrail_events", 0)

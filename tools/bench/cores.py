@@ -28,7 +28,7 @@ from pathlib import Path
 
 from tools.bench.launches import JOB, _summary
 from tools.bench.sampler import BackgroundSampler, status_kb
-from spark_jobs.launch.jars import APPLICATION, spark_submit_options
+from spark_jobs.launch.submit import SparkConnection, Submission
 from spark_jobs.model.lake import PROJECT_ROOT
 
 log = logging.getLogger("tools.bench")
@@ -79,9 +79,8 @@ class TreeSampler(BackgroundSampler):
 
 def catchup_run(landing: Path, lake: Path, master: str = "local[2]", driver_memory: str | None = None) -> dict:
     """One catch-up spark-submit into ``lake``; its times, events, CPU and memory (``ok`` False if it failed)."""
-    command = ["spark-submit", "--master", master, *(["--driver-memory", driver_memory] if driver_memory else []),
-               *spark_submit_options(), "--name", JOB.name, str(APPLICATION), "run", JOB.name,
-               "--trigger", "available-now", "--input", str(landing), "--lake", str(lake)]
+    command = Submission.of(["run", JOB.name, "--trigger", "available-now", "--input", str(landing), "--lake",
+                             str(lake)], name=JOB.name, driver_memory=driver_memory).argv(SparkConnection(master))
     started = time.monotonic()
     process = subprocess.Popen(command, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     with TreeSampler(process.pid) as sampler:

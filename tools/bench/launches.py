@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from tools.bench.probes import median
-from spark_jobs.launch.jars import APPLICATION, spark_submit_options
+from spark_jobs.launch.submit import SparkConnection, Submission
 from spark_jobs.model.lake import PROJECT_ROOT
 from spark_jobs.registry import get_job
 
@@ -119,10 +119,14 @@ def measure_sql_command(lake: Path, day: str, repeat: int) -> dict:
     }
 
 
-def spark_submit_command(master: str) -> list[str]:
-    """The command the catch-up DAG's SparkSubmitOperator runs (see dags/catchup.py)."""
-    return ["spark-submit", "--master", master, *spark_submit_options(),
-            "--name", JOB.name, str(APPLICATION), "run", JOB.name, "--trigger", "available-now"]
+def spark_submit_command(connection: SparkConnection) -> list[str]:
+    """The command the catch-up DAG's SparkSubmitOperator runs on ``connection`` (see dags/catchup.py)."""
+    return Submission.of(["run", JOB.name, "--trigger", "available-now"], name=JOB.name).argv(connection)
+
+
+def spark_default() -> SparkConnection:
+    """The DAGs' Spark connection as this process's environment has it (``local[2]`` without one)."""
+    return SparkConnection.from_airflow_env(default=SparkConnection("local[2]"))
 
 
 def _last_run_state(home: Path) -> str | None:
@@ -173,8 +177,7 @@ def measure_orchestration(landing: Path, lake: Path, airflow_home: Path, workdir
         airflow_home.mkdir(parents=True, exist_ok=True)
         log.info("orchestration: migrating a metadata DB for the benchmark in %s", airflow_home)
         setup_s, _ = timed(["airflow", "db", "migrate"], env)
-    master = json.loads(os.environ.get("AIRFLOW_CONN_SPARK_DEFAULT") or "{}").get("host", "local[2]")
-    submit = spark_submit_command(master)
+    submit = spark_submit_command(spark_default())
     shim, marks = timing_shim(workdir / "spark-submit-shim")
     airflow_env = {**env, "PATH": f"{shim}{os.pathsep}{env['PATH']}"}
     airflow_s, submit_s, split = [], [], {"before_spark_submit_s": [], "spark_submit_s": [], "after_spark_submit_s": []}

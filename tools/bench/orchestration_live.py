@@ -24,7 +24,6 @@ start" metric for one run, so the times are taken from the run and task records 
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
@@ -33,7 +32,7 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from tools.bench.launches import DAG_ID, JOB, _check_noop, spark_submit_command, timed, timing_shim
+from tools.bench.launches import DAG_ID, JOB, _check_noop, spark_default, spark_submit_command, timed, timing_shim
 from tools.bench.probes import median
 from spark_jobs.model.lake import PROJECT_ROOT
 
@@ -120,8 +119,7 @@ def measure_orchestration_live(landing: Path, lake: Path, workdir: Path, repeat:
     env = airflow_env(home, lake, landing, trigger=None, policy=None)
     shim, marks = timing_shim(workdir / "shim")
     airflow = LocalAirflow(home, free_port(), {**env, "PATH": f"{shim}{os.pathsep}{env['PATH']}"})
-    master = json.loads(os.environ.get("AIRFLOW_CONN_SPARK_DEFAULT") or "{}").get("host", "local[2]")
-    submit = spark_submit_command(master)
+    submit = spark_submit_command(spark_default())
     started = time.monotonic()
     airflow.start()
     try:

@@ -8,6 +8,8 @@ import time
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
+from spark_jobs.launch.submit import SPARK_CONN_ID
+
 # Fields of the form, in the order the audit row keeps them.
 FORM_FIELDS = ("job", "action", "from_time", "table", "table_version", "reason", "dry_run")
 # Actions that read or change the continuous DAG's state in Airflow.
@@ -23,8 +25,8 @@ class OncallActionOperator(BaseOperator):
     2. The plan (:meth:`~spark_jobs.control.oncall_requests.OncallRequest.plan`) goes to the log and to XCom ``plan``;
        a dry run ends there.
     3. The action: ``reprocess_from`` and ``rollback_table`` spark-submit ``python -m spark_jobs reprocess``
-       / ``lake restore`` (the Spark provider's hook, the connection ``conn_id``, the Delta jars and conf
-       of the other DAGs) with the checked values only; ``restart``, ``stop`` and ``resume_supervision``
+       / ``lake restore`` (the Spark provider's hook, the connection ``conn_id``, the submission of the
+       other DAGs: :class:`spark_jobs.launch.submit.Submission`) with the checked values only; ``restart``, ``stop`` and ``resume_supervision``
        pause, unpause or clear ``<job>_continuous`` through Airflow's REST API
        (:class:`streaming.hooks.airflow_api.AirflowApi`) and wait for the lease to prove it; the rest change
        the lake's control files.
@@ -40,7 +42,7 @@ class OncallActionOperator(BaseOperator):
 
     ui_color = "#fde0e0"
 
-    def __init__(self, *, conn_id: str = "spark_default", api_conn_id: str = "airflow_api",
+    def __init__(self, *, conn_id: str = SPARK_CONN_ID, api_conn_id: str = "airflow_api",
                  stop_timeout: float = 300, restart_timeout: float = 600, **kwargs) -> None:
         kwargs.setdefault("retries", 0)
         super().__init__(**kwargs)
@@ -165,12 +167,12 @@ class OncallActionOperator(BaseOperator):
     def _spark_submit(self, request, audit_id: str) -> dict:
         from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
-        from spark_jobs.launch.jars import APPLICATION, spark_submit_conf, spark_submit_jars
+        from spark_jobs.launch.submit import Submission
 
         args = request.spark_args(audit_id)
-        self._hook = SparkSubmitHook(conn_id=self.conn_id, conf=spark_submit_conf(), jars=spark_submit_jars(),
-                                     name=f"{request.job.name}_oncall_{request.action}", application_args=args)
-        self._hook.submit(APPLICATION)
+        submission = Submission.of(args, name=f"{request.job.name}_oncall_{request.action}")
+        self._hook = SparkSubmitHook(**submission.hook_kwargs(self.conn_id))
+        self._hook.submit(submission.application)
         return {"spark_submit": args}
 
     def _stop(self, request) -> dict:

@@ -12,6 +12,8 @@ from typing import Any
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
+from spark_jobs.launch.submit import SPARK_CONN_ID
+
 # Overrides read at execute time, for tests and drills (short backoffs, a fast trigger); unset in
 # production, where the registry's values apply.
 POLICY_ENV = "STREAMING_SUPERVISOR_POLICY"  # JSON object of RestartPolicy fields, e.g. {"max_restarts": 2}
@@ -42,8 +44,8 @@ class StreamingSupervisorOperator(BaseOperator):
     """Run a registry job's driver with its continuous trigger and keep it running.
 
     The task wraps :class:`spark_jobs.control.supervision.supervisor.Supervisor`: it spark-submits the job
-    (``run <job> --trigger <continuous trigger>``, the command built by the Spark provider's
-    ``SparkSubmitHook`` from ``conn_id``, with the same jars and conf as the catch-up DAG), restarts
+    (``run <job> --trigger <continuous trigger>``: the :class:`~spark_jobs.launch.submit.Submission` of the
+    catch-up DAG, same jars and conf, as the command the Spark provider builds for ``conn_id``), restarts
     a driver that died or stalled from the same checkpoint with the registry's backoff and restart
     budget, and ends:
 
@@ -80,7 +82,7 @@ class StreamingSupervisorOperator(BaseOperator):
     template_fields = ("input_path",)
     ui_color = "#fdf1e0"
 
-    def __init__(self, *, job: str, input_path: str | None = None, conn_id: str = "spark_default",
+    def __init__(self, *, job: str, input_path: str | None = None, conn_id: str = SPARK_CONN_ID,
                  notifier=None, pause_poll_seconds: float = 5.0, **kwargs) -> None:
         kwargs.setdefault("retries", 0)
         super().__init__(**kwargs)
@@ -92,22 +94,18 @@ class StreamingSupervisorOperator(BaseOperator):
         self._stop_requested: threading.Event | None = None  # made in execute(): set by on_kill()
 
     def driver_command(self, trigger: str, input_path: str | None) -> list[str]:
-        """The spark-submit command of the driver, as the Spark provider builds it (with Spark's streaming
-        metrics served for Prometheus on the driver's UI: :mod:`spark_jobs.control.monitoring.prometheus`)."""
-        from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+        """The spark-submit command of the driver for the connection ``conn_id`` (looked up now, through
+        Airflow), the command the Spark provider would build for it; with Spark's streaming metrics served
+        for Prometheus on the driver's UI (:mod:`spark_jobs.control.monitoring.prometheus`)."""
+        from airflow.sdk import BaseHook
 
-        from spark_jobs.launch.jars import APPLICATION, spark_submit_conf, spark_submit_jars
         from spark_jobs.control.monitoring.prometheus import STREAMING_METRICS_CONF
+        from spark_jobs.launch.submit import SparkConnection, Submission
 
         args = ["run", self.job, "--trigger", trigger] + (["--input", input_path] if input_path else [])
-        hook = SparkSubmitHook(
-            conn_id=self.conn_id,
-            name=self.job,
-            conf={**spark_submit_conf(), **STREAMING_METRICS_CONF},  # Prometheus: the driver's streaming gauges
-            jars=spark_submit_jars(),
-            application_args=args,
-        )
-        return hook._build_spark_submit_command(APPLICATION)
+        found = BaseHook.get_connection(self.conn_id)
+        connection = SparkConnection.from_fields(found.conn_type, found.host, found.port, found.extra_dejson)
+        return Submission.of(args, name=self.job, extra_conf=STREAMING_METRICS_CONF).argv(connection)
 
     def execute(self, context) -> str:
         from spark_jobs.model.lake import PROJECT_ROOT, Lake

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any
 
 from airflow.sdk import BaseOperator
@@ -15,15 +13,13 @@ def job_input_path(job_name: str, given: str | None = None) -> str | None:
     """The job's input folder as its driver resolves it: ``given``, else ``$<JOB>_INPUT``, else the
     registry's ``default_input`` (relative to the project root). For a job reading a Delta table or
     Kafka topics: ``given`` or ``None`` (the table's folder in the lake; the registry's topics)."""
-    from spark_jobs.model.lake import PROJECT_ROOT
+    from spark_jobs.model.inputs import input_path
     from spark_jobs.registry import get_job
 
     job = get_job(job_name)
     if job.source.kind in ("delta", "kafka"):  # a table in the lake, or topics: no folder to resolve
         return given or None
-    chosen = given or os.environ.get(job.input_env_var) or job.default_input
-    path = Path(chosen).expanduser()
-    return str(path if path.is_absolute() else PROJECT_ROOT / path)
+    return str(input_path(job, given))
 
 
 class CheckpointHealthSensor(BaseOperator):

@@ -161,15 +161,10 @@ def input_location(job: JobSpec, given: str | os.PathLike | None, lake: Location
     For a job reading a Delta table: ``given``, else the table's folder in ``lake``."""
     if job.source.kind == "delta" and not given:
         return (lake or lake_location(None)).child("tables", job.source.table)
-    chosen = str(given) if given else os.environ.get(job.input_env_var) or job.default_input
-    if is_url(chosen):
-        return Location.of(chosen)
-    path = Path(chosen).expanduser()
-    if not path.is_absolute():
-        from spark_jobs.model.lake import PROJECT_ROOT
+    from spark_jobs.model.inputs import input_path, named_input
 
-        path = (Path.cwd() if given else PROJECT_ROOT) / path
-    return Location.of(str(path))
+    chosen = named_input(job, given)
+    return Location.of(chosen) if is_url(chosen) else Location.of(str(input_path(job, given)))
 
 
 def read_supervisor(control: Location) -> dict | None:

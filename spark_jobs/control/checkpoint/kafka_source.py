@@ -9,7 +9,6 @@ backlog is unknown and a warning says why (the rest of the report does not depen
 
 from __future__ import annotations
 
-import os
 from datetime import datetime
 
 from spark_jobs.model.errors import UsageError
@@ -20,6 +19,7 @@ def kafka_backlog(report, job: JobSpec, given, entries: dict, committed: int, no
     """Fill ``report``'s input, backlog (messages), in-flight messages and ``consumer_lag``."""
     from spark_jobs.model.kafka_connection import KafkaConnection
     from spark_jobs.control.kafka_lag import consumer_lag, kafka_source_offset, lag_report
+    from spark_jobs.model.inputs import named_input
     from spark_jobs.model.streams import kafka_subscription
 
     def offset(batch: int):
@@ -31,7 +31,7 @@ def kafka_backlog(report, job: JobSpec, given, entries: dict, committed: int, no
     # The topics: as given, else as the runner would resolve them, else the ones the checkpoint has read
     # (a job started with --input TOPICS and inspected without it), else the registry's.
     read = ",".join(sorted((planned or done or {}).keys()))
-    spec = str(given) if given else os.environ.get(job.input_env_var) or read or job.source.topics
+    spec = named_input(job, given, default=read or None)
     report.input = f"kafka:{spec}"
     try:
         connection = KafkaConnection.from_airflow(job.source.connection_id)

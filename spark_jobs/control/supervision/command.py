@@ -6,13 +6,12 @@ driver lives in the supervisor's child process group. Nothing here reads files o
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 
+from spark_jobs.control.monitoring.prometheus import STREAMING_METRICS_CONF
+from spark_jobs.launch.submit import SparkConnection, Submission
 from spark_jobs.model.errors import UsageError
-from spark_jobs.launch.jars import APPLICATION, spark_submit_options
-from spark_jobs.control.monitoring.prometheus import spark_submit_conf_args
 from spark_jobs.model.jobs import JobSpec
 
 
@@ -40,8 +39,9 @@ def driver_command(job: JobSpec, *, lake: str | None = None, input_path: str | N
     :param lake: ``--lake`` (default: the driver's ``$LAKE_ROOT``).
     :param input_path: ``--input`` (default: ``$<JOB>_INPUT`` or the registry's).
     :param trigger: the processing-time trigger (default: the registry's ``continuous_trigger``).
-    :param spark_submit: ``spark-submit`` (client mode, ``$SPARK_MASTER`` or ``local[2]``, the pinned
-        Delta jars and conf, Spark's streaming metrics for Prometheus) instead of ``python -m spark_jobs``.
+    :param spark_submit: ``spark-submit`` (client mode, ``$SPARK_MASTER`` or ``local[2]``: the project's
+        :class:`~spark_jobs.launch.submit.Submission`, with Spark's streaming metrics for Prometheus) instead
+        of ``python -m spark_jobs``.
     :param lease_ttl_seconds: ``--lease-ttl`` (default: the registry's).
     :param extra_args: more ``run`` options (e.g. ``--max-files-per-trigger 3``).
     """
@@ -55,9 +55,8 @@ def driver_command(job: JobSpec, *, lake: str | None = None, input_path: str | N
     args += list(extra_args or [])
     if not spark_submit:
         return [sys.executable, "-m", "spark_jobs", *args]
-    binary = shutil.which("spark-submit")
-    if binary is None:
-        raise UsageError("spark-submit is not on PATH; put the venv's bin on PATH (eval \"$(make -s env)\") "
-                         "or drop --spark-submit")
-    return [binary, "--master", os.environ.get("SPARK_MASTER", "local[2]"), "--deploy-mode", "client",
-            "--name", job.name, *spark_submit_options(), *spark_submit_conf_args(), APPLICATION, *args]
+    connection = SparkConnection.from_spark_master()
+    if shutil.which(connection.spark_binary) is None:
+        raise UsageError(f"{connection.spark_binary} is not on PATH; put the venv's bin on PATH "
+                         "(eval \"$(make -s env)\") or drop --spark-submit")
+    return Submission.of(args, name=job.name, extra_conf=STREAMING_METRICS_CONF).argv(connection)
