@@ -25,7 +25,7 @@ from spark_jobs.driver.write.delta_writer import TableTarget, create_tables
 from spark_jobs.driver.write.rows import table_rows, table_schema
 
 if TYPE_CHECKING:
-    from spark_jobs.jobs import JobModule
+    from spark_jobs.driver.job_contract import JobModule
 
 log = logging.getLogger("spark_jobs")
 

@@ -19,29 +19,6 @@ checkpoint) and each select gets the batch's
 the batch's source rows). The driver writes the tables (:mod:`spark_jobs.driver.write`).
 """
 
-from __future__ import annotations
+from spark_jobs.driver.job_contract import BatchContext, JobModule, Select
 
-from typing import TYPE_CHECKING, Callable, Mapping, Optional, Protocol, runtime_checkable
-
-if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
-
-    from spark_jobs.driver.write.stateful import BatchContext
-    from spark_jobs.model.jobs import JobSpec
-
-# A table's select: its columns of the transform's result (``context`` is None for a stateless job).
-Select = Callable[["DataFrame", "Optional[BatchContext]"], "DataFrame"]
-
-
-@runtime_checkable
-class JobModule(Protocol):
-    """The shape of a job module (see the module docstring).
-
-    :ivar OUTPUTS: one select per table of the job's registry entry, in the registry's order.
-    """
-
-    OUTPUTS: Mapping[str, Select]
-
-    def transform(self, source: "DataFrame", job: "JobSpec") -> "DataFrame":
-        """The job's rows of ``source`` (stateless: one result for all tables; stateful: the stream's result)."""
-        ...
+__all__ = ["BatchContext", "JobModule", "Select"]

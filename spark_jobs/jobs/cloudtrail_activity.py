@@ -40,7 +40,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from spark_jobs.driver.write.rows import conformed, table_schema
-from spark_jobs.driver.write.stateful import BatchContext
+from spark_jobs.driver.job_contract import BatchContext
 from spark_jobs.driver.dimensions import enrich
 from spark_jobs.transforms.windows import WINDOW_KIND, is_late, windowed
 from spark_jobs.model.jobs import JobSpec

@@ -40,7 +40,7 @@ from pyspark.sql import functions as F
 
 from spark_jobs.transforms.alert_rules import BURST, INPUT_COLUMNS, OUTPUT_SCHEMA, ROOT, SILENT, AlertRules, RuleSettings
 from spark_jobs.driver.write.rows import conformed
-from spark_jobs.driver.write.stateful import BatchContext
+from spark_jobs.driver.job_contract import BatchContext
 from spark_jobs.driver.dimensions import enrich
 from spark_jobs.model.jobs import JobSpec
 from spark_jobs.model.streams import job_settings

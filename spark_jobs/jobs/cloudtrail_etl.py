@@ -33,7 +33,7 @@ from spark_jobs.transforms.cloudtrail.schema import (
 )
 
 if TYPE_CHECKING:
-    from spark_jobs.driver.write.stateful import BatchContext
+    from spark_jobs.driver.job_contract import BatchContext
 
 _RECORD = RECORD_SCHEMA.simpleString()
 

@@ -32,7 +32,7 @@ from spark_jobs.jobs import cloudtrail_etl as etl
 from spark_jobs.model.jobs import JobSpec
 
 if TYPE_CHECKING:
-    from spark_jobs.driver.write.stateful import BatchContext
+    from spark_jobs.driver.job_contract import BatchContext
 
 QUARANTINE = "cloudtrail_kafka_quarantine"
 MESSAGE_PREFIX = "kafka://"

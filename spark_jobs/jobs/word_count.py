@@ -25,7 +25,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from spark_jobs.driver.write.rows import conformed
-from spark_jobs.driver.write.stateful import BatchContext
+from spark_jobs.driver.job_contract import BatchContext
 from spark_jobs.model.jobs import JobSpec
 
 WORD_BREAK = r"[^\p{L}\p{N}']+"

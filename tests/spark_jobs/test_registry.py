@@ -15,7 +15,7 @@ def test_every_job_has_a_module_with_transform_and_one_output_per_table():
     select(result, context) per registry table, in the registry's order; no module constants beside them."""
     import inspect
 
-    from spark_jobs.jobs import JobModule
+    from spark_jobs.driver.job_contract import JobModule
 
     for job in JOBS.values():
         module = __import__(job.module, fromlist=["transform"])

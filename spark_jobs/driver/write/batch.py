@@ -29,7 +29,7 @@ from spark_jobs.driver.write.pipelined import plan_one_pass, rest_table, write_o
 from spark_jobs.driver.write.stateful import StatefulBatchWriter
 
 if TYPE_CHECKING:
-    from spark_jobs.jobs import JobModule
+    from spark_jobs.driver.job_contract import JobModule
 
 log = logging.getLogger("spark_jobs")
 

@@ -44,7 +44,7 @@ from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, TableTarget,
 from spark_jobs.driver.write.rows import route_column, table_rows
 
 if TYPE_CHECKING:
-    from spark_jobs.jobs import JobModule
+    from spark_jobs.driver.job_contract import JobModule
 
 log = logging.getLogger("spark_jobs")
 

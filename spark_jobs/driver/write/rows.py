@@ -17,8 +17,8 @@ from spark_jobs.model.tables import TableSpec
 from spark_jobs.driver.write.delta_writer import TableTarget
 
 if TYPE_CHECKING:
-    from spark_jobs.driver.write.stateful import BatchContext
-    from spark_jobs.jobs import JobModule
+    from spark_jobs.driver.job_contract import BatchContext
+    from spark_jobs.driver.job_contract import JobModule
 
 
 def route_column(targets: list[TableTarget]) -> Column:

@@ -30,7 +30,6 @@ In batch mode (:func:`batch_outputs`) nothing is late and ``batch_time`` is now.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -40,6 +39,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from spark_jobs.driver.dimensions import DimensionReader, dimension_frame
+from spark_jobs.driver.job_contract import BatchContext
 from spark_jobs.control.checkpoint.logs import LogDamage, OffsetsEntry, parse_offsets, read_checked, scan_log_dir
 from spark_jobs.control.checkpoint.store import Location
 from spark_jobs.model.jobs import JobSpec
@@ -47,34 +47,9 @@ from spark_jobs.model.streams import job_settings
 from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, TableTarget
 
 if TYPE_CHECKING:
-    from spark_jobs.jobs import JobModule
+    from spark_jobs.driver.job_contract import JobModule
 
 log = logging.getLogger("spark_jobs")
-
-
-@dataclass
-class BatchContext:
-    """What one micro-batch's rows may use besides its input (see the module docstring).
-
-    :param spark: the batch's session.
-    :param job: the registry entry (its windows, watermark, dimensions).
-    :param batch_id: the micro-batch, ``None`` in batch mode.
-    :param late_watermark_ms: the watermark late input is dropped by in this batch; ``None`` in batch
-        mode (no watermark: nothing is late).
-    :param batch_time: when the batch was planned (UTC).
-    :param dimensions: each dimension's rows as a DataFrame, by name.
-    :param settings: the job's settings.
-    :param source_batch: a function returning the micro-batch's input rows (a Delta source; else ``None``).
-    """
-
-    spark: SparkSession
-    job: JobSpec
-    batch_id: int | None
-    late_watermark_ms: int | None
-    batch_time: datetime
-    dimensions: dict[str, DataFrame] = field(default_factory=dict)
-    settings: dict[str, str] = field(default_factory=dict)
-    source_batch: object = None  # () -> DataFrame: the rows the batch read from its Delta source (see above)
 
 
 def offsets_entry(checkpoint: Path | str, batch_id: int) -> OffsetsEntry | None:
