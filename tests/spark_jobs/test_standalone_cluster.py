@@ -34,7 +34,7 @@ import psutil
 import pytest
 
 from spark_jobs.launch import code_zip
-from tools.bench.recovery import committed_files
+from tools.bench.supervised_job import committed_files
 from spark_jobs.control.checkpoint.lease import read_lease
 from spark_jobs.model.lake import Lake
 from spark_jobs.registry import get_job

@@ -32,8 +32,9 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from tools.bench.launches import DAG_ID, JOB, _check_noop, spark_default, spark_submit_command, timed, timing_shim
+from tools.bench.launches import DAG_ID, _check_noop, spark_default, spark_submit_command, timed, timing_shim
 from tools.bench.probes import median
+from tools.bench.recovery_airflow import wait_for_api
 from spark_jobs.model.lake import PROJECT_ROOT
 
 log = logging.getLogger("tools.bench")
@@ -44,23 +45,6 @@ POLL_S = 0.2
 
 def _epoch(iso: str | None) -> float | None:
     return datetime.fromisoformat(iso).timestamp() if iso else None
-
-
-def wait_for_api(what: str, check, timeout: float, every: float = 1.0):
-    """``check()``'s first truthy value; API errors while waiting count as not yet."""
-    from streaming.hooks.airflow_api import AirflowApiError
-
-    deadline = time.monotonic() + timeout
-    last: object = None
-    while time.monotonic() < deadline:
-        try:
-            value = check()
-            if value:
-                return value
-        except AirflowApiError as error:
-            last = error
-        time.sleep(every)
-    raise TimeoutError(f"{what} did not happen within {timeout:g} s (last: {last})")
 
 
 def _runs(api) -> list[dict]:

@@ -29,14 +29,30 @@ import sys
 import time
 from pathlib import Path
 
-from tools.bench.orchestration_live import wait_for_api
-from tools.bench.recovery import JOB, SupervisedJob
+from tools.bench.supervised_job import JOB, SupervisedJob
 from spark_jobs.model.lake import PROJECT_ROOT, Lake
 
 DAG_ID = f"{JOB.name}_continuous"
 PARSE_TIMEOUT_S = 300.0
 STOP_TIMEOUT_S = 300.0
 RUN_CHECK_EVERY_S = 10.0
+
+
+def wait_for_api(what: str, check, timeout: float, every: float = 1.0):
+    """``check()``'s first truthy value; API errors while waiting count as not yet."""
+    from streaming.hooks.airflow_api import AirflowApiError
+
+    deadline = time.monotonic() + timeout
+    last: object = None
+    while time.monotonic() < deadline:
+        try:
+            value = check()
+            if value:
+                return value
+        except AirflowApiError as error:
+            last = error
+        time.sleep(every)
+    raise TimeoutError(f"{what} did not happen within {timeout:g} s (last: {last})")
 
 
 def _plugins_on_path() -> None:

@@ -91,7 +91,7 @@ def table_event_ids(lake: Path) -> list[str]:
 
 def caught_up(checkpoint: Path, landing: Path) -> bool:
     """Every landed file was read by a committed batch, and every planned batch is committed."""
-    from tools.bench.recovery import committed_files
+    from tools.bench.supervised_job import committed_files
 
     landed = {p.name for p in landing.rglob("*.json.gz")}
     return (bool(landed) and landed <= committed_files(checkpoint)

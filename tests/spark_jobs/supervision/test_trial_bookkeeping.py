@@ -2,7 +2,7 @@
 
 import json
 
-from tools.bench.recovery import committed_files
+from tools.bench.supervised_job import committed_files
 
 
 def _write(path, lines):
