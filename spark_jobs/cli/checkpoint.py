@@ -23,6 +23,9 @@ from spark_jobs.model.errors import UsageError
 from spark_jobs.registry import JOBS, get_job
 
 
+HELP = "a job's checkpoint: inspect its health, repair damage"
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``checkpoint`` command's sub-commands."""
     actions = parser.add_subparsers(dest="checkpoint_command", required=True)

@@ -8,6 +8,9 @@ import json
 from spark_jobs.model.errors import UsageError
 
 
+HELP = "forward a table's new rows to a Kafka topic (spark_jobs.driver.forward)"
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from spark_jobs.registry import FORWARDS
 

@@ -1,32 +1,14 @@
-"""``python -m spark_jobs status [--lake PATH] [--json]``: every job's health in a terminal.
+"""Every job's health for people: collected for all jobs, and the short texts of its parts.
 
-The same summary as the health page in the Airflow UI (both call
-:func:`spark_jobs.control.monitoring.health.check_job`): state, last commit and its age, backlog, the
-supervisor's restarts and backoff, the conditions that raise alerts (with what to do) and the open
-incidents. No Spark and no Airflow: it reads the checkpoint, the control files and
-``streaming_progress`` (delta-rs), in about a second. Exit status 0 whatever the health (it is a
-report), 2 for a bad value.
-
-Example::
-
-    JOB             STATE     LAST COMMIT              BACKLOG  RESTARTS  SUPERVISOR
-    cloudtrail_etl  lagging   12 s ago (batch 41)      312      1/5       running, not backing off
-      falling_behind [warning] cloudtrail_etl is falling behind: its last 5 micro-batches processed ...
-          do: see which part of the batch duration grew (health page); ...
+Shared by ``python -m spark_jobs status`` (:mod:`spark_jobs.cli.status`) and the health page in the Airflow UI;
+both show :func:`spark_jobs.control.monitoring.health.check_job`'s summary. No Spark and no Airflow.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 from datetime import datetime, timezone
 
 from spark_jobs.registry import JOBS
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--lake", help="lake root (default: $LAKE_ROOT or ./lake)")
-    parser.add_argument("--json", action="store_true", help="one JSON object: {lake, checked_at, jobs: [...]}")
 
 
 def collect(lake: str | None = None, now: datetime | None = None) -> list:
@@ -62,46 +44,3 @@ def restarts_text(health) -> str:
     return f"{health.restarts_in_window or 0}/{health.max_restarts}"
 
 
-def supervisor_text(health) -> str:
-    supervisor = health.supervisor
-    if supervisor is None:
-        return "none"
-    if supervisor.get("is_backing_off"):
-        return f"{supervisor.get('state')}, next attempt {supervisor.get('next_attempt_at')}"
-    return f"{supervisor.get('state')}, {supervisor.get('consecutive_failures', 0)} consecutive failures"
-
-
-def format_table(jobs: list, lake: str) -> str:
-    """The terminal view: one line per job, then its conditions and open incidents."""
-    header = ("JOB", "STATE", "LAST COMMIT", "BACKLOG", "RESTARTS", "SUPERVISOR")
-    lines = [header] + [(h.job, h.state, commit_text(h), "?" if h.backlog_files is None else str(h.backlog_files),
-                         restarts_text(h), supervisor_text(h)) for h in jobs]
-    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-    out = [f"lake {lake}"]
-    for index, line in enumerate(lines):
-        out.append("  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip())
-        if index == 0:
-            continue
-        health = jobs[index - 1]
-        if health.reason not in {c.summary for c in health.conditions}:
-            out.append(f"  {health.reason}")
-        for condition in health.conditions:
-            out.append(f"  {condition.code} [{condition.severity}] {condition.summary}")
-            out.append(f"      do: {condition.action}")
-        for incident in health.incidents:
-            out.append(f"  incident {incident['code']} open since {incident['opened_at']} (alerted)")
-    return "\n".join(out)
-
-
-def run(args: argparse.Namespace) -> int:
-    from spark_jobs.model.lake import resolve_lake_root
-
-    lake = str(resolve_lake_root(args.lake))
-    now = datetime.now(timezone.utc)
-    jobs = collect(lake, now)
-    if args.json:
-        print(json.dumps({"lake": lake, "checked_at": now.isoformat(timespec="seconds"),
-                          "jobs": [h.to_dict() for h in jobs]}, default=str))
-    else:
-        print(format_table(jobs, lake))
-    return 0
