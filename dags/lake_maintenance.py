@@ -31,7 +31,6 @@ from spark_jobs.registry import table_specs
 from streaming.dag_parts import retrying_default_args, skip_unwritten_table
 
 DAG_ID = "lake_maintenance"
-STEPS = ("optimize", "vacuum")
 
 # Interrupting either step loses nothing: an unfinished compaction or vacuum is simply redone.
 DEFAULT_ARGS = retrying_default_args(execution_timeout=timedelta(hours=2))

@@ -56,7 +56,6 @@ from spark_jobs.control.supervision.hold import read_hold
 from spark_jobs.control.supervision.state import read_supervisor_state
 
 ACTIONS = tuple(ONCALL_ACTIONS)
-SPARK_ACTIONS = ("reprocess_from", "rollback_table")
 # Fields only some actions take: a value for another action is refused (it was meant for something else).
 ACTION_FIELDS = {"from_time": ("reprocess_from",), "table": ("rollback_table",), "table_version": ("rollback_table",)}
 MAX_REASON_CHARS = 2000

@@ -1,4 +1,4 @@
-"""The Spark side of Kafka: the job's source options, batch and streaming reads, writes to a topic, and
+"""The Spark side of Kafka: the job's source options, batch and streaming reads, and
 its fixed schema (the reprocess of a Kafka job from a point in time is :mod:`spark_jobs.driver.kafka_reprocess`).
 
 Everything here is Spark's own Kafka connector (``spark-sql-kafka-0-10``, fetched at set-up by
@@ -13,7 +13,6 @@ import logging
 from datetime import datetime
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType, TimestampType
 
 from spark_jobs.model.errors import UsageError
@@ -68,13 +67,3 @@ def read_kafka(spark: SparkSession, job: JobSpec, spec: str, options: dict[str, 
     return reader.format("kafka").options(**chosen).load()
 
 
-def write_to_topic(frame: DataFrame, topic: str, connection: KafkaConnection, key: str, value_columns=None) -> None:
-    """Write ``frame`` to ``topic`` (a batch write of Spark's Kafka sink): the message key is column ``key``,
-    the value the row's JSON (of ``value_columns``, default all).
-
-    At least once: a batch written again after a failure sends its messages again, with the same keys,
-    so a consumer drops duplicates by key.
-    """
-    columns = value_columns or frame.columns
-    (frame.select(F.col(key).cast("string").alias("key"), F.to_json(F.struct(*columns)).alias("value"))
-     .write.format("kafka").options(**connection.spark_options()).option("topic", topic).save())
