@@ -1,6 +1,6 @@
 """The job registry: one declaration per job, read by the CLI, the DAGs, the sensors and the tests.
 
-A job's name is also its module under :mod:`spark_jobs.jobs`, its Spark app name, the suffix of its
+A job's name is also its module under :mod:`spark_jobs.jobs`, its Spark app name, the prefix of its
 DAG ids, its checkpoint folder and the name of its Assets. This module is data only (the shapes are
 in :mod:`spark_jobs.model`) and imports nothing heavy (no pyspark), so Airflow can read it while
 parsing DAG files without doing any I/O.
@@ -83,9 +83,9 @@ ACCOUNTS = DimensionSpec(
 # removes rows) is skipped rather than failing the stream; OPTIMIZE commits carry no data change and
 # are never read.
 EVENTS_STREAM_OPTIONS = {"maxFilesPerTrigger": "1000", "skipChangeCommits": "true"}
-# The state store transformWithStateInPandas needs (and the one that keeps large state off the heap).
 # The accounts file's columns the analytics tables add to each row (spark_jobs.driver.dimensions.enrich).
 ACCOUNT_COLUMNS = "account_name STRING, owner_team STRING, environment STRING, account_known BOOLEAN"
+# The state store transformWithStateInPandas needs (and the one that keeps large state off the heap).
 ROCKSDB = {"spark.sql.streaming.stateStore.providerClass":
            "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"}
 

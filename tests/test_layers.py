@@ -1,8 +1,8 @@
 """The product's layers hold: import-linter's contracts in ``.importlinter``, and no import cycle.
 
-The layers, lowest first: ``spark_jobs.model`` and ``spark_jobs.registry`` (declarations: no pyspark, no Airflow),
-``spark_jobs.launch`` and ``spark_jobs.control`` (no pyspark), ``spark_jobs.transforms``, ``spark_jobs.driver``,
-``spark_jobs.jobs``, ``spark_jobs.cli``; ``tools`` is never imported by ``spark_jobs``, and the Airflow plugins import
+The layers, lowest first: ``spark_jobs.model``, ``spark_jobs.registry`` (declarations: no pyspark, no Airflow),
+``spark_jobs.launch`` (no pyspark), then ``spark_jobs.control`` (no pyspark) beside ``spark_jobs.transforms`` (neither
+imports the other), ``spark_jobs.driver``, ``spark_jobs.jobs``, ``spark_jobs.cli``; ``tools`` is never imported by ``spark_jobs``, and the Airflow plugins import
 neither pyspark nor the driver. Imports inside functions count: import-linter reads every import statement.
 """
 

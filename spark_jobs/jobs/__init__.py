@@ -15,7 +15,7 @@ Stateless and stateful jobs have this one shape. A stateless job's ``transform``
 micro-batch; each table's ``route`` (registry) picks its rows of the result and its select gets
 ``context=None``. A stateful job's ``transform`` runs on the stream (its state lives in the
 checkpoint) and each select gets the batch's
-:class:`~spark_jobs.driver.write.stateful.BatchContext` (watermark, batch time, dimensions, settings,
+:class:`~spark_jobs.driver.job_contract.BatchContext` (watermark, batch time, dimensions, settings,
 the batch's source rows). The driver writes the tables (:mod:`spark_jobs.driver.write`).
 """
 

@@ -1,6 +1,6 @@
 """One streaming job's declaration: :class:`JobSpec` (no pyspark).
 
-A job's name is also its module under :mod:`spark_jobs.jobs`, its Spark app name, the suffix of its
+A job's name is also its module under :mod:`spark_jobs.jobs`, its Spark app name, the prefix of its
 DAG ids, its checkpoint folder and the name of its Assets (see :mod:`spark_jobs.registry`).
 """
 
@@ -118,7 +118,7 @@ class JobSpec:
 
     @property
     def module(self) -> str:
-        """The dotted module holding the job's ``transform`` and ``outputs``."""
+        """The dotted module holding the job's ``transform`` and ``OUTPUTS`` (:class:`~spark_jobs.jobs.JobModule`)."""
         return f"spark_jobs.jobs.{self.name}"
 
     @property
