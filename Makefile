@@ -28,11 +28,12 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt | cksum | cut -d' ' -f1)
 
-.PHONY: setup install jars demo test sample-data clean help env airflow stop
+.PHONY: setup install jars demo test test-fast sample-data clean help env airflow stop
 
 help:
 	@echo "make demo   set up, ingest generated CloudTrail samples through Airflow, show the table"
 	@echo "make test   set up and run the tests"
+	@echo "make test-fast  the declarations and control-plane tests only (no JVM, no Airflow; under a minute)"
 	@echo "make airflow  start Airflow on 127.0.0.1:\$$AIRFLOW_PORT (default 8080) and print the UI's URL and login"
 	@echo "make stop   stop that Airflow and every Spark driver it started"
 	@echo "make env    print the environment as shell exports: eval \"\$$(make -s env)\""
@@ -91,6 +92,11 @@ demo: sample-data
 
 test: setup
 	@python -m pytest $(PYTEST_ARGS)
+
+# The fast tier: the modules in tests/conftest.py's FAST_TIER, guarded (tests/fast_tier.py): a test in it
+# that imports pyspark or starts a JVM, spark-submit or Airflow fails.
+test-fast: setup
+	@python -m pytest --fast --basetemp=.spark/pytest-fast $(PYTEST_ARGS)
 
 # Airflow for real on loopback (api-server, scheduler, dag-processor, triggerer), with this project's
 # DAGs, plugins, environment and spark_default; every port-dependent setting is derived from

@@ -1,4 +1,10 @@
-"""Fixtures shared by the whole suite: one real local SparkSession, one real Kafka broker, the project's environment."""
+"""Fixtures shared by the whole suite: one real local SparkSession, one real Kafka broker, the project's environment.
+
+Also the suite's tiers: :data:`FAST_TIER` names the test modules of the declarations and the control
+plane (no JVM, no Airflow started); ``pytest --fast`` (``make test-fast``) runs only them, under a guard
+that fails any of their tests which imports pyspark or starts a JVM, spark-submit or Airflow (see
+:mod:`tests.fast_tier`). ``make test`` runs everything.
+"""
 
 from __future__ import annotations
 
@@ -15,11 +21,73 @@ REAL_CLOUDTRAIL = PROJECT_ROOT.parent / "shared" / "data" / "real" / "cloudtrail
 REQUIRED_ENV = ("AIRFLOW_HOME", "PYSPARK_PYTHON", "SPARK_LOCAL_DIRS")
 
 
+# The fast tier, by path under tests/: modules whose tests need no JVM and start no Airflow (declarations,
+# the control plane, the plugins' pure parts). A module listed here that imports pyspark or starts a JVM or
+# Airflow fails under `make test-fast` (tests/fast_tier.py), so the list cannot rot silently. Left out
+# though JVM-free: supervision/test_supervisor.py (it waits out a real 20 s "long healthy run") and the
+# DAG folder's parse (dags/test_dag_integrity.py: ~20-50 s of Airflow imports).
+FAST_TIER = (
+    "docker/test_airflow_entrypoint.py",
+    "plugins/test_checkpoint_health_trigger.py",
+    "plugins/test_health_alerts.py",
+    "plugins/test_notifiers.py",
+    "plugins/test_operators.py",
+    "spark_jobs/checkpoint/test_delta_source.py",
+    "spark_jobs/checkpoint/test_lease.py",
+    "spark_jobs/checkpoint/test_logs.py",
+    "spark_jobs/kafka/test_kafka_connection.py",
+    "spark_jobs/monitoring/test_health_and_status.py",
+    "spark_jobs/supervision/test_policy_and_state.py",
+    "spark_jobs/test_catchup_plan.py",
+    "spark_jobs/test_oncall_requests.py",
+    "spark_jobs/test_priority.py",
+    "spark_jobs/test_sample_data.py",
+    "spark_jobs/test_standalone_connection.py",
+    "spark_jobs/test_triggers.py",
+    "test_fast_tier_guard.py",
+)
+TESTS = Path(__file__).resolve().parent
+
+
+def pytest_addoption(parser):
+    parser.addoption("--fast", action="store_true",
+                     help="run only the fast tier (tests/conftest.py FAST_TIER: no JVM, no Airflow), guarded")
+
+
 def pytest_configure(config):
+    if config.getoption("--fast"):
+        from tests.fast_tier import install_guard
+
+        install_guard(config)
     missing = [name for name in REQUIRED_ENV if not os.environ.get(name)]
     if missing:
         pytest.exit(f"the test environment is not set ({', '.join(missing)} missing): run the tests "
                     "with `make test` (pass options as `make test PYTEST_ARGS='-k name'`)", returncode=4)
+
+
+def _in_fast_tier(path: Path) -> bool:
+    path = path.resolve()
+    return path.is_relative_to(TESTS) and path.relative_to(TESTS).as_posix() in FAST_TIER
+
+
+def pytest_ignore_collect(collection_path, config):
+    """Under ``--fast``, other test modules are not even imported (their imports may start pyspark)."""
+    if config.getoption("--fast") and collection_path.name.startswith("test_") and collection_path.suffix == ".py":
+        return not _in_fast_tier(collection_path) or None
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark the fast tier's tests ``fast``; under ``--fast``, deselect every other test."""
+    fast, other = [], []
+    for item in items:
+        in_tier = _in_fast_tier(item.path)
+        if in_tier:
+            item.add_marker(pytest.mark.fast)
+        (fast if in_tier else other).append(item)
+    if config.getoption("--fast") and other:
+        config.hook.pytest_deselected(items=other)
+        items[:] = fast
 
 
 @pytest.fixture(scope="session")

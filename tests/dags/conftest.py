@@ -1,4 +1,7 @@
-"""Fixtures for the DAG tests: the project's DAG folder parsed once, and the Airflow environment."""
+"""Fixtures for the DAG tests: the project's DAG folder parsed once, the Airflow environment, one migrated
+metadata DB per test session (each module copies it into its own home: its runs stay apart, and the
+~5-20 s of ``airflow db migrate`` are paid once), and SQL over a module's lake in the session's Spark.
+"""
 
 from __future__ import annotations
 
@@ -44,6 +47,41 @@ def dagbag(airflow_env):
     from airflow.dag_processing.dagbag import DagBag
 
     return DagBag(dag_folder=str(DAGS_FOLDER), safe_mode=False)
+
+
+@pytest.fixture(scope="session")
+def migrated_db(tmp_path_factory, airflow_env) -> Path:
+    """An Airflow metadata DB (SQLite) migrated once for the whole session; see :func:`fresh_airflow_home`."""
+    home = tmp_path_factory.mktemp("airflow_db_template")
+    done = subprocess.run(["airflow", "db", "migrate"], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "AIRFLOW_HOME": str(home),
+                               "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}"})
+    assert done.returncode == 0, f"airflow db migrate failed:\n{(done.stdout + done.stderr)[-3000:]}"
+    return home / "airflow.db"
+
+
+def fresh_airflow_home(migrated_db: Path, home: Path) -> Path:
+    """``home`` with a copy of the session's freshly migrated DB (no run, connection or variable in it).
+
+    :returns: the copy, the module's own ``AIRFLOW__DATABASE__SQL_ALCHEMY_CONN`` file.
+    """
+    home.mkdir(parents=True, exist_ok=True)
+    return Path(shutil.copyfile(migrated_db, home / "airflow.db"))
+
+
+def lake_sql(spark, lake: Path, sql: str) -> list[dict]:
+    """``sql`` over ``lake`` as ``python -m spark_jobs sql --format json`` answers it (the same views, each row
+    as its JSON object), in this process's SparkSession instead of a JVM started per query.
+    """
+    from pyspark.sql import functions as F
+
+    from spark_jobs.driver.sql import register_tables
+    from spark_jobs.model.lake import Lake
+
+    register_tables(spark, Lake(Path(lake)))
+    frame = spark.sql(sql)
+    return [json.loads(row.j) for row in
+            frame.select(F.to_json(F.struct("*"), {"ignoreNullFields": "false"}).alias("j")).collect()]
 
 
 def run_parse_probe(dags_folder: Path) -> dict:

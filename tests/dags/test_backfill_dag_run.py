@@ -1,6 +1,7 @@
 """cloudtrail_etl_backfill run for real by ``airflow dags test`` with a form's values: real Spark, real samples.
 
-The runs use a freshly migrated metadata DB and a lake in tmp_path (as the catch-up DAG's tests do).
+The runs use a copy of the session's freshly migrated metadata DB and a lake in tmp_path (as the
+catch-up DAG's tests do); the tables are read in the session's SparkSession.
 The job's input roots are the real samples' folder (``$CLOUDTRAIL_ETL_INPUT_ROOTS``).
 """
 
@@ -34,29 +35,27 @@ class BackfillRuns(CatchupRuns):
             return [dict(db.execute("SELECT task_id, state FROM task_instance WHERE dag_id = ? AND run_id = ?",
                                     (DAG_ID, run_id))) for run_id in runs]
 
-    def counts(self) -> dict:
-        [row] = self.query("SELECT (SELECT count(*) FROM cloudtrail_events) AS events, "
-                           "(SELECT count(DISTINCT eventID) FROM cloudtrail_events) AS distinct_ids, "
-                           "(SELECT count(*) FROM cloudtrail_quarantine) AS quarantined")
+    def counts(self, spark) -> dict:
+        [row] = self.query(spark, "SELECT (SELECT count(*) FROM cloudtrail_events) AS events, "
+                                  "(SELECT count(DISTINCT eventID) FROM cloudtrail_events) AS distinct_ids, "
+                                  "(SELECT count(*) FROM cloudtrail_quarantine) AS quarantined")
         return row
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory, real_cloudtrail) -> BackfillRuns:
+def runs(tmp_path_factory, real_cloudtrail, migrated_db) -> BackfillRuns:
     require_airflow_env()
-    runs = BackfillRuns(tmp_path_factory.mktemp("backfill_dag"))
+    runs = BackfillRuns(tmp_path_factory.mktemp("backfill_dag"), migrated_db)
     runs.env["CLOUDTRAIL_ETL_INPUT_ROOTS"] = str(real_cloudtrail.parent)
-    migrated = runs.run("airflow", "db", "migrate")
-    assert migrated.returncode == 0, f"airflow db migrate failed:\n{tail(migrated)}"
     return runs
 
 
 @pytest.fixture(scope="module")
-def first(runs, real_cloudtrail):
+def first(runs, real_cloudtrail, spark):
     """A backfill of every real sample, then the same backfill again."""
     done = runs.backfill(source=str(real_cloudtrail), max_files_per_trigger=500)
     assert done.returncode == 0, f"airflow dags test {DAG_ID} failed (exit {done.returncode}):\n{tail(done)}"
-    first = {"counts": runs.counts(), "files": table_files(runs.lake), "output": done.stdout + done.stderr}
+    first = {"counts": runs.counts(spark), "files": table_files(runs.lake), "output": done.stdout + done.stderr}
     again = runs.backfill(source=str(real_cloudtrail), max_files_per_trigger=500)
     assert again.returncode == 0, f"the second backfill failed (exit {again.returncode}):\n{tail(again)}"
     return {**first, "again_files": table_files(runs.lake), "states": runs.task_states()}

@@ -1,9 +1,10 @@
 """cloudtrail_etl_catchup run for real by ``airflow dags test``: spark-submit, tables, exactly once.
 
 The DAG runs twice over a small landing folder in tmp_path, with the Makefile's environment except
-for the lake, the input and Airflow's home: the runs go to a freshly migrated metadata DB in
-tmp_path, so the tests neither depend on nor add to the state of the project's ``.airflow``. Each
-run spark-submits a local Spark (~40-60 s).
+for the lake, the input and Airflow's home: the runs go to a copy of the session's freshly migrated
+metadata DB in tmp_path, so the tests neither depend on nor add to the state of the project's
+``.airflow``. Each run spark-submits a local Spark (~40-60 s); the tables are read in the session's
+SparkSession.
 """
 
 from __future__ import annotations
@@ -13,13 +14,12 @@ import json
 import os
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from spark_jobs.transforms.cloudtrail import reasons
-from tests.dags.conftest import PROJECT_ROOT, require_airflow_env
+from tests.dags.conftest import PROJECT_ROOT, fresh_airflow_home, lake_sql, require_airflow_env
 
 DAG_ID = "cloudtrail_etl_catchup"
 TABLES = ("cloudtrail_events", "cloudtrail_quarantine")
@@ -63,9 +63,9 @@ def tail(done: subprocess.CompletedProcess, lines: int = 60) -> str:
 class CatchupRuns:
     """A landing folder, a lake and an Airflow home in tmp_path, and the commands run against them."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, migrated_db: Path) -> None:
         self.landing, self.lake, self.home = root / "landing", root / "lake", root / "airflow_home"
-        self.home.mkdir()
+        fresh_airflow_home(migrated_db, self.home)
         self.env = {
             **os.environ,
             "AIRFLOW_HOME": str(self.home),
@@ -83,11 +83,9 @@ class CatchupRuns:
     def dags_test(self) -> subprocess.CompletedProcess:
         return self.run("airflow", "dags", "test", DAG_ID)
 
-    def query(self, sql: str) -> list[dict]:
-        done = self.run(sys.executable, "-m", "spark_jobs", "sql", "--lake", str(self.lake),
-                        "--format", "json", sql)
-        assert done.returncode == 0, f"query failed (exit {done.returncode}):\n{tail(done)}"
-        return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    def query(self, spark, sql: str) -> list[dict]:
+        """``sql`` over the lake as ``python -m spark_jobs sql --format json`` answers it (in ``spark``)."""
+        return lake_sql(spark, self.lake, sql)
 
     def asset_events(self) -> list[tuple[str, str]]:
         """(asset name, source run id) of every asset event in the run's metadata DB."""
@@ -101,21 +99,20 @@ class CatchupRuns:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> CatchupRuns:
+def runs(tmp_path_factory, migrated_db) -> CatchupRuns:
     require_airflow_env()
-    runs = CatchupRuns(tmp_path_factory.mktemp("catchup_dag"))
+    runs = CatchupRuns(tmp_path_factory.mktemp("catchup_dag"), migrated_db)
     write_landing(runs.landing)
-    migrated = runs.run("airflow", "db", "migrate")
-    assert migrated.returncode == 0, f"airflow db migrate failed:\n{tail(migrated)}"
     return runs
 
 
 @pytest.fixture(scope="module")
-def first_run(runs):
+def first_run(runs, spark):
     """The first run over the landing folder, and the tables it left, read before anything else runs."""
     done = runs.dags_test()
     assert done.returncode == 0, f"airflow dags test {DAG_ID} failed (exit {done.returncode}):\n{tail(done)}"
     rows = runs.query(
+        spark,
         "SELECT 'event' AS kind, eventID AS id, CAST(date AS STRING) AS day, NULL AS reason, "
         "NULL AS record_index FROM cloudtrail_events UNION ALL "
         "SELECT 'quarantine', regexp_extract(source_file, '[^/]+$', 0), NULL, reason, record_index "

@@ -2,7 +2,7 @@
 Airflow's metadata DB (``airflow connections add``, as Admin > Connections does): the task looks it up and
 hands it to the spark-submitted driver (plugins/streaming/job_connections.py).
 
-A metadata DB of its own in tmp_path, the session's broker (tests/conftest.py) and its own topic and lake;
+A metadata DB of its own in tmp_path (a copy of the session's freshly migrated one), the session's broker (tests/conftest.py) and its own topic and lake;
 ``$AIRFLOW_CONN_CLOUDTRAIL_KAFKA`` is removed from the runs' environment. Without the connection the task
 fails before any spark-submit, naming it; with it, the table holds exactly the topic's good events and the
 quarantine its bad messages, and the connection's secret is in no log line.
@@ -29,13 +29,11 @@ SECRET = "dag-truststore-secret-7c2e"
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory, kafka_broker) -> CatchupRuns:
+def runs(tmp_path_factory, kafka_broker, migrated_db) -> CatchupRuns:
     require_airflow_env()
-    runs = CatchupRuns(tmp_path_factory.mktemp("kafka_catchup_dag"))
+    runs = CatchupRuns(tmp_path_factory.mktemp("kafka_catchup_dag"), migrated_db)
     runs.env.pop(env_var(JOB.source.connection_id), None)  # only the metadata DB will have it
     runs.env[JOB.input_env_var] = TOPIC
-    migrated = runs.run("airflow", "db", "migrate")
-    assert migrated.returncode == 0, f"airflow db migrate failed:\n{tail(migrated)}"
     return runs
 
 

@@ -3,8 +3,8 @@ then ``lake vacuum``.
 
 The cloudtrail_etl tables are small Delta tables of three appends each (written with delta-rs, so no
 JVM is needed to set up) in a lake in tmp_path; the analytics jobs' tables do not exist yet, so their
-tasks are skipped without a spark-submit. Airflow's home is a freshly migrated metadata DB in
-tmp_path, as in test_catchup_dag_run.py. The run spark-submits four times (the JVM starts dominate).
+tasks are skipped without a spark-submit. Airflow's home holds a copy of the session's freshly
+migrated metadata DB in tmp_path, as in test_catchup_dag_run.py. The run spark-submits four times (the JVM starts dominate).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from tests.dags.conftest import PROJECT_ROOT, require_airflow_env
+from tests.dags.conftest import PROJECT_ROOT, fresh_airflow_home, require_airflow_env
 
 DAG_ID = "lake_maintenance"
 TABLES = {"cloudtrail_events": ("eventID", "date"), "cloudtrail_quarantine": ("source_file", "ingest_date")}
@@ -25,7 +25,7 @@ def tail(done: subprocess.CompletedProcess, lines: int = 60) -> str:
 
 
 @pytest.fixture(scope="module")
-def maintained(tmp_path_factory):
+def maintained(tmp_path_factory, migrated_db):
     """The lake before and after one ``airflow dags test lake_maintenance``."""
     import datetime
 
@@ -35,7 +35,7 @@ def maintained(tmp_path_factory):
     require_airflow_env()
     root = tmp_path_factory.mktemp("lake_maintenance_dag")
     lake, home = root / "lake", root / "airflow_home"
-    home.mkdir()
+    fresh_airflow_home(migrated_db, home)
     keys = {}
     for table, (key, day) in TABLES.items():
         keys[table] = []
@@ -50,9 +50,6 @@ def maintained(tmp_path_factory):
     env = {**os.environ, "AIRFLOW_HOME": str(home),
            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
            "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO", "LAKE_ROOT": str(lake)}
-    migrated = subprocess.run(["airflow", "db", "migrate"], cwd=PROJECT_ROOT, env=env, capture_output=True,
-                              text=True, timeout=300)
-    assert migrated.returncode == 0, f"airflow db migrate failed:\n{tail(migrated)}"
     done = subprocess.run(["airflow", "dags", "test", DAG_ID], cwd=PROJECT_ROOT, env=env, capture_output=True,
                           text=True, timeout=1200)
     assert done.returncode == 0, f"airflow dags test {DAG_ID} failed (exit {done.returncode}):\n{tail(done)}"

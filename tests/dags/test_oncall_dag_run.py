@@ -29,7 +29,7 @@ import pytest
 from spark_jobs.control.checkpoint.lease import Lease
 from spark_jobs.model.lake import Lake
 from spark_jobs.control.ops_audit import read_rows
-from tests.dags.conftest import PROJECT_ROOT, require_airflow_env
+from tests.dags.conftest import PROJECT_ROOT, fresh_airflow_home, require_airflow_env
 from tests.spark_jobs.conftest import run_job  # noqa: F401 - the fixture that runs the job in this process
 
 DAG_ID = "streaming_oncall"
@@ -67,9 +67,9 @@ def tail(done: subprocess.CompletedProcess, lines: int = 60) -> str:
 class Oncall:
     """The landing folder, the lake and an Airflow home in tmp_path, and the DAG run against them."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, migrated_db: Path) -> None:
         self.landing, self.lake, self.home = root / "landing", Lake(root / "lake"), root / "airflow_home"
-        self.home.mkdir()
+        fresh_airflow_home(migrated_db, self.home)
         self.env = {
             **os.environ,
             "AIRFLOW_HOME": str(self.home),
@@ -111,16 +111,14 @@ def bad_deploy(lake: Lake) -> None:
 
 
 @pytest.fixture(scope="module")
-def oncall(tmp_path_factory, run_job, spark):
+def oncall(tmp_path_factory, run_job, spark, migrated_db):
     """A lake after one run of the job over every file (version 1) and a bad deploy's commit (version 2)."""
     require_airflow_env()
-    oncall = Oncall(tmp_path_factory.mktemp("oncall_dag"))
+    oncall = Oncall(tmp_path_factory.mktemp("oncall_dag"), migrated_db)
     land(oncall.landing, FILES)
     (oncall.landing / BAD).write_bytes(gzip.compress(b'{"Records": [ not json ]}'))
     run_job(oncall.landing, oncall.lake.root)
     bad_deploy(oncall.lake)
-    migrated = oncall.run("airflow", "db", "migrate")
-    assert migrated.returncode == 0, f"airflow db migrate failed:\n{tail(migrated)}"
     return oncall
 
 

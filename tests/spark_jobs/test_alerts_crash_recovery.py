@@ -49,6 +49,11 @@ def _wait(condition, timeout: float, what: str, log) -> None:
         time.sleep(0.2)
 
 
+def _batch_ids(folder) -> set[int]:
+    """The batch ids logged in a checkpoint's ``offsets`` or ``commits`` folder."""
+    return {int(p.name) for p in folder.glob("[0-9]*")}
+
+
 def _alert_ids(lake) -> set[str]:
     """The alert ids committed so far, read with delta-rs (no Spark job per poll)."""
     from deltalake import DeltaTable
@@ -107,7 +112,13 @@ def test_each_alert_fires_once_across_a_kill_9_and_restart(spark, tmp_path):
                for rule, account, subject, ip, start in stream.alerts | {expected_silence}}
         _wait(lambda: _alert_ids(lake) >= ids or driver.poll() is not None, 400,
               "the alerts, the silence one included", log)
-        time.sleep(3)  # more batches of the delivering accounts: they must stay quiet
+        # More batches of the delivering accounts' new commits: they must stay quiet. Wait for two more
+        # commits of theirs, then for a micro-batch planned after them to be committed.
+        feeds = feeder.commits
+        _wait(lambda: feeder.commits >= feeds + 2 or driver.poll() is not None, 120, "two more feeder commits", log)
+        planned_by_now = max(_batch_ids(checkpoint / "offsets"))
+        _wait(lambda: max(_batch_ids(checkpoint / "commits")) > planned_by_now or driver.poll() is not None, 300,
+              "a micro-batch over the feeder's newer commits", log)
         feeder.stop.set()
         feeder.join(60)
         driver.send_signal(signal.SIGTERM)  # graceful: stops after its micro-batch
