@@ -63,8 +63,8 @@ BREAKAGES = {
     "entrypoint_removed": (lambda root: (root / "docker/airflow-entrypoint.sh").unlink(),
                            "runs /opt/project/docker/airflow-entrypoint.sh, but docker/airflow-entrypoint.sh is not "
                            "in the project"),
-    "copied_file_removed": (lambda root: (root / "spark_jobs/launch/jars.py").unlink(),
-                            "copies spark_jobs/launch/jars.py, which does not exist"),
+    "copied_file_removed": (lambda root: (root / "spark_jobs/__init__.py").unlink(),
+                            "copies spark_jobs/__init__.py, which does not exist"),
     "env_example_removed": (lambda root: (root / ".env.example").unlink(),
                             "docker-compose.yml is not valid (docker-compose config)"),
     "env_not_ignored": (lambda root: edit(root / ".gitignore", "\n.env\n", "\n"),
