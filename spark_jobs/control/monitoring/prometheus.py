@@ -27,9 +27,3 @@ STREAMING_METRICS_CONF = {
 }
 
 
-def spark_submit_conf_args() -> list[str]:
-    """:data:`STREAMING_METRICS_CONF` as ``--conf key=value`` arguments of a spark-submit."""
-    args: list[str] = []
-    for key, value in STREAMING_METRICS_CONF.items():
-        args += ["--conf", f"{key}={value}"]
-    return args
