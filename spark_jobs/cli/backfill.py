@@ -13,15 +13,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("job", help=f"a registered job: {', '.join(JOBS)}")
     parser.add_argument("--source", required=True, help="absolute folder under the job's input roots")
     parser.add_argument("--date-from", help="first delivery date, YYYY-MM-DD (UTC); without both dates every "
-                                              "file of the source is loaded, dated or not")
+                        "file of the source is loaded, dated or not")
     parser.add_argument("--date-to", help="last delivery date, YYYY-MM-DD (UTC), inclusive (default: today)")
     parser.add_argument("--time-from", help="instead of dates: the first delivery time, ISO-8601 (UTC), e.g. an "
-                                              "Airflow data interval's start")
+                        "Airflow data interval's start")
     parser.add_argument("--time-to", help="the end of the time window (exclusive), ISO-8601 (UTC)")
     parser.add_argument("--max-files-per-trigger", help="files per micro-batch (default: the registry's)")
     parser.add_argument("--dry-run", action="store_true", help="list the files and their count; write nothing")
     parser.add_argument("--priority", help="CPU priority of the driver: idle (SCHED_IDLE), nice:N or normal "
-                                             "(default: $<JOB>_BACKFILL_PRIORITY, else the registry's)")
+                        "(default: $<JOB>_BACKFILL_PRIORITY, else the registry's)")
     parser.add_argument("--lake", help="lake root (default: $LAKE_ROOT or ./lake)")
 
 

@@ -13,7 +13,7 @@ HELP = "replay a job's input delivered from a time on into its tables (one Delta
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("job", help=f"a registered job: {', '.join(JOBS)}")
     parser.add_argument("--from-time", required=True, help="delivery time to replay from, ISO-8601 (UTC unless "
-                                                              "it names an offset)")
+                        "it names an offset)")
     parser.add_argument("--input", help="the input folder (default: $<JOB>_INPUT, else the registry's)")
     parser.add_argument("--lake", help="lake root (default: $LAKE_ROOT or ./lake)")
     parser.add_argument("--dry-run", action="store_true", help="say what would be replayed and rebuilt; write nothing")

@@ -19,7 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--latest-first", action="store_true", help="newest files first (for catching up on a backlog)")
     parser.add_argument("--table-format", help="delta, the only format (kept for scripts that pass it)")
     parser.add_argument("--lease-ttl", type=float, metavar="SECONDS",
-                     help="ttl of the driver's lease on the checkpoint (default: the registry's lease_ttl_seconds)")
+                        help="ttl of the driver's lease on the checkpoint (default: the registry's lease_ttl_seconds)")
     parser.add_argument("--max-offsets-per-trigger", help="Kafka jobs: messages per micro-batch (default: the registry's)")
     parser.add_argument("--starting-timestamp", help="Kafka jobs, first start only: read from this time (ISO-8601, UTC)")
 

@@ -16,10 +16,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--input", help="landing folder (default: the registry's, or $<JOB>_INPUT)")
     parser.add_argument("--trigger", help="processing-time:<duration> (default: the registry's continuous_trigger)")
     parser.add_argument("--spark-submit", action="store_true",
-                           help="start the driver with spark-submit (client mode) instead of python -m spark_jobs run")
+                        help="start the driver with spark-submit (client mode) instead of python -m spark_jobs run")
     parser.add_argument("--lease-ttl", type=float, metavar="SECONDS", help="the driver's lease ttl (default: the registry's)")
     parser.add_argument("--policy", metavar="JSON",
-                           help="RestartPolicy fields to override, e.g. '{\"max_restarts\": 2}' (default: the registry's)")
+                        help="RestartPolicy fields to override, e.g. '{\"max_restarts\": 2}' (default: the registry's)")
 
 
 def run(args: argparse.Namespace) -> int:
