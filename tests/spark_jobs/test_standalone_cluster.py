@@ -43,7 +43,7 @@ from tools.standalone import StandaloneCluster, connection_json, executor_proces
 from spark_jobs.control.supervision.driver import group_members
 from spark_jobs.control.supervision.supervisor import Supervisor
 from tests.conftest import PROJECT_ROOT
-from tests.dags.conftest import require_airflow_env
+from tests.dags.conftest import migrated_db, require_airflow_env  # noqa: F401 (migrated_db: the session's fixture)
 from tests.dags.test_catchup_dag_run import CatchupRuns, tail
 from tests.spark_jobs.supervision.helpers import batch_ids, table_event_ids, wait_for
 
@@ -100,9 +100,9 @@ def apps(cluster: StandaloneCluster, kind: str) -> dict[str, dict]:
 class ClusterRun:
     """The cluster, a landing folder and a lake, and the environment that points Airflow at the cluster."""
 
-    def __init__(self, root: Path, cluster: StandaloneCluster) -> None:
+    def __init__(self, root: Path, cluster: StandaloneCluster, migrated_db: Path) -> None:
         self.root, self.cluster = root, cluster
-        self.airflow = CatchupRuns(root)
+        self.airflow = CatchupRuns(root, migrated_db)
         self.airflow.env["AIRFLOW_CONN_SPARK_DEFAULT"] = connection_json(cluster.host, cluster.port)
         self.landing, self.lake = self.airflow.landing, self.airflow.lake
         self.checkpoint = self.lake / "checkpoints" / JOB.name
@@ -121,16 +121,13 @@ class ClusterRun:
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
+def run(tmp_path_factory, migrated_db):
     require_airflow_env()
     root = tmp_path_factory.mktemp("standalone")
     cluster = StandaloneCluster(root / "cluster", worker_cores=2, worker_memory="1g")
     cluster.start()
     try:
-        run = ClusterRun(root, cluster)
-        migrated = run.airflow.run("airflow", "db", "migrate")
-        assert migrated.returncode == 0, f"airflow db migrate failed:\n{tail(migrated)}"
-        yield run
+        yield ClusterRun(root, cluster, migrated_db)
     finally:
         pgids = cluster.pgids
         cluster.stop()
