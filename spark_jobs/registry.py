@@ -237,9 +237,54 @@ CLOUDTRAIL_KAFKA = JobSpec(
     source_file_column="_source_file",
 )
 
+COWRIE_HONEYPOT = JobSpec(
+    name="cowrie_honeypot",
+    description="Cowrie SSH/telnet honeypot JSON logs -> one typed row per event (connections, logins, commands, "
+                "downloads), bad lines quarantined",
+    default_input="landing/cowrie",
+    tables=(
+        TableSpec(
+            name="cowrie_events",
+            partition_by=("date",),
+            description="one row per honeypot event (event_id: sensor, session, eventid and timestamp), every "
+                        "shape's fields typed, partitioned by event date (UTC)",
+            stats_columns=("timestamp", "eventid", "session", "src_ip", "username"),
+            # One row per event (event_id: see spark_jobs.jobs.cowrie_honeypot); its date comes from the same
+            # timestamp in every delivery and bounds the merge to the batch's dates. Among one batch's
+            # deliveries of an event, the first in file and line order is kept.
+            unique_key=("event_id", "date"),
+            first_by=("_source_file", "_line_number"),
+            source_file="_source_file",
+            route="reason IS NULL",
+        ),
+        TableSpec(
+            name="cowrie_quarantine",
+            partition_by=("ingest_date",),
+            description="lines of the honeypot's logs that could not be ingested, with the reason and the raw line",
+            quarantine=True,
+            # One row per line and reason (every row has its line number, a damaged gzip's too).
+            unique_key=("source_file", "line_number", "reason"),
+            source_file="source_file",
+            route="reason IS NOT NULL",
+        ),
+    ),
+    file_source_options={
+        # Cowrie's daily rotated files (cowrie.json.2018-05-19, gzipped or not), one sub-folder per
+        # sensor; never the live cowrie.json, which is still being written.
+        "recursiveFileLookup": "true",
+        "pathGlobFilter": "{*.json.????-??-??,*.json.????-??-??.gz}",
+        "maxFilesPerTrigger": "100",
+        "latestFirst": "false",
+    },
+    schedule="@hourly",
+    tags=("cowrie", "honeypot", "streaming"),
+    continuous_trigger="processing-time:30s",
+    source_file_column="_source_file",
+)
+
 # Checked as it loads: an inconsistent declaration fails here, naming it (RegistryError).
 JOBS: Mapping[str, JobSpec] = check_jobs((CLOUDTRAIL_ETL, CLOUDTRAIL_ACTIVITY, CLOUDTRAIL_ALERTS, WORD_COUNT,
-                                          CLOUDTRAIL_KAFKA))
+                                          CLOUDTRAIL_KAFKA, COWRIE_HONEYPOT))
 
 # Lake tables forwarded to Kafka topics for other systems (python -m spark_jobs forward NAME; at least once,
 # keyed so that consumers drop duplicates: see spark_jobs.driver.forward).

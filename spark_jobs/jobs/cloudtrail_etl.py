@@ -31,6 +31,7 @@ from spark_jobs.transforms.cloudtrail.schema import (
     RAW_JSON_FIELDS,
     RECORD_SCHEMA,
 )
+from spark_jobs.transforms.quarantine import event_columns, quarantine_columns
 
 if TYPE_CHECKING:
     from spark_jobs.driver.job_contract import BatchContext
@@ -197,25 +198,13 @@ def _columns() -> tuple[list[tuple[list, Column | None]], list[Column]]:
 
 def events(parsed: DataFrame, context: BatchContext | None = None) -> DataFrame:
     """Columns of ``cloudtrail_events`` (of the rows its route, ``reason IS NULL``, takes)."""
-    return parsed.drop("reason", "detail", "raw")
+    return event_columns(parsed)
 
 
 def quarantine(parsed: DataFrame, context: BatchContext | None = None) -> DataFrame:
     """Columns of ``cloudtrail_quarantine`` (of the rows its route, ``reason IS NOT NULL``, takes)."""
-    raw = F.coalesce(F.col("raw"), F.lit(""))
-    quarantined_at = F.current_timestamp()
-    return parsed.select(
-        F.col("_source_file").alias("source_file"),
-        F.col("_record_index").alias("record_index"),
-        "reason",
-        "detail",
-        F.left(raw, F.lit(MAX_RAW_CHARS)).alias("raw"),
-        (F.length(raw) > MAX_RAW_CHARS).alias("raw_truncated"),
-        F.length(raw).alias("raw_length"),
-        "eventID",
-        quarantined_at.alias("quarantined_at"),
-        F.to_date(quarantined_at).alias("ingest_date"),
-    )
+    return quarantine_columns(parsed, source_file="_source_file", position=("_record_index", "record_index"),
+                              identity="eventID", max_raw_chars=MAX_RAW_CHARS)
 
 
 OUTPUTS = {"cloudtrail_events": events, "cloudtrail_quarantine": quarantine}

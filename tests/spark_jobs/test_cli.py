@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from tools.sample_data import write_sample_landing
+from spark_jobs.registry import JOBS
 from tests.conftest import PROJECT_ROOT, run_cli
 
 
 @pytest.mark.parametrize("args, message", [
-    (["run", "nope"], "error: unknown job 'nope'; known jobs: cloudtrail_activity, cloudtrail_alerts, "
-                      "cloudtrail_etl, cloudtrail_kafka, word_count"),
+    (["run", "nope"], f"error: unknown job 'nope'; known jobs: {', '.join(sorted(JOBS))}"),
     (["run", "cloudtrail_etl", "--input", "/no/such/folder"],
      "error: input folder '/no/such/folder' does not exist; pass --input DIR (or set $CLOUDTRAIL_ETL_INPUT)"),
     (["run", "cloudtrail_etl", "--input", "tests", "--trigger", "hourly"], "error: bad trigger 'hourly'"),

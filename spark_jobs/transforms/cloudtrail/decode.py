@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import json
 import re
-import zlib
 from datetime import datetime
 from dataclasses import dataclass, field
 from typing import Iterator
 
 from spark_jobs.transforms.cloudtrail import reasons
+from spark_jobs.transforms.gzip_stream import decompress as _decompress
+from spark_jobs.transforms.gzip_stream import gunzip  # noqa: F401 - its tests import it from here
 
-GZIP_MAGIC = b"\x1f\x8b"
 _RECORDS_OPENING = re.compile(r'\A\s*\{\s*"Records"\s*:\s*\[')
 _MAX_DETAIL = 300
 # A first line holding one of these is a CloudTrail event, so the file is JSON lines of events.
@@ -53,33 +53,6 @@ class DecodedFile:
     bad_utf8: bool = False
 
 
-def gunzip(data: bytes) -> tuple[bytes, str | None]:
-    """Decompress every member of a gzip stream.
-
-    :returns: the bytes decompressed and ``None``, or the bytes readable before the damage and a
-        description of the damage.
-    """
-    out: list[bytes] = []
-    rest = data
-    while rest:
-        inflater = zlib.decompressobj(wbits=31)
-        try:
-            out.append(inflater.decompress(rest))
-        except zlib.error as exc:
-            return b"".join(out), f"corrupt gzip stream: {exc}"
-        if not inflater.eof:
-            out.append(inflater.flush())
-            done = sum(map(len, out))
-            return b"".join(out), (
-                f"truncated gzip stream: {len(data)} compressed bytes end before the stream does "
-                f"({done} bytes readable)"
-            )
-        rest = inflater.unused_data.lstrip(b"\x00")
-        if rest and not rest.startswith(GZIP_MAGIC):
-            return b"".join(out), f"{len(rest)} bytes of garbage after the gzip stream"
-    return b"".join(out), None
-
-
 def shape_of(text: str) -> str:
     """Which of the shapes CloudTrail data comes in ``text`` has, from its first line."""
     stripped = text.lstrip()
@@ -96,15 +69,6 @@ def shape_of(text: str) -> str:
         if isinstance(first, dict) and _EVENT_KEYS.intersection(first):
             return LINES
     return DOCUMENT
-
-
-def _decompress(content: bytes) -> tuple[bytes, str | None]:
-    """A log file's bytes, gunzipped if they are gzip (by content, not name), without a UTF-8 BOM.
-
-    :returns: the bytes, and a description of any gzip damage (see :func:`gunzip`).
-    """
-    data, damage = gunzip(content) if content[:2] == GZIP_MAGIC else (content, None)
-    return (data[3:] if data.startswith(b"\xef\xbb\xbf") else data), damage
 
 
 def decode_file(content: bytes) -> DecodedFile:
