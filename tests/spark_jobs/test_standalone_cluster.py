@@ -43,7 +43,7 @@ from tools.standalone import StandaloneCluster, connection_json, executor_proces
 from spark_jobs.control.supervision.driver import group_members
 from spark_jobs.control.supervision.supervisor import Supervisor
 from tests.conftest import PROJECT_ROOT
-from tests.dags.conftest import migrated_db, require_airflow_env  # noqa: F401 (migrated_db: the session's fixture)
+from tests.dags.conftest import airflow_env, migrated_db, require_airflow_env  # noqa: F401 (the DAG tests' session fixtures)
 from tests.dags.test_catchup_dag_run import CatchupRuns, tail
 from tests.spark_jobs.supervision.helpers import batch_ids, table_event_ids, wait_for
 
