@@ -90,8 +90,11 @@ demo: sample-data
 	@echo "== cloudtrail_quarantine: what could not be ingested, and why (DuckDB) =="
 	@python -m spark_jobs sql --engine duckdb "SELECT reason, record_index, regexp_extract(source_file, '[^/]+$$', 0) AS file, left(detail, 60) AS detail FROM cloudtrail_quarantine ORDER BY file, record_index" 2>/dev/null
 
+# Two workers (pytest-xdist): a module's tests, or all of the Kafka broker's, run on one worker
+# (tests/conftest.py worker_group); TEST_WORKERS=0 runs the suite in this one process.
+TEST_WORKERS ?= 2
 test: setup
-	@python -m pytest $(PYTEST_ARGS)
+	@python -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder $(PYTEST_ARGS)
 
 # The fast tier: the modules in tests/conftest.py's FAST_TIER, guarded (tests/fast_tier.py): a test in it
 # that imports pyspark or starts a JVM, spark-submit or Airflow fails.
