@@ -2,11 +2,12 @@
 
 One Airflow (``tools.local_airflow``, the code behind ``make airflow``) runs for the module with its
 own home, port and lake. The history folder holds generated CloudTrail deliveries (``sample_data``'s
-records) on five days, at 10:00 UTC; ``airflow backfill create`` over the middle three days (72 hourly
-runs, the folder given in ``--dag-run-conf``) must load exactly the files delivered on those days, 3 of
-the 5, each by the run of its hour (the other 69 runs end at ``plan``). The live checkpoint is left
-alone: the scheduled run that unpausing starts has no live landing folder here and fails at ``plan``,
-before any spark-submit.
+records) every other hour from 21:00 UTC on 2026-01-05 to 05:00 on 2026-01-06, in two date folders;
+``airflow backfill create`` from 22:00 to 04:00 (7 hourly runs across midnight, the folder given in
+``--dag-run-conf``) must load exactly the 3 deliveries inside that range, each by the run of its hour
+(the other 4 runs end at ``plan``). The live checkpoint is left alone: the scheduled run that unpausing
+starts has no live landing folder here and fails at ``plan``, before any spark-submit. (Each run is a few
+task processes: the range is kept short so the module costs seconds, not minutes, of the suite.)
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import random
 import subprocess
 import sys
 import time
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -31,27 +32,26 @@ sys.path.insert(0, str(PROJECT_ROOT / "plugins"))
 from tools.local_airflow import LocalAirflow, marked_processes  # noqa: E402
 
 DAG_ID = "cloudtrail_etl_catchup"
-DAYS = [date(2026, 1, 5) + timedelta(days=d) for d in range(5)]
-HOURS = (10,)  # one delivery a day: three spark-submits in the range
-FIRST, LAST = DAYS[1], DAYS[3]  # the backfill's range: three of the five days
+# Five deliveries two hours apart across midnight; the backfill's range holds the middle three.
+DELIVERIES = [datetime(2026, 1, 5, 21, tzinfo=UTC) + timedelta(hours=2 * i) for i in range(5)]
+FIRST, LAST = DELIVERIES[0] + timedelta(hours=1), DELIVERIES[-1] - timedelta(hours=1)  # 22:00 .. 04:00: 7 runs
+IN_RANGE = DELIVERIES[1:4]
 RECORDS_PER_FILE = 4
 
 
-def write_history(root: Path) -> dict[date, list[str]]:
-    """Deliveries at HOURS on each of DAYS, named as CloudTrail names them; eventIDs by delivery day."""
+def write_history(root: Path) -> dict[datetime, list[str]]:
+    """The DELIVERIES, named and foldered as CloudTrail names them; eventIDs by delivery time."""
     account, region = DELIVERY_TARGETS[0]
     rng = random.Random(9)
-    by_day: dict[date, list[str]] = {}
-    for day in DAYS:
-        for hour in HOURS:
-            stamp = datetime(day.year, day.month, day.day, hour, 0, tzinfo=UTC)
-            records = generate_records(rng, RECORDS_PER_FILE, stamp)
-            folder = root / "AWSLogs" / account / "CloudTrail" / region / f"{day:%Y/%m/%d}"
-            folder.mkdir(parents=True, exist_ok=True)
-            name = f"{account}_CloudTrail_{region}_{stamp:%Y%m%dT%H%MZ}_{rng.getrandbits(40):010x}.json.gz"
-            (folder / name).write_bytes(gzip.compress(json.dumps({"Records": records}).encode()))
-            by_day.setdefault(day, []).extend(r["eventID"] for r in records)
-    return by_day
+    by_time: dict[datetime, list[str]] = {}
+    for stamp in DELIVERIES:
+        records = generate_records(rng, RECORDS_PER_FILE, stamp)
+        folder = root / "AWSLogs" / account / "CloudTrail" / region / f"{stamp:%Y/%m/%d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        name = f"{account}_CloudTrail_{region}_{stamp:%Y%m%dT%H%MZ}_{rng.getrandbits(40):010x}.json.gz"
+        (folder / name).write_bytes(gzip.compress(json.dumps({"Records": records}).encode()))
+        by_time[stamp] = [r["eventID"] for r in records]
+    return by_time
 
 
 class Setup:
@@ -60,7 +60,7 @@ class Setup:
     def __init__(self, root: Path) -> None:
         self.root, self.lake, self.home = root, root / "lake", root / "airflow_home"
         self.landing, self.history = root / "landing", root / "history"  # the live landing folder: none
-        self.by_day = write_history(self.history)
+        self.by_time = write_history(self.history)
         self.env = {
             **os.environ,
             "AIRFLOW_HOME": str(self.home),
@@ -102,8 +102,8 @@ def backfilled(tmp_path_factory):
             done = setup.cli(*step)
             assert done.returncode == 0, f"airflow {' '.join(step)}: {done.stdout[-3000:]}{done.stderr[-3000:]}"
         started = time.monotonic()
-        created = setup.cli("backfill", "create", "--dag-id", DAG_ID, "--from-date", f"{FIRST}T00:00:00+00:00",
-                            "--to-date", f"{LAST}T23:00:00+00:00", "--max-active-runs", "6",
+        created = setup.cli("backfill", "create", "--dag-id", DAG_ID, "--from-date", FIRST.isoformat(),
+                            "--to-date", LAST.isoformat(), "--max-active-runs", "6",
                             "--dag-run-conf", json.dumps({"input": str(setup.history)}))
         assert created.returncode == 0, created.stdout[-3000:] + created.stderr[-3000:]
         setup.airflow.start()
@@ -128,20 +128,20 @@ def backfilled(tmp_path_factory):
 
 def test_every_backfill_run_succeeds_and_only_hours_with_files_spark_submit(backfilled):
     backfill = {start: tasks for run_type, state, start, tasks in backfilled["runs"].values() if run_type == "backfill"}
-    assert len(backfill) == 72
+    assert len(backfill) == 7
     assert all(state == "success" for run_type, state, _, _ in backfilled["runs"].values() if run_type == "backfill")
     submitted = sorted(datetime.fromisoformat(start.replace("Z", "+00:00")) for start, tasks in backfill.items()
                        if tasks["spark_submit"] == "success")
-    assert submitted == [datetime(d.year, d.month, d.day, h, tzinfo=UTC) for d in DAYS[1:4] for h in HOURS]
+    assert submitted == IN_RANGE
     assert {tasks["spark_submit"] for tasks in backfill.values()} == {"success", "skipped"}
     assert all(tasks["plan"] == "success" for tasks in backfill.values())
 
 
-def test_the_backfill_loads_exactly_the_days_of_its_range(backfilled):
+def test_the_backfill_loads_exactly_the_deliveries_of_its_range(backfilled):
     setup = backfilled["setup"]
-    expected = sorted(i for day in DAYS[1:4] for i in setup.by_day[day])
+    expected = sorted(i for stamp in IN_RANGE for i in setup.by_time[stamp])
     assert setup.event_ids() == expected
-    assert len(expected) == 3 * len(HOURS) * RECORDS_PER_FILE
+    assert len(expected) == len(IN_RANGE) * RECORDS_PER_FILE
 
 
 def test_each_interval_has_its_own_checkpoint_and_the_live_one_read_nothing(backfilled):
@@ -149,8 +149,7 @@ def test_each_interval_has_its_own_checkpoint_and_the_live_one_read_nothing(back
     checkpoints = sorted(p.name for p in (setup.lake / "checkpoints").iterdir())
     backfills = [name for name in checkpoints if name.startswith("cloudtrail_etl@backfill-")]
     assert len(backfills) == 3
-    assert sorted(name.split("-")[1] for name in backfills) == sorted(
-        f"{d:%Y%m%d}T{h:02d}0000Z" for d in DAYS[1:4] for h in HOURS)
+    assert sorted(name.split("-")[1] for name in backfills) == sorted(f"{stamp:%Y%m%dT%H%M%SZ}" for stamp in IN_RANGE)
     # The scheduled run of the live job: no live landing folder here, so it fails at plan, no spark-submit.
     # (A second one when the test spans the top of an hour.)
     live = [(state, tasks) for run_type, state, _, tasks in backfilled["runs"].values() if run_type == "scheduled"]
