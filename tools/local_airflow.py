@@ -27,11 +27,13 @@ it imports nothing from Airflow, so the tests' fixture can use it too.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -199,10 +201,32 @@ class LocalAirflow:
             return None
 
 
+# Ports this process has handed out, each held by an exclusive lock on a file until the process ends: two
+# processes picking ports at once (the test suite's two workers) never pick the same three, even before
+# either Airflow has bound them.
+_RESERVED: dict[int, object] = {}
+_RESERVATIONS = Path(tempfile.gettempdir()) / "local-airflow-ports"
+
+
+def _reserve(port: int) -> bool:
+    if port in _RESERVED:
+        return False
+    _RESERVATIONS.mkdir(exist_ok=True)
+    handle = (_RESERVATIONS / f"{port}.lock").open("w")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        return False
+    _RESERVED[port] = handle
+    return True
+
+
 def free_port(start: int = 28080) -> int:
-    """The first port from ``start`` (in steps of 3) with it and the next two free on 127.0.0.1."""
+    """The first port from ``start`` (in steps of 3) with it and the next two free on 127.0.0.1, and not
+    handed out to another process (or earlier to this one) that may not have bound it yet."""
     for port in range(start, start + 900, 3):
-        if not any(_port_in_use(p) for p in (port, port + 1, port + 2)):
+        if not any(_port_in_use(p) for p in (port, port + 1, port + 2)) and _reserve(port):
             return port
     raise RuntimeError(f"no free port for Airflow in {start}-{start + 900}")
 
