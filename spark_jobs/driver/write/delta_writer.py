@@ -34,6 +34,7 @@ from pyspark.sql.types import StructType
 
 from spark_jobs.model.errors import UsageError
 from spark_jobs.model.tables import DeliveryDateBound
+from spark_jobs.model.object_store import delta_rs_options
 from spark_jobs.driver.session import session_conf
 
 log = logging.getLogger("spark_jobs")
@@ -338,7 +339,8 @@ class ExactlyOnceWriter:
         """The last batch id this writer committed to ``target`` in a series (from the Delta log), or ``None``."""
         import deltalake
 
-        version = deltalake.DeltaTable(str(target.path)).transaction_version(self.txn_app_id(target.name, rest))
+        table = deltalake.DeltaTable(str(target.path), storage_options=delta_rs_options(target.path))
+        version = table.transaction_version(self.txn_app_id(target.name, rest))
         return None if version is None else int(version)
 
 
