@@ -172,12 +172,15 @@ def _wait_for_first_commit(target: TableTarget, raise_: bool = True,
 def _has_commit(log_dir: Path) -> bool:
     """Whether a Delta log folder holds a commit (``<version>.json``) or a checkpoint."""
     try:
-        entries = os.scandir(log_dir)
+        if isinstance(log_dir, Path):
+            with os.scandir(log_dir) as entries:
+                names = [e.name for e in entries]
+        else:  # a lake on an object store (a UPath)
+            names = [p.name for p in log_dir.iterdir()]
     except FileNotFoundError:  # a creation that was rolled back under us: another writer may start again
         return False
-    with entries:
-        return any(e.name == "_last_checkpoint" or (e.name[:20].isdigit() and e.name.endswith((".json", ".parquet")))
-                   for e in entries)
+    return any(name == "_last_checkpoint" or (name[:20].isdigit() and name.endswith((".json", ".parquet")))
+               for name in names)
 
 
 def _nullable(schema: StructType) -> StructType:

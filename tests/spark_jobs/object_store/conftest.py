@@ -37,7 +37,7 @@ def s3_env(s3, monkeypatch) -> dict[str, str]:
     return s3.environment()
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def bucket(s3):
     """A new bucket: ``bucket("lake")`` -> ``s3a://lake-<random>``."""
 
