@@ -60,3 +60,23 @@ def s3_spark(spark, s3):
     system.setProperty("aws.accessKeyId", s3.access_key)
     system.setProperty("aws.secretAccessKey", s3.secret_key)
     return spark
+
+
+@pytest.fixture(scope="session")
+def run_job_s3(s3_spark):
+    """Run cloudtrail_etl in this process with input and lake on the server: ``run_job_s3(input, lake, ...)``."""
+    from spark_jobs.driver.runner import run_streaming
+    from spark_jobs.model.lake import Lake, as_path
+    from spark_jobs.model.runs import RunOptions
+    from spark_jobs.model.triggers import parse_trigger
+    from tests.spark_jobs.conftest import JOB
+
+    def run(input_url: str, lake_url: str, trigger: str = "available-now", writer: str | None = None,
+            **file_options: str):
+        options = {**JOB.file_source_options, **file_options}
+        run_options = RunOptions(as_path(input_url), Lake.at(lake_url), parse_trigger(trigger), options, writer=writer)
+        return run_streaming(JOB, run_options, spark=s3_spark)
+
+    return run
+
+
