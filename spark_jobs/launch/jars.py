@@ -178,6 +178,7 @@ JARS: tuple[Jar, ...] = (
 # Delta's log store for S3, built from the project's source by fetch (no Maven artifact).
 LOG_STORE_SOURCE = Path(__file__).resolve().parent / "java" / "S3ConditionalLogStore.java"
 LOG_STORE_JAR = "spark-jobs-s3-logstore.jar"
+BUILT_DIR = "built"  # beside the fetched jars, apart from them: what set-up compiles
 _LOG_STORE_STAMP = "META-INF/spark-jobs-source.sha256"
 
 # Spark settings that turn the Delta jars on (with the jars on the classpath).
@@ -200,7 +201,7 @@ def jars_dir() -> Path:
 def jar_paths(folder: Path | None = None) -> list[Path]:
     """The pinned jars' paths (no I/O: safe while Airflow parses DAG files)."""
     folder = folder or jars_dir()
-    return [folder / jar.file_name for jar in JARS] + [folder / LOG_STORE_JAR]
+    return [folder / jar.file_name for jar in JARS] + [folder / BUILT_DIR / LOG_STORE_JAR]
 
 
 def _sha256(path: Path) -> str:
@@ -224,7 +225,7 @@ def problems(folder: Path | None = None, *, verify: bool = True, only_maven: boo
             found.append(f"the jar {jar.coordinates} is missing ({path} does not exist)")
         elif verify and _sha256(path) != jar.sha256:
             found.append(f"the jar {jar.coordinates} at {path} does not match its pinned sha256 {jar.sha256}")
-    built = folder / LOG_STORE_JAR
+    built = folder / BUILT_DIR / LOG_STORE_JAR
     if only_maven:
         return found
     if not built.is_file():
@@ -245,7 +246,7 @@ def _stamp(jar: Path) -> str | None:
 
 def build_log_store(folder: Path) -> list[str]:
     """Compile :data:`LOG_STORE_SOURCE` against pyspark's Hadoop and the pinned delta-storage into
-    ``folder/`` :data:`LOG_STORE_JAR` (entries dated 1980: the same source gives the same bytes).
+    ``folder/built/`` :data:`LOG_STORE_JAR` (entries dated 1980: the same source gives the same bytes).
 
     :returns: the problems (empty on success).
     """
@@ -262,12 +263,13 @@ def build_log_store(folder: Path) -> list[str]:
                                "-d", scratch, str(LOG_STORE_SOURCE)], capture_output=True, text=True)
         if done.returncode != 0:
             return [f"the jar {LOG_STORE_JAR} did not compile: {(done.stdout + done.stderr).strip()[:400]}"]
-        temp = folder / f".{LOG_STORE_JAR}.{os.getpid()}.tmp"
+        (folder / BUILT_DIR).mkdir(parents=True, exist_ok=True)
+        temp = folder / BUILT_DIR / f".{LOG_STORE_JAR}.{os.getpid()}.tmp"
         with zipfile.ZipFile(temp, "w", zipfile.ZIP_DEFLATED) as archive:
             for path in sorted(Path(scratch).rglob("*.class")):
                 archive.writestr(zipfile.ZipInfo(path.relative_to(scratch).as_posix()), path.read_bytes())
             archive.writestr(zipfile.ZipInfo(_LOG_STORE_STAMP), _sha256(LOG_STORE_SOURCE))
-        os.replace(temp, folder / LOG_STORE_JAR)
+        os.replace(temp, folder / BUILT_DIR / LOG_STORE_JAR)
     return []
 
 
@@ -280,7 +282,7 @@ def spark_jars(folder: Path | None = None) -> str:
     missing = problems(folder, verify=False)
     if missing:
         raise UsageError(f"{missing[0]}: run `make setup` (or `python -m spark_jobs.launch.jars fetch`) where Maven "
-                         f"Central is reachable, or copy {', '.join(j.file_name for j in JARS)} and {LOG_STORE_JAR} "
+                         f"Central is reachable, or copy {', '.join(j.file_name for j in JARS)} and {BUILT_DIR}/{LOG_STORE_JAR} "
                          f"into {folder} "
                          f"(or point ${JARS_DIR_ENV} at a folder that has them)")
     return ",".join(str(path) for path in jar_paths(folder))
