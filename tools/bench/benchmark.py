@@ -294,7 +294,7 @@ def run_benchmark(config: BenchConfig, spark=None) -> dict:
         from tools.bench.object_store import measure_object_store
 
         measured["object_store"] = _attempt("object_store", lambda: measure_object_store(
-            data.landing, data.records, run_dir, config.launch_repeat, config.freshness_files), failures)
+            data.landing, data.records, run_dir, config.repeat, config.freshness_files), failures)
     for name in MEASUREMENTS:
         if name in config.only:
             why = "needs the lake of the throughput runs, which failed"
