@@ -24,6 +24,7 @@ import pytest
 
 from tests.dags.conftest import PROJECT_ROOT, require_airflow_env
 from tests.dags.real_airflow import RestApi, wait_for
+from tests.spark_jobs.supervision.helpers import table_event_ids
 
 sys.path.insert(0, str(PROJECT_ROOT / "plugins"))
 from tools.local_airflow import LocalAirflow, free_port, marked_processes  # noqa: E402
@@ -76,16 +77,11 @@ class Setup:
             self.expected += ids
 
     def event_ids(self) -> list[str]:
-        table = self.lake / "tables" / "cloudtrail_events"
-        if (table / "_delta_log").is_dir():
-            from deltalake import DeltaTable
-            from deltalake.exceptions import TableNotFoundError
-
-            try:
-                return sorted(DeltaTable(str(table)).to_pyarrow_table(columns=["eventID"])["eventID"].to_pylist())
-            except TableNotFoundError:
-                return []
-        return []
+        """Every eventID in cloudtrail_events (delta-rs); none before the table's first commit."""
+        try:
+            return sorted(table_event_ids(self.lake))
+        except Exception:  # noqa: BLE001 - no table, or no commit yet
+            return []
 
     def supervisor_state(self) -> dict:
         path = self.lake / "control" / JOB / "supervisor.json"

@@ -80,3 +80,27 @@ def run_job_s3(s3_spark):
     return run
 
 
+
+
+def at_once(**calls) -> dict:
+    """Run each ``name=callable`` in its own thread at the same time; their results by name.
+
+    :raises AssertionError: naming the calls that raised, with their exceptions.
+    """
+    import threading
+
+    results, errors = {}, {}
+
+    def run(name, call):
+        try:
+            results[name] = call()
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors[name] = exc
+
+    threads = [threading.Thread(target=run, args=item) for item in calls.items()]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(600)
+    assert not errors, errors
+    return results

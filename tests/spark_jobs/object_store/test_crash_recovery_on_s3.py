@@ -5,78 +5,36 @@ committed), delta-rs sees exactly the committed rows (as tests/spark_jobs/test_c
 
 from __future__ import annotations
 
-import json
-import os
-import signal
 import subprocess
 import sys
-import time
 from collections import Counter
-from urllib.parse import unquote
 
-import fsspec
-
+from spark_jobs.model.lake import as_path
 from tools.sample_data import write_sample_landing
 from tests.conftest import PROJECT_ROOT
 from tests.spark_jobs.conftest import file_name
+# The local test's helpers read the checkpoint and the table's folder through pathlib's API, which the
+# lake's UPath paths (s3fs underneath) give on a bucket as well.
+from tests.spark_jobs.test_crash_recovery import _batch_ids, _kill_mid_batch, _uncommitted_files
 
 
-def _fs():
-    return fsspec.filesystem("s3a")
-
-
-def _batch_ids(folder: str) -> set[int]:
-    try:
-        names = _fs().ls(folder, detail=False)
-    except FileNotFoundError:
-        return set()
-    return {int(n.rsplit("/", 1)[-1]) for n in names if n.rsplit("/", 1)[-1].isdigit()}
-
-
-def _uncommitted_files(table: str) -> set[str]:
-    """Parquet objects under the table that no commit of its Delta log added."""
-    fs, added = _fs(), set()
-    for commit in fs.glob(f"{table}/_delta_log/*.json"):
-        for line in fs.cat_file(commit).decode().splitlines():
-            action = json.loads(line) if line.strip() else {}
-            if "add" in action:
-                added.add(unquote(action["add"]["path"]))
-    prefix = table.removeprefix("s3a://")
-    return {p.removeprefix(prefix + "/") for p in fs.find(table) if p.endswith(".parquet")} - added
-
-
-def _kill_mid_batch(process, checkpoint: str, after_commits: int, table: str | None) -> tuple[int, int]:
-    deadline = time.monotonic() + 420
-    while time.monotonic() < deadline:
-        assert process.poll() is None, "the job ended before it could be killed"
-        commits, offsets = _batch_ids(f"{checkpoint}/commits"), _batch_ids(f"{checkpoint}/offsets")
-        if len(commits) >= after_commits and offsets - commits and (table is None or _uncommitted_files(table)):
-            commits, offsets = _batch_ids(f"{checkpoint}/commits"), _batch_ids(f"{checkpoint}/offsets")
-            if offsets - commits:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait(30)
-                return max(commits), max(offsets - commits)
-        time.sleep(0.05)
-    raise AssertionError("no micro-batch was in flight within 420 s")
-
-
-def _delta_rs_sees_only_committed_rows(table: str, seen: set[str]) -> int:
+def _delta_rs_sees_only_committed_rows(table, seen: set[str]) -> int:
+    """As the local test's, reading the uncommitted objects through s3fs (pyarrow takes no UPath)."""
     import deltalake
     import pyarrow.parquet as pq
 
     from spark_jobs.model.object_store import delta_rs_options
 
-    dt = deltalake.DeltaTable(table, storage_options=delta_rs_options(table))
+    dt = deltalake.DeltaTable(str(table), storage_options=delta_rs_options(str(table)))
     ids = dt.to_pyarrow_table(columns=["eventID"]).column("eventID").to_pylist()
     committed = sum(int(h["operationMetrics"]["numTargetRowsInserted"]) for h in dt.history()
                     if h["operation"] == "MERGE")
     assert len(ids) == len(set(ids)) == committed
-    orphans = _uncommitted_files(table) - seen
+    orphans = _uncommitted_files(table) - seen  # an object is whole once it is there
     seen |= orphans
-    fs = _fs()
     orphan_ids = {i for f in orphans
-                  for i in pq.read_table(f"{table.removeprefix('s3a://')}/{f}", columns=["eventID"],
-                                         filesystem=fs).column("eventID").to_pylist()}
+                  for i in pq.read_table((table / f).path, columns=["eventID"],
+                                         filesystem=table.fs).column("eventID").to_pylist()}
     assert not orphan_ids & set(ids)  # not one row of the uncommitted batch
     return len(orphan_ids)
 
@@ -87,7 +45,7 @@ def test_kill_9_mid_batch_twice_with_the_lake_in_a_bucket_then_restart_gives_exa
     manifest = write_sample_landing(landing, files=10, records_per_file=20, seed=3)
     trail, lake = bucket("trail"), f"{bucket('lake')}/lake"
     s3.upload(landing, trail.removeprefix("s3a://"))
-    checkpoint, events = f"{lake}/checkpoints/cloudtrail_etl", f"{lake}/tables/cloudtrail_events"
+    checkpoint, events = as_path(f"{lake}/checkpoints/cloudtrail_etl"), as_path(f"{lake}/tables/cloudtrail_events")
     command = [sys.executable, "-m", "spark_jobs", "run", "cloudtrail_etl", "--input", f"{trail}/AWSLogs/",
                "--lake", lake, "--max-files-per-trigger", "3"]
 
@@ -97,7 +55,7 @@ def test_kill_9_mid_batch_twice_with_the_lake_in_a_bucket_then_restart_gives_exa
         log = tmp_path / f"kill-{after_commits}.log"
         process = subprocess.Popen(command, cwd=PROJECT_ROOT, stdout=log.open("w"), stderr=subprocess.STDOUT,
                                    start_new_session=True)
-        kills.append(_kill_mid_batch(process, checkpoint, after_commits, table))
+        kills.append(_kill_mid_batch(process, checkpoint, after_commits, 0.0, table))
         orphan_rows.append(_delta_rs_sees_only_committed_rows(events, seen))
     for committed, in_flight in kills:
         assert in_flight == committed + 1  # each kill hit a planned, uncommitted batch
@@ -105,13 +63,13 @@ def test_kill_9_mid_batch_twice_with_the_lake_in_a_bucket_then_restart_gives_exa
 
     final = run_job_s3(f"{trail}/AWSLogs/", lake, maxFilesPerTrigger="3")
     assert final.skipped is None and final.batches >= 1, final
-    assert _batch_ids(f"{checkpoint}/offsets") == _batch_ids(f"{checkpoint}/commits")
+    assert _batch_ids(checkpoint / "offsets") == _batch_ids(checkpoint / "commits")
 
     import deltalake
 
     from spark_jobs.model.object_store import delta_rs_options
 
-    ids = deltalake.DeltaTable(events, storage_options=delta_rs_options(events)).to_pyarrow_table(
+    ids = deltalake.DeltaTable(str(events), storage_options=delta_rs_options(lake)).to_pyarrow_table(
         columns=["eventID"]).column("eventID").to_pylist()
     assert Counter(ids) == Counter(manifest.good_event_ids) and len(ids) == len(set(ids))
     quarantine = f"{lake}/tables/cloudtrail_quarantine"

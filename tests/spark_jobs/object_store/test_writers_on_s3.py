@@ -9,13 +9,13 @@ history) are safe together: of two commits of one version, one wins and the othe
 from __future__ import annotations
 
 import shutil
-import threading
 
 import pyarrow as pa
 import pytest
 
 from tools.sample_data import write_sample_landing
 from tests.spark_jobs.conftest import file_name
+from tests.spark_jobs.object_store.conftest import at_once
 
 EVENTS, QUARANTINE = "cloudtrail_events", "cloudtrail_quarantine"
 
@@ -45,30 +45,18 @@ def test_spark_and_delta_rs_commit_to_one_table_at_once(s3_spark, s3_env, bucket
     options = delta_rs_options(table)
     schema = pa.schema([("writer", pa.string()), ("n", pa.int64())])
     write_deltalake(table, pa.Table.from_pylist([], schema=schema), storage_options=options)
-    errors = []
 
     def spark_writer():
-        try:
-            for n in range(6):
-                s3_spark.createDataFrame([("spark", n)], "writer string, n long").write.format("delta") \
-                    .mode("append").save(table)
-        except Exception as exc:  # noqa: BLE001 - reported by the assert below
-            errors.append(exc)
+        for n in range(6):
+            s3_spark.createDataFrame([("spark", n)], "writer string, n long").write.format("delta") \
+                .mode("append").save(table)
 
     def delta_rs_writer():
-        try:
-            for n in range(6):
-                write_deltalake(table, pa.Table.from_pylist([{"writer": "delta-rs", "n": n}], schema=schema),
-                                mode="append", storage_options=options)
-        except Exception as exc:  # noqa: BLE001
-            errors.append(exc)
+        for n in range(6):
+            write_deltalake(table, pa.Table.from_pylist([{"writer": "delta-rs", "n": n}], schema=schema),
+                            mode="append", storage_options=options)
 
-    threads = [threading.Thread(target=spark_writer), threading.Thread(target=delta_rs_writer)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(300)
-    assert not errors, errors
+    at_once(spark=spark_writer, delta_rs=delta_rs_writer)
     dt = DeltaTable(table, storage_options=options)
     rows = sorted((r["writer"], r["n"]) for r in dt.to_pyarrow_table().to_pylist())
     assert rows == sorted([("spark", n) for n in range(6)] + [("delta-rs", n) for n in range(6)])
@@ -87,21 +75,9 @@ def test_two_job_writers_at_once_over_overlapping_input_are_exact(s3, s3_env, bu
             shutil.copyfile(path, landing / "extra" / f"copy-{path.name}")
     trail, lake = bucket("trail"), f"{bucket('lake')}/lake"
     s3.upload(landing, trail.removeprefix("s3a://"))
-    results, errors = {}, []
-
-    def run(name, input_url, writer):
-        try:
-            results[name] = run_job_s3(input_url, lake, writer=writer, maxFilesPerTrigger="6")
-        except Exception as exc:  # noqa: BLE001 - reported by the assert below
-            errors.append(exc)
-
-    threads = [threading.Thread(target=run, args=("live", f"{trail}/own", None)),
-               threading.Thread(target=run, args=("backfill", trail, "backfill"))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(600)
-    assert not errors, errors
+    # The backfill reads everything (the job's own objects too: the same keys, the same bad files).
+    results = at_once(live=lambda: run_job_s3(f"{trail}/own", lake, maxFilesPerTrigger="6"),
+                      backfill=lambda: run_job_s3(trail, lake, writer="backfill", maxFilesPerTrigger="6"))
 
     from deltalake import DeltaTable
 
