@@ -116,8 +116,8 @@ def test_the_supervised_driver_reads_the_bucket_and_is_restarted_after_kill_9_wi
     setup.api("PATCH", f"/dags/{DAG_ID}", {"is_paused": False})
     wait_for("the first objects in cloudtrail_events", lambda: setup.event_ids() == sorted(setup.expected))
     before = live_driver(setup)
-    command_lines = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
-    assert f"s3a://{BUCKET}/AWSLogs" in command_lines and SECRET not in command_lines
+    command_lines = subprocess.run(["ps", "-ww", "-eo", "args"], capture_output=True, text=True).stdout
+    assert "run cloudtrail_etl --trigger" in command_lines and SECRET not in command_lines
 
     os.kill(before["driver_pid"], signal.SIGKILL)
     setup.land("b")
@@ -136,7 +136,7 @@ def test_the_supervised_driver_reads_the_bucket_and_is_restarted_after_kill_9_wi
              setup.api("GET", f"/dags/{DAG_ID}/dagRuns/{run['dag_run_id']}"), setup.api("GET", "/connections")]
     for secret in (SECRET, PROCESS_SECRET):
         assert secret not in json.dumps(pages)
-        assert secret not in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+        assert secret not in subprocess.run(["ps", "-ww", "-eo", "args"], capture_output=True, text=True).stdout
         leaked = [str(path) for folder in (setup.home, setup.lake)
                   for path in folder.rglob("*") if path.is_file() and secret.encode() in path.read_bytes()]
         assert leaked == [], secret

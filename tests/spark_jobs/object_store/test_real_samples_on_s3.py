@@ -34,7 +34,7 @@ def _run_watching_ps(args: list[str], log) -> tuple[subprocess.CompletedProcess,
                                stdout=subprocess.PIPE, stderr=log.open("w"))
     command_lines = []
     while process.poll() is None:
-        command_lines += subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout.splitlines()
+        command_lines += subprocess.run(["ps", "-ww", "-eo", "args"], capture_output=True, text=True).stdout.splitlines()
         time.sleep(2)
     stdout = process.communicate()[0]
     return subprocess.CompletedProcess(args, process.returncode, stdout, log.read_text()), command_lines
