@@ -273,8 +273,8 @@ def check_source(job: JobSpec, source: str | None) -> Path:
     """The resolved folder of ``source``, if it is an existing folder under one of the job's input roots.
 
     :raises BackfillRefused: (field ``source``) for an empty value, a relative path, shell
-        metacharacters, a ``..`` part, a scheme other than ``file://`` and the S3 ones, a folder that does not
-        exist and a path (or a symlink) that leads out of every root.
+        metacharacters, a ``..`` part, a scheme other than ``file://`` (an S3 URL is read when an input root
+        is one), a folder that does not exist and a path (or a symlink) that leads out of every root.
     """
     roots = input_roots(job)
     allowed = ", ".join(str(r) for r in roots) or "(none configured)"
@@ -285,7 +285,7 @@ def check_source(job: JobSpec, source: str | None) -> Path:
         raise BackfillRefused("source", f"{source!r} contains {' '.join(repr(c) for c in bad)}; a log folder's path "
                                         "has none of these")
     text = source
-    if is_object_store(text):
+    if is_object_store(text) and any(is_object_store(str(root)) for root in roots):
         return _check_url_source(job, source, roots, allowed)
     if "://" in text:
         scheme = text.split("://", 1)[0]
