@@ -43,7 +43,7 @@ import pyarrow as pa
 
 from spark_jobs.model.jobs import JobSpec
 from spark_jobs.model.lake import as_path
-from spark_jobs.model.object_store import delta_rs_options
+from spark_jobs.model.object_store import delta_rs_options, is_url
 
 from spark_jobs.model.policies import ProgressHistory
 
@@ -107,9 +107,14 @@ SCHEMA = pa.schema([
 PARTITION_BY = ("date",)
 
 
+def _root(lake_root: str | Path) -> Path:
+    """The lake root as given (a local path), or an object store's URL as a ``UPath``."""
+    return as_path(lake_root) if is_url(lake_root) else Path(lake_root)
+
+
 def progress_table_path(lake_root: str | Path) -> Path:
     """``<lake>/tables/streaming_progress``."""
-    return as_path(lake_root) / "tables" / PROGRESS_TABLE
+    return _root(lake_root) / "tables" / PROGRESS_TABLE
 
 
 def _time(text: str | None) -> datetime | None:
@@ -272,7 +277,7 @@ class ProgressRecorder:
 
     def __init__(self, lake_root: str | Path, job: JobSpec, stream: str, input_path: str | None = None,
                  settings: ProgressHistory | None = None) -> None:
-        self.lake_root = as_path(lake_root)
+        self.lake_root = _root(lake_root)
         self.job = job
         self.stream = stream
         self.input_path = input_path
