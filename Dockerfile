@@ -11,7 +11,7 @@ FROM python:${PYTHON_VERSION}-slim-bookworm
 
 # Java for Spark, Maven for the jars, make for the set-up, procps for Spark's scripts.
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends openjdk-17-jre-headless maven make procps \
+    && apt-get install -y --no-install-recommends openjdk-17-jdk-headless maven make procps \
     && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /opt/project

@@ -28,10 +28,11 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt | cksum | cut -d' ' -f1)
 
-.PHONY: setup install jars demo test test-fast sample-data clean help env airflow stop
+.PHONY: setup install jars demo demo-s3 test test-fast sample-data clean help env airflow stop
 
 help:
 	@echo "make demo   set up, ingest generated CloudTrail samples through Airflow, show the table"
+	@echo "make demo-s3  the same with the logs and the lake in buckets of a local S3 server (moto)"
 	@echo "make test   set up and run the tests"
 	@echo "make test-fast  the declarations and control-plane tests only (no JVM, no Airflow; under a minute)"
 	@echo "make airflow  start Airflow on 127.0.0.1:\$$AIRFLOW_PORT (default 8080) and print the UI's URL and login"
@@ -47,9 +48,10 @@ $(STAMP): requirements.txt
 		|| { echo "error: the install did not complete; see pip's output above"; exit 1; }
 	@rm -f $(VENV)/.installed-* && touch $@
 
-# The pinned JVM jars (Delta Lake, Spark's Kafka connector) from Maven Central into .jars/, sha256-checked (spark_jobs/launch/jars.py).
-JARS_STAMP := $(PROJECT)/.jars/.ok-$(shell cat spark_jobs/launch/jars.py | cksum | cut -d' ' -f1)
-$(JARS_STAMP): $(STAMP) spark_jobs/launch/jars.py
+# The pinned JVM jars (Delta Lake, Spark's Kafka connector, S3A and the AWS SDK modules) from Maven Central, and
+# Delta's S3 log store built with javac into .jars/, sha256-checked (spark_jobs/launch/jars.py).
+JARS_STAMP := $(PROJECT)/.jars/.ok-$(shell cat spark_jobs/launch/jars.py spark_jobs/launch/java/*.java | cksum | cut -d' ' -f1)
+$(JARS_STAMP): $(STAMP) spark_jobs/launch/jars.py spark_jobs/launch/java/S3ConditionalLogStore.java
 	@python -m spark_jobs.launch.jars fetch
 	@rm -f $(PROJECT)/.jars/.ok-* && touch $@
 
@@ -89,6 +91,10 @@ demo: sample-data
 	@python -m spark_jobs sql --engine duckdb "SELECT eventSource, errorCode, count(*) AS n FROM cloudtrail_events WHERE errorCode IS NOT NULL GROUP BY 1, 2 ORDER BY n DESC LIMIT 10" 2>/dev/null
 	@echo "== cloudtrail_quarantine: what could not be ingested, and why (DuckDB) =="
 	@python -m spark_jobs sql --engine duckdb "SELECT reason, record_index, regexp_extract(source_file, '[^/]+$$', 0) AS file, left(detail, 60) AS detail FROM cloudtrail_quarantine ORDER BY file, record_index" 2>/dev/null
+
+# The demo against a local S3-compatible server: logs in one bucket, the lake in another (tools/demo_s3.py).
+demo-s3: setup
+	@python -m tools.demo_s3
 
 # Two workers (pytest-xdist): a module's tests, or all of the Kafka broker's, run on one worker
 # (tests/conftest.py worker_group); TEST_WORKERS=0 runs the suite in this one process.

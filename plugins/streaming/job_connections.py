@@ -24,14 +24,17 @@ from spark_jobs.model.jobs import JobSpec
 
 def connection_env(job: JobSpec) -> dict[str, str]:
     """``{"AIRFLOW_CONN_<ID>": <the connection as Airflow's JSON>}`` for a job whose source names an Airflow
-    connection; ``{}`` for every other job.
+    connection, and for every job the standard AWS variables of Airflow's ``aws_default`` connection when
+    it exists (:mod:`streaming.aws_connection`); ``{}`` otherwise.
 
     :raises AirflowFailException: the connection is not defined anywhere Airflow looks (no retry: a
         retry cannot define it), naming it and where to add it.
     """
+    from streaming.aws_connection import aws_env
+
     connection_id = getattr(job.source, "connection_id", None)
     if not connection_id:
-        return {}
+        return aws_env()  # the bucket's settings (Airflow's aws_default), for every job
     from airflow.sdk import Connection
     from airflow.sdk.exceptions import AirflowFailException, AirflowNotFoundException
 
@@ -44,7 +47,7 @@ def connection_env(job: JobSpec) -> dict[str, str]:
             f"job {job.name} reads {job.source.describe()}, but Airflow has no connection {connection_id!r}: "
             f"add it under Admin > Connections (type kafka, host broker:9092, extra with security.protocol "
             f"and the SASL/SSL settings) or set ${env_var(connection_id)} where the workers run") from None
-    return {env_var(connection_id): connection.as_json()}
+    return {**aws_env(), env_var(connection_id): connection.as_json()}
 
 
 def pass_job_connection(job: JobSpec):

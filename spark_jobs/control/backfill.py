@@ -37,7 +37,8 @@ from pathlib import Path
 from spark_jobs.control.checkpoint.listing import list_input
 from spark_jobs.control.checkpoint.store import Location
 from spark_jobs.model.errors import UsageError
-from spark_jobs.model.lake import PROJECT_ROOT
+from spark_jobs.model.lake import PROJECT_ROOT, as_path
+from spark_jobs.model.object_store import is_object_store
 from spark_jobs.model.jobs import JobSpec
 from spark_jobs.registry import get_job
 
@@ -145,11 +146,28 @@ class BackfillRequest:
 
 
 def input_roots(job: JobSpec) -> list[Path]:
-    """The folders a backfill of ``job`` may read under: ``$<JOB>_INPUT_ROOTS`` (``os.pathsep``-separated),
-    else the registry's ``input_roots`` (relative to the project root unless absolute); resolved."""
+    """The folders a backfill of ``job`` may read under: ``$<JOB>_INPUT_ROOTS`` (``os.pathsep``-separated;
+    an S3 URL, ``s3a://bucket/AWSLogs``, is one root: its ``://`` does not separate), else the registry's
+    ``input_roots`` (relative to the project root unless absolute); resolved."""
     given = os.environ.get(job.name.upper() + ROOTS_ENV_SUFFIX)
-    roots = [r for r in given.split(os.pathsep) if r] if given else list(job.input_roots)
-    return [(Path(r) if Path(r).is_absolute() else PROJECT_ROOT / r).resolve() for r in roots]
+    roots = [r for r in re.split(re.escape(os.pathsep) + r"(?!//)", given) if r] if given else list(job.input_roots)
+    return [as_path(r) if is_object_store(r) else (Path(r) if Path(r).is_absolute() else PROJECT_ROOT / r).resolve()
+            for r in roots]
+
+
+def _check_url_source(job: JobSpec, source: str, roots: list[Path], allowed: str) -> Path:
+    """An S3 source (``s3a://bucket/AWSLogs/...``): under a URL root, no ``..``, an existing prefix."""
+    text = source.rstrip("/")
+    if ".." in text.split("://", 1)[1].split("/"):
+        raise BackfillRefused("source", f"{source!r} contains '..'; give the prefix's plain URL under {allowed}")
+    if not any(text == str(root) or text.startswith(f"{root}/") for root in roots if is_object_store(str(root))):
+        raise BackfillRefused("source", f"{source!r} is not under an input root of job {job.name}; allowed: "
+                                        f"{allowed} (set ${job.name.upper()}{ROOTS_ENV_SUFFIX} or the registry's "
+                                        "input_roots to add one)")
+    path = as_path(text)
+    if not path.is_dir():
+        raise BackfillRefused("source", f"{source!r} is not an existing folder (no object under it)")
+    return path
 
 
 def check_request(job: str, source: str | None, date_from, date_to, max_files_per_trigger=None,
@@ -255,8 +273,8 @@ def check_source(job: JobSpec, source: str | None) -> Path:
     """The resolved folder of ``source``, if it is an existing folder under one of the job's input roots.
 
     :raises BackfillRefused: (field ``source``) for an empty value, a relative path, shell
-        metacharacters, a ``..`` part, a scheme other than ``file://``, a folder that does not exist
-        and a path (or a symlink) that leads out of every root.
+        metacharacters, a ``..`` part, a scheme other than ``file://`` (an S3 URL is read when an input root
+        is one), a folder that does not exist and a path (or a symlink) that leads out of every root.
     """
     roots = input_roots(job)
     allowed = ", ".join(str(r) for r in roots) or "(none configured)"
@@ -267,6 +285,8 @@ def check_source(job: JobSpec, source: str | None) -> Path:
         raise BackfillRefused("source", f"{source!r} contains {' '.join(repr(c) for c in bad)}; a log folder's path "
                                         "has none of these")
     text = source
+    if is_object_store(text) and any(is_object_store(str(root)) for root in roots):
+        return _check_url_source(job, source, roots, allowed)
     if "://" in text:
         scheme = text.split("://", 1)[0]
         if scheme != "file":

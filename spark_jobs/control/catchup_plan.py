@@ -17,7 +17,6 @@ no symlink out of a root, no shell metacharacters) before it reaches spark-submi
 from __future__ import annotations
 
 import datetime as dt
-import os
 
 from spark_jobs.control.backfill import BackfillRefused, check_request, check_source, list_files
 from spark_jobs.model import inputs
@@ -53,7 +52,7 @@ def plan_run(job_name: str, input_path: str | None, max_files_per_trigger: int |
             raise BackfillRefused("input", str(exc).split(": ", 1)[1]) from None
     if run_type != BACKFILL_RUN_TYPE:
         folder = job_input(job.name, input_path)
-        if job.source.kind == "files" and not os.path.isdir(folder):  # fails in a second, not after a JVM start (the next run tries again)
+        if job.source.kind == "files" and not inputs.input_path(job, folder).is_dir():  # fails in a second, not after a JVM start (the next run tries again)
             raise BackfillRefused("input", f"the input folder {folder} does not exist (set ${job.input_env_var} or "
                                            "the run's input)")
         args = ["run", job.name, "--trigger", "available-now"]

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from spark_jobs.model.errors import UsageError
 from spark_jobs.model.lake import Lake
+from spark_jobs.model.object_store import delta_rs_options
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,8 @@ def commit_times(path: Path) -> dict[int, int]:
     """Each version in the table's log and its commit time (epoch ms), read with delta-rs (no JVM)."""
     from deltalake import DeltaTable
 
-    return {entry["version"]: entry["timestamp"] for entry in DeltaTable(str(path)).history()}
+    table = DeltaTable(str(path), storage_options=delta_rs_options(path))
+    return {entry["version"]: entry["timestamp"] for entry in table.history()}
 
 
 def resolve_version(table: str, path: Path, as_of: AsOf) -> int:
@@ -111,14 +113,15 @@ def int_or_none(value) -> int | None:
 def latest_version(path: Path) -> int:
     from deltalake import DeltaTable
 
-    return DeltaTable(str(path)).version()
+    return DeltaTable(str(path), storage_options=delta_rs_options(path)).version()
 
 
 def version_rows(path: Path, version: int | None = None) -> int | None:
     """Rows in ``version`` (the latest if None) from the add actions' stats; None without stats."""
     from deltalake import DeltaTable
 
-    actions = DeltaTable(str(path), version=version).get_add_actions(flatten=True)
+    actions = DeltaTable(str(path), version=version,
+                         storage_options=delta_rs_options(path)).get_add_actions(flatten=True)
     if actions.num_rows == 0:
         return 0
     counts = actions.column("num_records").to_pylist() if "num_records" in actions.column_names else [None]
@@ -153,7 +156,8 @@ def history(lake: Lake, table: str, limit: int = 20) -> list[dict]:
     from deltalake import DeltaTable
 
     entries = []
-    for commit in DeltaTable(str(delta_path(lake, table))).history(limit):
+    path = delta_path(lake, table)
+    for commit in DeltaTable(str(path), storage_options=delta_rs_options(path)).history(limit):
         operation = commit.get("operation") or ""
         metrics = commit.get("operationMetrics") or {}
         added_key, removed_key = _ROW_METRICS.get(operation, (None, None))
@@ -240,4 +244,4 @@ def restore_plan(lake: Lake, table: str, to_version: int | None = None, to_times
 def commit_infos(path: Path) -> list[dict]:
     from deltalake import DeltaTable
 
-    return DeltaTable(str(path)).history()
+    return DeltaTable(str(path), storage_options=delta_rs_options(path)).history()

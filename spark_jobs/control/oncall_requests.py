@@ -51,6 +51,7 @@ from spark_jobs.control.checkpoint.lease import Lease, LeaseHeld, LeaseInfo, rea
 from spark_jobs.model.errors import UsageError
 from spark_jobs.model.lake import Lake
 from spark_jobs.model.jobs import JobSpec
+from spark_jobs.model.object_store import delta_rs_options
 from spark_jobs.registry import ONCALL_ACTIONS, get_job
 from spark_jobs.control.supervision.hold import read_hold
 from spark_jobs.control.supervision.state import read_supervisor_state
@@ -145,7 +146,7 @@ def table_versions(job: JobSpec, lake: Lake) -> dict[str, int]:
         path = lake.table_path(table.name)
         if (path / "_delta_log").is_dir():
             try:
-                versions[table.name] = DeltaTable(str(path)).version()
+                versions[table.name] = DeltaTable(str(path), storage_options=delta_rs_options(path)).version()
             except Exception:  # noqa: BLE001 - a log without a commit yet: no version
                 continue
     return versions
@@ -176,7 +177,8 @@ def add_actions(path: Path, version: int | None = None) -> list[dict]:
     import pyarrow as pa
     from deltalake import DeltaTable
 
-    actions = pa.table(DeltaTable(str(path), version=version).get_add_actions(flatten=True)).to_pylist()
+    snapshot = DeltaTable(str(path), version=version, storage_options=delta_rs_options(path))
+    actions = pa.table(snapshot.get_add_actions(flatten=True)).to_pylist()
     for action in actions:
         for key in [k for k in action if k.startswith("partition.")]:
             action[key] = None if action[key] is None else str(action[key])

@@ -37,6 +37,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from spark_jobs.model.lake import Lake
+from spark_jobs.model.object_store import delta_rs_options
 from spark_jobs.registry import OPS_AUDIT
 
 log = logging.getLogger("spark_jobs")
@@ -125,7 +126,7 @@ def append(lake: Lake, record: AuditRecord) -> dict:
     path = audit_path(lake)
     for attempt in range(WRITE_ATTEMPTS):
         try:
-            write_deltalake(str(path), table, mode="append",
+            write_deltalake(str(path), table, mode="append", storage_options=delta_rs_options(path),
                             configuration={"delta.enableDeletionVectors": "false"})
             return row
         except Exception as exc:  # noqa: BLE001 - a lost commit race: the next attempt re-reads the log
@@ -143,7 +144,7 @@ def read_rows(lake: Lake) -> list[dict]:
     path = audit_path(lake)
     if not (path / "_delta_log").is_dir():
         return []
-    rows = DeltaTable(str(path)).to_pyarrow_table().to_pylist()
+    rows = DeltaTable(str(path), storage_options=delta_rs_options(path)).to_pyarrow_table().to_pylist()
     for row in rows:
         for key in ("versions_before", "versions_after"):
             row[key] = dict(row[key] or [])

@@ -43,6 +43,7 @@ from spark_jobs.model.errors import UsageError
 from spark_jobs.model.lake import Lake
 from spark_jobs.model.jobs import JobSpec
 from spark_jobs.model.tables import TableSpec
+from spark_jobs.model.object_store import delta_rs_options
 from spark_jobs.registry import JOBS, all_tables
 
 COMMANDS = ("history", "optimize", "vacuum", "restore", "convert")
@@ -185,7 +186,8 @@ def safety_minimum_hours(path: Path) -> float:
     """The retention Delta's safety check requires: the table's ``delta.deletedFileRetentionDuration``."""
     from deltalake import DeltaTable
 
-    configured = DeltaTable(str(path)).metadata().configuration.get("delta.deletedFileRetentionDuration")
+    metadata = DeltaTable(str(path), storage_options=delta_rs_options(path)).metadata()
+    configured = metadata.configuration.get("delta.deletedFileRetentionDuration")
     return _interval_hours(configured) or DELTA_DEFAULT_RETENTION_HOURS
 
 
@@ -364,7 +366,7 @@ def _create_empty(spark, path: Path, schema, partition_by: tuple[str, ...]) -> N
 def _file_uris(path: Path) -> list[str]:
     from deltalake import DeltaTable
 
-    return DeltaTable(str(path)).file_uris()
+    return DeltaTable(str(path), storage_options=delta_rs_options(path)).file_uris()
 
 
 # --- the command -----------------------------------------------------------------------------------

@@ -52,6 +52,7 @@ from spark_jobs.model.lake import Lake
 from spark_jobs.driver.session import session_conf
 from spark_jobs.control.oncall_requests import ReplayPlan, add_actions, missing_files
 from spark_jobs.model.jobs import JobSpec
+from spark_jobs.model.object_store import delta_rs_options
 from spark_jobs.driver.job_modules import job_module, output_schemas, table_targets
 from spark_jobs.driver.source_readers import file_time_column, read_files
 from spark_jobs.driver.write.rows import table_rows
@@ -139,7 +140,7 @@ def rebuild(spark: SparkSession, lake: Lake, target: TableTarget, replay: DataFr
 
     def attempt() -> dict:
         """One read of the table and one commit; redone from a fresh read after a commit conflict."""
-        version_before = DeltaTable(path).version()
+        version_before = DeltaTable(path, storage_options=delta_rs_options(path)).version()
         table = spark.read.format("delta").load(path)
         of_replayed = table.join(F.broadcast(replayed), table[source_column] == replayed[REPLAYED], "left_semi")
         # Partition values as text: Spark casts them back for the filter and the predicate.
@@ -169,7 +170,7 @@ def rebuild(spark: SparkSession, lake: Lake, target: TableTarget, replay: DataFr
         predicate = f"`{part}` IN ({', '.join(sql_literal(v) for v in affected)})"
         (result.write.format("delta").mode("overwrite").option("replaceWhere", predicate)
          .option("userMetadata", note).save(path))
-        commit = DeltaTable(path).history(1)[0]
+        commit = DeltaTable(path, storage_options=delta_rs_options(path)).history(1)[0]
         metrics = commit.get("operationMetrics") or {}
         summary = {"partitions": affected, "damaged_partitions": sorted(damaged),
                    "rows_after": int(sum(counts.values())), "rows_removed": _int(metrics.get("numDeletedRows")),

@@ -25,7 +25,7 @@ from pyspark.sql import functions as F
 
 from spark_jobs.model.errors import UsageError
 from spark_jobs.model.jobs import JobSpec
-from spark_jobs.model.lake import Lake
+from spark_jobs.model.lake import Lake, as_path
 from spark_jobs.model.runs import RunOptions
 from spark_jobs.model.streams import FileSource
 from spark_jobs.control.monitoring.progress import executed
@@ -75,9 +75,10 @@ def resolve_input(job: JobSpec, given: str | None, lake: str | None = None) -> P
     :raises UsageError: if a landing folder does not exist or is not a folder.
     """
     from spark_jobs.model.inputs import input_path, named_input
+    from spark_jobs.model.object_store import is_url
 
     if job.source.kind == "delta":
-        return Path(given).expanduser().resolve() if given else Lake.at(lake).table_path(job.source.table)
+        return as_path(given) if given else Lake.at(lake).table_path(job.source.table)
     if job.source.kind == "kafka":  # the topics (a,b or pattern:<regex>), checked here; no folder
         from spark_jobs.model.streams import kafka_subscription
 
@@ -90,7 +91,7 @@ def resolve_input(job: JobSpec, given: str | None, lake: str | None = None) -> P
                          f"(or set ${job.input_env_var}) pointing at the landing folder")
     if not path.is_dir():
         raise UsageError(f"input {str(path)!r} is a file; pass --input the folder that holds the log files")
-    return path.resolve()
+    return path if is_url(path) else path.resolve()
 
 
 class _LeaseKeeper:

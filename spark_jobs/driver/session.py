@@ -8,6 +8,13 @@ session has Delta's SQL extension and catalog, maps the driver JVM's class archi
 of the code this driver runs (:mod:`spark_jobs.launch.code_zip`), so the same job runs on ``local[2]`` and on a
 cluster whose executors do not have the project. All scratch space stays inside the project
 (``.spark/``) so killed JVMs leave nothing in ``/tmp``.
+
+Every session, local or under spark-submit, reaches ``s3a://`` (and ``s3://``) paths with the settings of
+:func:`spark_jobs.model.object_store.hadoop_conf`, read here from this driver's own environment (the
+standard AWS variables and config files): the endpoint and region as S3A settings, the credentials
+through the AWS SDK's default chain (never a setting, so never in the Spark UI, a log or a command
+line), and Delta's multi-writer log store for S3. Under spark-submit they are applied the same way
+(the driver's environment is the submitter's), so nothing about S3 goes into ``--conf``.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from pyspark.sql import SparkSession
 from spark_jobs.launch import class_archive, code_zip
 from spark_jobs.launch.jars import DELTA_CONF, spark_jars
 from spark_jobs.model.lake import PROJECT_ROOT
+from spark_jobs.model.object_store import hadoop_conf
 from spark_jobs.control.monitoring.prometheus import STREAMING_METRICS_CONF
 
 # Settings every job needs to be correct, whoever launched it.
@@ -87,7 +95,7 @@ def build_session(app_name: str, *, ui: bool = False, extra_conf: dict[str, str]
                            "spark.sql.warehouse.dir": str(scratch / "warehouse"),
                            "spark.driver.extraJavaOptions": f"-Dderby.system.home={scratch / 'derby'}"}.items():
             builder = builder.config(key, value)
-    for key, value in {**REQUIRED_CONF, **(extra_conf or {})}.items():
+    for key, value in {**REQUIRED_CONF, **hadoop_conf(), **(extra_conf or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     # Spark's py_files: every executor fetches it from the driver (a path added twice is added once).

@@ -33,6 +33,7 @@ from pathlib import Path
 from spark_jobs.control.delta_log import AsOf, parse_as_of, resolve_version
 from spark_jobs.model.errors import UsageError
 from spark_jobs.model.lake import Lake
+from spark_jobs.model.object_store import delta_rs_options
 from spark_jobs.registry import JOBS, PLATFORM_TABLES, table_specs
 
 ENGINES = ("spark", "duckdb")
@@ -188,12 +189,14 @@ def duckdb_connection(lake: Lake, as_of: dict[str | None, AsOf] | None = None):
         if name not in versions:
             notes.append(_missing_note(name, path))
             continue
-        dataset = DeltaTable(str(path), version=versions[name]).to_pyarrow_dataset()
+        dataset = DeltaTable(str(path), version=versions[name],
+                             storage_options=delta_rs_options(path)).to_pyarrow_dataset()
         con.register(name, dataset)
     for name in PLATFORM_TABLES:
         path = lake.table_path(name)
         if name in versions:
-            con.register(name, DeltaTable(str(path), version=versions[name]).to_pyarrow_dataset())
+            con.register(name, DeltaTable(str(path), version=versions[name],
+                                          storage_options=delta_rs_options(path)).to_pyarrow_dataset())
         else:  # no note while empty: nothing has been done yet
             con.register(name, _platform_schema(name).empty_table())
     return con, notes

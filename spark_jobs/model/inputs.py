@@ -7,9 +7,9 @@ A job's input is named, first found wins, by
 3. the registry's default: a file job's ``default_input`` (a folder), a Kafka job's ``topics``.
 
 A relative folder given on a command line is relative to the current directory; one from the
-environment or the registry is relative to the project root. The driver, the checkpoint inspection,
-the catch-up plan, the supervisor and the health sensor all resolve it here, so they agree on the
-folder a job reads. No I/O (nothing is checked to exist) and no pyspark.
+environment or the registry is relative to the project root; a URL names a bucket's prefix. The driver,
+the checkpoint inspection, the catch-up plan, the supervisor and the health sensor all resolve it here,
+so they agree on the folder a job reads. No I/O (nothing is checked to exist) and no pyspark.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ import os
 from pathlib import Path
 from typing import Mapping
 
-from spark_jobs.model.lake import PROJECT_ROOT
+from spark_jobs.model.lake import PROJECT_ROOT, as_path
+from spark_jobs.model.object_store import is_url
 
 
 def named_input(job, given: str | os.PathLike | None = None, *, default: str | None = None,
@@ -37,6 +38,9 @@ def named_input(job, given: str | os.PathLike | None = None, *, default: str | N
 def input_path(job, given: str | os.PathLike | None = None, *, environ: Mapping[str, str] | None = None) -> Path:
     """The file job's input folder, absolute (``~`` expanded, symlinks kept, not checked to exist): a
     relative ``given`` is relative to the current directory, a relative ``$<JOB>_INPUT`` or registry
-    default to the project root."""
-    path = Path(named_input(job, given, environ=environ)).expanduser()
+    default to the project root. A URL (``s3a://bucket/AWSLogs/``) stays a URL (a ``UPath``)."""
+    named = named_input(job, given, environ=environ)
+    if is_url(named):
+        return as_path(named)
+    path = Path(named).expanduser()
     return path if path.is_absolute() else (Path.cwd() if given else PROJECT_ROOT) / path

@@ -6,6 +6,10 @@ Layout under the lake root (``--lake``, else ``$LAKE_ROOT``, else ``./lake``)::
     checkpoints/<job>/              the streaming checkpoint of the job
     control/<job>/                  beside the checkpoint, never in it: the single-writer lease,
                                     the supervisor's state and its event log
+
+The root is a local folder (a :class:`~pathlib.Path`) or an object store's URL (``s3a://bucket/lake``):
+then the paths are ``universal_pathlib`` paths (``str()`` gives the URL, ``/`` and ``is_dir()`` work
+through fsspec), see :mod:`spark_jobs.model.object_store` and docs/object-store.md.
 """
 
 from __future__ import annotations
@@ -14,20 +18,34 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from upath import UPath
+
+from spark_jobs.model.object_store import is_url
+
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 def resolve_lake_root(lake: str | os.PathLike | None = None) -> Path:
-    """The lake root: ``lake`` if given, else ``$LAKE_ROOT``, else ``./lake`` (absolute)."""
+    """The lake root: ``lake`` if given, else ``$LAKE_ROOT``, else ``./lake`` (absolute); a URL
+    (``s3a://bucket/lake``) stays a URL, as a ``UPath``."""
     chosen = lake or os.environ.get("LAKE_ROOT") or "lake"
-    return Path(chosen).expanduser().resolve()
+    return as_path(chosen)
+
+
+def as_path(where: str | os.PathLike) -> Path:
+    """A local path made absolute, or a URL as a ``UPath`` (no trailing slash)."""
+    if isinstance(where, UPath) and not isinstance(where, Path):
+        return where
+    if is_url(where):
+        return UPath(str(where).rstrip("/"))
+    return Path(where).expanduser().resolve()
 
 
 @dataclass(frozen=True)
 class Lake:
     """Paths inside one lake root.
 
-    :param root: an absolute folder; created on first write.
+    :param root: an absolute folder or an object store's URL (a ``UPath``); created on first write.
     """
 
     root: Path

@@ -66,7 +66,7 @@ log = logging.getLogger("tools.bench")
 BENCH_ROOT = PROJECT_ROOT / ".spark" / "bench"
 IN_PROCESS = ("throughput", "profile", "write_shapes", "adhoc_query", "memory", "freshness", "backfill_priority", "state")
 LAUNCHES = ("noop_catchup", "orchestration", "orchestration_live", "sql_command", "cores", "min_driver_memory",
-            "jvm_start")
+            "jvm_start", "object_store")
 MEASUREMENTS = IN_PROCESS + LAUNCHES
 # What --quick leaves out, and why: each needs minutes of process starts and warm-up to mean anything.
 QUICK_LEAVES_OUT = {
@@ -81,6 +81,8 @@ QUICK_LEAVES_OUT = {
     "freshness": "a freshly started job needs ~8 micro-batches to warm up, so a meaningful figure needs "
                  "warm-up files plus 30 files 3 s apart (~2.5 min)",
     "backfill_priority": "a live job, two backfills of the whole input and three freshness phases (~10+ min)",
+    "object_store": "a local S3 server, then catch-ups of the whole input from disk and from a bucket, and two "
+                    "freshness runs (~3+ min at 50k records)",
     "state": "two stateful jobs over 1x and 10x an event-time span, one micro-batch per hour of events (~66 "
              "micro-batches each with --quick, ~5 min)",
 }
@@ -92,7 +94,7 @@ NEEDS_THROUGHPUT = ("throughput", "profile", "write_shapes", "adhoc_query", "mem
 # ad-hoc queries, recovery, state, memory.
 REPORT_ORDER = ("throughput", "profile", "write_shapes", "cores", "noop_catchup", "orchestration", "orchestration_live", "freshness",
                 "backfill_priority", "adhoc_query", "sql_command", "recovery", "state", "memory", "min_driver_memory",
-                "jvm_start")
+                "jvm_start", "object_store")
 # Each goal (as the issue states it) and the figures it is about.
 GOALS = {"throughput": (">= 0.9", ("ratio",)), "cores": (">= 1.8", ("ratio",)), "noop_catchup": ("<= 1.2", ("ratio",)),
          "orchestration_live": ("<= 5 s more", ("difference_s",)),
@@ -288,6 +290,11 @@ def run_benchmark(config: BenchConfig, spark=None) -> dict:
         from tools.bench.launches import measure_jvm_start
 
         measured["jvm_start"] = _attempt("jvm_start", lambda: measure_jvm_start(config.launch_repeat), failures)
+    if "object_store" in config.only:
+        from tools.bench.object_store import measure_object_store
+
+        measured["object_store"] = _attempt("object_store", lambda: measure_object_store(
+            data.landing, data.records, run_dir, config.repeat, config.freshness_files), failures)
     for name in MEASUREMENTS:
         if name in config.only:
             why = "needs the lake of the throughput runs, which failed"

@@ -36,7 +36,12 @@ visible half-written); ``O_CREAT | O_EXCL`` where links are not supported. Other
 ``open(path, "xb")`` (fsspec's in-memory filesystem supports it). An object store needs a
 conditional put for this: S3 ``PutObject`` with ``If-None-Match: *``, GCS ``ifGenerationMatch=0``,
 Azure ``If-None-Match: *``; a store or client without it cannot hold a lease safely (two creates of
-the same key both succeed), and :meth:`Lease.acquire` then raises rather than pretend.
+the same key both succeed), and :meth:`Lease.acquire` then raises rather than pretend. On S3 (s3fs,
+``s3a://`` / ``s3://``) ``open(path, "xb")`` is a ``PutObject`` with ``If-None-Match: *``; since an
+S3-compatible server that ignores the header would accept both creates silently, the first lease
+taken in a bucket by a process probes it (creates one key twice, expects the second to be refused,
+removes it) and refuses to hold a lease there when the store did not refuse. Listings are never
+cached (:mod:`spark_jobs.model.object_store`), so a newer generation is seen at once.
 
 The module imports no pyspark (Airflow sensors and the supervisor read it).
 """
@@ -198,12 +203,50 @@ class LeaseLost(Exception):
     """This driver may no longer write through the checkpoint (taken over, or not renewed in time)."""
 
 
+# (filesystem class, bucket) -> the store refuses a second exclusive create (probed once per process).
+_PROBED: dict[tuple[str, str], bool] = {}
+
+
+def _check_exclusive_create(fs: fsspec.AbstractFileSystem, folder: str) -> None:
+    """Refuse a store whose exclusive create is not exclusive (probed once per bucket and process)."""
+    from fsspec.implementations.memory import MemoryFileSystem
+
+    if isinstance(fs, (LocalFileSystem, MemoryFileSystem)):
+        return
+    key = (type(fs).__name__, folder.strip("/").split("/", 1)[0])
+    if key not in _PROBED:
+        probe = f"{folder}/.lease-probe-{uuid.uuid4().hex}"
+        fs.makedirs(folder, exist_ok=True)
+        refused = False
+        try:
+            for attempt in range(2):
+                with fs.open(probe, "xb") as handle:
+                    handle.write(b"probe")
+        except FileExistsError:
+            refused = attempt == 1
+        except ValueError:
+            refused = True  # no exclusive create at all: _create_exclusive explains it
+        finally:
+            try:
+                fs.rm_file(probe)
+            except (FileNotFoundError, OSError):
+                pass
+        _PROBED[key] = refused
+    if not _PROBED[key]:
+        raise RuntimeError(
+            f"the store behind {folder} accepted a second exclusive create of the same key (a conditional put "
+            "with If-None-Match: * that it ignored), so it cannot hold a single-writer lease; use a store with "
+            "conditional puts (AWS S3, or a compatible server that honours If-None-Match) or keep the control "
+            "folder on a local or shared POSIX path")
+
+
 def _split(control_dir: str) -> tuple[fsspec.AbstractFileSystem, str]:
     fs, path = fsspec.core.url_to_fs(str(control_dir))
     return fs, path.rstrip("/")
 
 
 def _generations(fs: fsspec.AbstractFileSystem, lease_dir: str) -> list[int]:
+    fs.invalidate_cache(lease_dir)  # a listing cached by the filesystem would hide a newer generation
     try:
         names = fs.ls(lease_dir, detail=False)
     except (FileNotFoundError, NotADirectoryError):
@@ -335,6 +378,7 @@ class Lease:
             raise ValueError(f"ttl_seconds must be > 0, got {ttl_seconds!r}")
         fs, base = _split(control_dir)
         lease_dir = f"{base}/{LEASE_DIR}"
+        _check_exclusive_create(fs, lease_dir)
         for _ in range(5):
             generations = _generations(fs, lease_dir)
             newest = generations[-1] if generations else 0

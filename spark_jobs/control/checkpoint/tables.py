@@ -16,6 +16,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from spark_jobs.model.object_store import delta_rs_options
 from spark_jobs.control.checkpoint.store import Location
 
 DELTA_COMMIT = re.compile(r"^(\d{20})\.json$")
@@ -81,7 +82,7 @@ def delta_transaction_version(table: Location, app_id: str) -> int | None:
         from deltalake import DeltaTable
 
         try:
-            return DeltaTable(table.path).transaction_version(app_id)
+            return DeltaTable(table.path, storage_options=delta_rs_options(table.path)).transaction_version(app_id)
         except Exception:  # noqa: BLE001 - e.g. a table feature delta-rs does not read: the log itself says
             pass
     return delta_app_versions(table).get(app_id)

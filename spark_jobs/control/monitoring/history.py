@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from spark_jobs.model.object_store import delta_rs_options
 from spark_jobs.control.monitoring.progress import progress_table_path
 
 
@@ -28,7 +29,7 @@ def read_progress(lake_root: str | Path, stream: str, *, limit: int | None = 300
     if not (path / "_delta_log").is_dir():
         return []
     try:
-        dataset = DeltaTable(str(path)).to_pyarrow_dataset()
+        dataset = DeltaTable(str(path), storage_options=delta_rs_options(path)).to_pyarrow_dataset()
     except TableNotFoundError:  # a log with no commit yet
         return []
     condition = ds.field("stream") == stream

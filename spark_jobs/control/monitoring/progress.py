@@ -42,6 +42,8 @@ from pathlib import Path
 import pyarrow as pa
 
 from spark_jobs.model.jobs import JobSpec
+from spark_jobs.model.lake import as_path
+from spark_jobs.model.object_store import delta_rs_options, is_url
 
 from spark_jobs.model.policies import ProgressHistory
 
@@ -105,9 +107,14 @@ SCHEMA = pa.schema([
 PARTITION_BY = ("date",)
 
 
+def _root(lake_root: str | Path) -> Path:
+    """The lake root as given (a local path), or an object store's URL as a ``UPath``."""
+    return as_path(lake_root) if is_url(lake_root) else Path(lake_root)
+
+
 def progress_table_path(lake_root: str | Path) -> Path:
     """``<lake>/tables/streaming_progress``."""
-    return Path(lake_root) / "tables" / PROGRESS_TABLE
+    return _root(lake_root) / "tables" / PROGRESS_TABLE
 
 
 def _time(text: str | None) -> datetime | None:
@@ -217,7 +224,8 @@ def append_rows(lake_root: str | Path, rows: list[dict]) -> None:
     table = pa.Table.from_pylist(rows, schema=SCHEMA)
     for attempt in range(3):
         try:
-            write_deltalake(str(path), table, mode="append", partition_by=list(PARTITION_BY))
+            write_deltalake(str(path), table, mode="append", partition_by=list(PARTITION_BY),
+                            storage_options=delta_rs_options(path))
             return
         except Exception as error:  # noqa: BLE001 - two writers creating the table at once: the loser appends
             if attempt == 2:
@@ -237,14 +245,15 @@ def apply_retention(lake_root: str | Path, retention_days: int, now: datetime | 
     if not (path / "_delta_log").is_dir():
         return {}
     cutoff = ((now or datetime.now(timezone.utc)) - timedelta(days=retention_days)).date()
-    return DeltaTable(str(path)).delete(f"date < '{cutoff.isoformat()}'")
+    return DeltaTable(str(path), storage_options=delta_rs_options(path)).delete(f"date < '{cutoff.isoformat()}'")
 
 
 def compact(lake_root: str | Path) -> dict:
     """Compact the table's small files (one per append) and vacuum the replaced ones after an hour."""
     from deltalake import DeltaTable
 
-    table = DeltaTable(str(progress_table_path(lake_root)))
+    path = progress_table_path(lake_root)
+    table = DeltaTable(str(path), storage_options=delta_rs_options(path))
     metrics = table.optimize.compact()
     table.vacuum(retention_hours=VACUUM_RETENTION_HOURS, enforce_retention_duration=False, dry_run=False)
     return metrics
@@ -268,7 +277,7 @@ class ProgressRecorder:
 
     def __init__(self, lake_root: str | Path, job: JobSpec, stream: str, input_path: str | None = None,
                  settings: ProgressHistory | None = None) -> None:
-        self.lake_root = Path(lake_root)
+        self.lake_root = _root(lake_root)
         self.job = job
         self.stream = stream
         self.input_path = input_path

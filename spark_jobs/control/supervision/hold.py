@@ -8,7 +8,8 @@ set it with ``streaming_oncall`` (``pause_supervision`` / ``resume_supervision``
 driver (take a thread dump of a stalled one, stop it by hand for a while) without the supervisor
 interfering, and without stopping the continuous DAG.
 
-The file holds who set it, when and why. It is written atomically (temp file + rename); no pyspark.
+The file holds who set it, when and why. It is written atomically (temp file + rename; on an object
+store, one put); no pyspark.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import os
 import uuid
 
 from spark_jobs.control.supervision.state import utc_iso
+from spark_jobs.model.object_store import is_url
 
 HOLD_FILE = "supervision_hold.json"
 
@@ -26,9 +28,20 @@ def hold_path(control: str) -> str:
     return os.path.join(str(control), HOLD_FILE)
 
 
+def _store(control: str):
+    """The control folder's fsspec filesystem and path, for a lake on an object store (``s3a://``)."""
+    import fsspec
+
+    fs, path = fsspec.core.url_to_fs(str(control))
+    return fs, f"{path.rstrip('/')}/{HOLD_FILE}"
+
+
 def read_hold(control: str) -> dict | None:
     """The hold on ``control``'s job (``by``, ``reason``, ``at``, ``audit_id``), or ``None``."""
     try:
+        if is_url(control):
+            fs, path = _store(control)
+            return json.loads(fs.cat_file(path).decode("utf-8"))
         with open(hold_path(control), encoding="utf-8") as handle:
             return json.load(handle)
     except FileNotFoundError:
@@ -40,6 +53,10 @@ def read_hold(control: str) -> dict | None:
 def place_hold(control: str, by: str | None, reason: str, audit_id: str | None = None) -> dict:
     """Pause supervision of the job whose control folder is ``control``; returns the hold written."""
     hold = {"by": by, "reason": reason, "at": utc_iso(), "audit_id": audit_id}
+    if is_url(control):
+        fs, path = _store(control)
+        fs.pipe_file(path, json.dumps(hold, sort_keys=True).encode("utf-8"))
+        return hold
     os.makedirs(str(control), exist_ok=True)
     temp = os.path.join(str(control), f".{HOLD_FILE}.{uuid.uuid4().hex}.tmp")
     with open(temp, "w", encoding="utf-8") as handle:
@@ -52,6 +69,10 @@ def lift_hold(control: str) -> dict | None:
     """Resume supervision; returns the hold that was lifted (``None``: there was none)."""
     hold = read_hold(control)
     try:
+        if is_url(control):
+            fs, path = _store(control)
+            fs.rm_file(path)
+            return hold
         os.remove(hold_path(control))
     except FileNotFoundError:
         return None

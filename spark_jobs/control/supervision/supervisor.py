@@ -44,8 +44,9 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Callable
 
-from spark_jobs.model.lake import Lake
+from spark_jobs.model.lake import PROJECT_ROOT, Lake
 from spark_jobs.model.jobs import JobSpec
+from spark_jobs.model.object_store import is_url
 from spark_jobs.model.policies import RestartPolicy
 from spark_jobs.control.supervision.driver import Driver
 from spark_jobs.control.supervision.hold import read_hold
@@ -53,6 +54,14 @@ from spark_jobs.control.supervision.policy import RestartBudget, backoff_seconds
 from spark_jobs.control.supervision.state import SupervisorState, append_event, utc_iso, write_supervisor_state
 
 log = logging.getLogger("spark_jobs.control.supervision")
+
+
+def _driver_log(control: str, job: str) -> Path:
+    """The driver's log: ``<control>/driver.log``; for a lake on an object store (which cannot append), a
+    local file, ``<project>/.spark/driver-logs/<job>/driver.log``."""
+    if is_url(control):
+        return PROJECT_ROOT / ".spark" / "driver-logs" / job / "driver.log"
+    return Path(control) / "driver.log"
 
 # A driver that has not taken its lease this long after it started is stuck before Spark even runs.
 START_TIMEOUT_SECONDS = 180.0
@@ -115,7 +124,7 @@ class Supervisor:
         self.on_state = on_state
         self.input_path = input_path
         self.control = str(lake.control_path(job.name))
-        self.driver = Driver(self.command, log_path or Path(self.control) / "driver.log", env=env, cwd=cwd)
+        self.driver = Driver(self.command, log_path or _driver_log(self.control, job.name), env=env, cwd=cwd)
         self.budget = RestartBudget(self.policy)
         self.state = SupervisorState(job=job.name, window_seconds=self.policy.window_seconds,
                                      max_restarts=self.policy.max_restarts, supervisor_pid=os.getpid(),

@@ -34,6 +34,7 @@ from pyspark.sql.types import StructType
 
 from spark_jobs.model.errors import UsageError
 from spark_jobs.model.tables import DeliveryDateBound
+from spark_jobs.model.object_store import delta_rs_options
 from spark_jobs.driver.session import session_conf
 
 log = logging.getLogger("spark_jobs")
@@ -171,12 +172,15 @@ def _wait_for_first_commit(target: TableTarget, raise_: bool = True,
 def _has_commit(log_dir: Path) -> bool:
     """Whether a Delta log folder holds a commit (``<version>.json``) or a checkpoint."""
     try:
-        entries = os.scandir(log_dir)
+        if isinstance(log_dir, Path):
+            with os.scandir(log_dir) as entries:
+                names = [e.name for e in entries]
+        else:  # a lake on an object store (a UPath)
+            names = [p.name for p in log_dir.iterdir()]
     except FileNotFoundError:  # a creation that was rolled back under us: another writer may start again
         return False
-    with entries:
-        return any(e.name == "_last_checkpoint" or (e.name[:20].isdigit() and e.name.endswith((".json", ".parquet")))
-                   for e in entries)
+    return any(name == "_last_checkpoint" or (name[:20].isdigit() and name.endswith((".json", ".parquet")))
+               for name in names)
 
 
 def _nullable(schema: StructType) -> StructType:
@@ -338,7 +342,8 @@ class ExactlyOnceWriter:
         """The last batch id this writer committed to ``target`` in a series (from the Delta log), or ``None``."""
         import deltalake
 
-        version = deltalake.DeltaTable(str(target.path)).transaction_version(self.txn_app_id(target.name, rest))
+        table = deltalake.DeltaTable(str(target.path), storage_options=delta_rs_options(target.path))
+        version = table.transaction_version(self.txn_app_id(target.name, rest))
         return None if version is None else int(version)
 
 

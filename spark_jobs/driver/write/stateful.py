@@ -44,6 +44,7 @@ from spark_jobs.control.checkpoint.logs import LogDamage, OffsetsEntry, parse_of
 from spark_jobs.control.checkpoint.store import Location
 from spark_jobs.model.jobs import JobSpec
 from spark_jobs.model.streams import job_settings
+from spark_jobs.model.object_store import delta_rs_options
 from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, TableTarget
 
 if TYPE_CHECKING:
@@ -137,7 +138,7 @@ def delta_batch_rows(spark: SparkSession, table: Path | str, checkpoint: Path | 
     whole = spark.read.format("delta").load(str(table))
     from deltalake import DeltaTable
 
-    partitions = set(DeltaTable(str(table)).metadata().partition_columns)
+    partitions = set(DeltaTable(str(table), storage_options=delta_rs_options(table)).metadata().partition_columns)
     columns = [f.name for f in whole.schema.fields if f.name not in partitions]
     frames = []
     if read.snapshot_version is not None:

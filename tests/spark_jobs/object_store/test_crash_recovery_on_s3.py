@@ -1,0 +1,78 @@
+"""kill -9 in the middle of a micro-batch with the input in one bucket and the lake in another, twice, then a
+restart: exact tables. While a killed batch's Parquet objects lie in the table's prefix (uploaded, never
+committed), delta-rs sees exactly the committed rows (as tests/spark_jobs/test_crash_recovery.py on disk).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections import Counter
+
+from spark_jobs.model.lake import as_path
+from tools.sample_data import write_sample_landing
+from tests.conftest import PROJECT_ROOT
+from tests.spark_jobs.conftest import file_name
+# The local test's helpers read the checkpoint and the table's folder through pathlib's API, which the
+# lake's UPath paths (s3fs underneath) give on a bucket as well.
+from tests.spark_jobs.test_crash_recovery import _batch_ids, _kill_mid_batch, _uncommitted_files
+
+
+def _delta_rs_sees_only_committed_rows(table, seen: set[str]) -> int:
+    """As the local test's, reading the uncommitted objects through s3fs (pyarrow takes no UPath)."""
+    import deltalake
+    import pyarrow.parquet as pq
+
+    from spark_jobs.model.object_store import delta_rs_options
+
+    dt = deltalake.DeltaTable(str(table), storage_options=delta_rs_options(str(table)))
+    ids = dt.to_pyarrow_table(columns=["eventID"]).column("eventID").to_pylist()
+    committed = sum(int(h["operationMetrics"]["numTargetRowsInserted"]) for h in dt.history()
+                    if h["operation"] == "MERGE")
+    assert len(ids) == len(set(ids)) == committed
+    orphans = _uncommitted_files(table) - seen  # an object is whole once it is there
+    seen |= orphans
+    orphan_ids = {i for f in orphans
+                  for i in pq.read_table((table / f).path, columns=["eventID"],
+                                         filesystem=table.fs).column("eventID").to_pylist()}
+    assert not orphan_ids & set(ids)  # not one row of the uncommitted batch
+    return len(orphan_ids)
+
+
+def test_kill_9_mid_batch_twice_with_the_lake_in_a_bucket_then_restart_gives_exact_tables(
+        s3, s3_env, bucket, run_job_s3, tmp_path):
+    landing = tmp_path / "landing"
+    manifest = write_sample_landing(landing, files=10, records_per_file=20, seed=3)
+    trail, lake = bucket("trail"), f"{bucket('lake')}/lake"
+    s3.upload(landing, trail.removeprefix("s3a://"))
+    checkpoint, events = as_path(f"{lake}/checkpoints/cloudtrail_etl"), as_path(f"{lake}/tables/cloudtrail_events")
+    command = [sys.executable, "-m", "spark_jobs", "run", "cloudtrail_etl", "--input", f"{trail}/AWSLogs/",
+               "--lake", lake, "--max-files-per-trigger", "3"]
+
+    kills, orphan_rows, seen = [], [], set()
+    # The first kill waits until the batch in flight has uploaded event files, not committed them.
+    for after_commits, table in ((1, events), (2, None)):
+        log = tmp_path / f"kill-{after_commits}.log"
+        process = subprocess.Popen(command, cwd=PROJECT_ROOT, stdout=log.open("w"), stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+        kills.append(_kill_mid_batch(process, checkpoint, after_commits, 0.0, table))
+        orphan_rows.append(_delta_rs_sees_only_committed_rows(events, seen))
+    for committed, in_flight in kills:
+        assert in_flight == committed + 1  # each kill hit a planned, uncommitted batch
+    assert orphan_rows[0] > 0  # the killed batch's objects were there, with rows delta-rs did not show
+
+    final = run_job_s3(f"{trail}/AWSLogs/", lake, maxFilesPerTrigger="3")
+    assert final.skipped is None and final.batches >= 1, final
+    assert _batch_ids(checkpoint / "offsets") == _batch_ids(checkpoint / "commits")
+
+    import deltalake
+
+    from spark_jobs.model.object_store import delta_rs_options
+
+    ids = deltalake.DeltaTable(str(events), storage_options=delta_rs_options(lake)).to_pyarrow_table(
+        columns=["eventID"]).column("eventID").to_pylist()
+    assert Counter(ids) == Counter(manifest.good_event_ids) and len(ids) == len(set(ids))
+    quarantine = f"{lake}/tables/cloudtrail_quarantine"
+    rows = deltalake.DeltaTable(quarantine, storage_options=delta_rs_options(quarantine)).to_pyarrow_table().to_pylist()
+    assert sorted((file_name(r["source_file"]), r["record_index"], r["reason"]) for r in rows) == sorted(
+        (b.path.name, b.record_index, b.reason) for b in manifest.bad)
