@@ -29,6 +29,8 @@ CLOUDTRAIL_ETL = JobSpec(
             name="cloudtrail_events",
             partition_by=("date",),
             description="one row per CloudTrail event, typed and flattened, partitioned by event date (UTC)",
+            # Compaction keeps each file a stretch of event time, which the live MERGE skips files by (below).
+            zorder_by=("eventTime",),
             stats_columns=("eventTime", "eventSource", "eventName", "errorCode", "awsRegion", "recipientAccountId",
                            "userIdentity_accountId", "sourceIPAddress"),
             # One row per eventID (CloudTrail delivers some events more than once, a backfill may overlap the
