@@ -10,7 +10,6 @@ SparkSession with hand-made CloudTrail deliveries, as two writers of one lake: t
 from __future__ import annotations
 
 import datetime as dt
-import gzip
 import json
 from collections import Counter
 from pathlib import Path
@@ -19,6 +18,7 @@ import pytest
 
 from spark_jobs.model.lake import Lake
 from tests.spark_jobs.conftest import JOB
+from tests.spark_jobs.test_one_pass import _dated_file as _deliver  # a delivery named with its time
 
 EVENTS, QUARANTINE = "cloudtrail_events", "cloudtrail_quarantine"
 DAY = dt.datetime(2024, 3, 2, tzinfo=dt.UTC)
@@ -33,15 +33,6 @@ def _record(event_id: str, moment: dt.datetime) -> dict:
 def _events(prefix: str, count: int, last: dt.datetime) -> list[dict]:
     """``count`` events, one every 10 seconds up to ``last``."""
     return [_record(f"{prefix}-{i:03d}", last - dt.timedelta(seconds=10 * (count - 1 - i))) for i in range(count)]
-
-
-def _deliver(folder: Path, delivered: dt.datetime, records: list[dict], token: str) -> Path:
-    """A CloudTrail delivery named with its delivery time, as S3 writes it."""
-    day = folder / f"{delivered:%Y/%m/%d}"
-    day.mkdir(parents=True, exist_ok=True)
-    path = day / f"111122223333_CloudTrail_eu-west-1_{delivered:%Y%m%dT%H%MZ}_{token}.json.gz"
-    path.write_bytes(gzip.compress(json.dumps({"Records": records}).encode()))
-    return path
 
 
 def _merges(table: Path) -> list[dict]:
