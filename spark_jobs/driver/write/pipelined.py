@@ -27,7 +27,9 @@ batch's MERGE reads about the same few files whether the day's partition holds 1
 CloudTrail event is the same record): a row of the table with the key of a row the MERGE inserts has
 that row's time, which lies in the range, so the MERGE sees it. A row outside the range (a late
 delivery) is counted like a row outside the dates and goes the cached way, bounded by dates only; a
-NULL time (quarantined by the parse anyway) is outside. A batch with rows for another table (quarantine) or outside the bound then goes through the
+NULL time (quarantined by the parse anyway) is outside.
+
+A batch with rows for another table (quarantine) or outside the bound then goes through the
 cached plan as well, whose MERGE of the keyed table inserts only the keys the table lacks, under the
 writer's second series of app ids (``<query id>:<table>:rest``,
 :data:`~spark_jobs.driver.write.delta_writer.REST_SERIES`) so that Delta does not take it for the batch it
@@ -243,7 +245,8 @@ def write_one_pass(module: JobModule, job: JobSpec, writer: ExactlyOnceWriter, t
     others = sum(count for name, count in carried.items() if name != target.name)
     rest_files = sorted(metrics[_REST_FILES]) if source_file else None
     if outside or others:
-        log.info("batch %d: %d rows outside the delivery dates (or times), %d rows for other tables (from %s files): writing "
+        log.info("batch %d: %d rows outside the delivery dates (or times), %d rows for other tables (from %s "
+                 "files): writing "
                  "them the cached way", batch_id, outside, others, len(rest_files) if rest_files is not None else "all")
     return OnePassResult(target.name, not outside and not others, len(paths), rows, carried,
                          done=(target.name,) if not outside else (), rest_files=rest_files)
