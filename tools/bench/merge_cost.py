@@ -219,7 +219,9 @@ def measure(sizes: tuple[int, ...] = (100_000, 1_000_000, 10_000_000), batch: in
     own_session = spark is None
     spark = spark or build_session("merge_cost")
     schemas = output_schemas(spark, job)
-    files = write_batches(WORK_ROOT / "landing", repeat + 1, batch, sizes, days)
+    # A size named twice is measured twice, the later figures kept (``100000,10000000,100000,10000000``: each
+    # size again on a JVM the others warmed up).
+    files = write_batches(WORK_ROOT / "landing", repeat + 1, batch, sorted(set(sizes)), days)
     report = {"batch_events": batch, "days": days, "rows_per_file": rows_per_file, "repeat": repeat,
               "redelivered_from_table": REDELIVERED, "twice_in_file": TWICE, "by_table_events": {}}
     for size in sizes:
