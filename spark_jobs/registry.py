@@ -17,7 +17,7 @@ from spark_jobs.model.jobs import JobSpec, check_jobs
 from spark_jobs.model.kafka_connection import REDACTION_REGEX
 from spark_jobs.model.policies import HealthThresholds
 from spark_jobs.model.streams import DeltaTableSource, DimensionSpec, EventTimeSpec, FileSource, KafkaSource, WindowSpec
-from spark_jobs.model.tables import DeliveryDateBound, TableSpec
+from spark_jobs.model.tables import DeliveryDateBound, DeliveryTimeBound, TableSpec
 
 
 CLOUDTRAIL_ETL = JobSpec(
@@ -29,6 +29,8 @@ CLOUDTRAIL_ETL = JobSpec(
             name="cloudtrail_events",
             partition_by=("date",),
             description="one row per CloudTrail event, typed and flattened, partitioned by event date (UTC)",
+            # Compaction keeps each file a stretch of event time, which the live MERGE skips files by (below).
+            zorder_by=("eventTime",),
             stats_columns=("eventTime", "eventSource", "eventName", "errorCode", "awsRegion", "recipientAccountId",
                            "userIdentity_accountId", "sourceIPAddress"),
             # One row per eventID (CloudTrail delivers some events more than once, a backfill may overlap the
@@ -40,6 +42,9 @@ CLOUDTRAIL_ETL = JobSpec(
             # An event's UTC date is its file's delivery date or the day before (CloudTrail delivers an event
             # within about 15 minutes): the file names bound a batch's dates before it is read.
             delivery_date_bound=DeliveryDateBound("date", 1),
+            # Within a day, its eventTime (the same in every delivery) is at most 20 minutes before its file's
+            # delivery time (the real samples: 10 at most): a batch's MERGE reads only the files of that time.
+            delivery_time_bound=DeliveryTimeBound("eventTime", minutes_before=20, minutes_after=5),
             source_file="_source_file",
             route="reason IS NULL",
         ),

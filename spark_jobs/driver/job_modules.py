@@ -38,7 +38,8 @@ def job_module(job: JobSpec) -> "JobModule":
 def table_targets(job: JobSpec, lake: Lake) -> list[TableTarget]:
     """The job's tables as write targets: path, partitions, keys, route and delivery-date bound (the registry's)."""
     return [TableTarget(t.name, lake.table_path(t.name), t.partition_by, t.unique_key, t.first_by, t.null_safe,
-                        t.stats_columns, t.write_mode, route=t.route, delivery_date_bound=t.delivery_date_bound)
+                        t.stats_columns, t.write_mode, route=t.route, delivery_date_bound=t.delivery_date_bound,
+                        delivery_time_bound=t.delivery_time_bound)
             for t in job.tables]
 
 

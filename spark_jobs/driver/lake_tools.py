@@ -48,6 +48,11 @@ from spark_jobs.registry import JOBS, all_tables
 
 COMMANDS = ("history", "optimize", "vacuum", "restore", "convert")
 OPTIMIZE_ATTEMPTS = 3
+# Z-ordered by a table's delivery-time-bound column, a day's partition is cut into files of at most this
+# size, each a stretch of time (Delta's default, 1 GB, would leave one file spanning the day, which every
+# live MERGE of that day would read): the pipelined pass's MERGE then reads one or two of them.
+OPTIMIZE_MAX_FILE_SIZE_CONF = "spark.databricks.delta.optimize.maxFileSize"
+TIME_ORDERED_FILE_BYTES = 64 * 1024 * 1024
 log = logging.getLogger("spark_jobs")
 # Delta's own default of delta.deletedFileRetentionDuration ("interval 1 week").
 DELTA_DEFAULT_RETENTION_HOURS = 168.0
@@ -131,14 +136,21 @@ def lost_commit_race(error: BaseException) -> bool:
 # --- optimize --------------------------------------------------------------------------------------
 
 def optimize(spark, lake: Lake, table: TableSpec, where: str | None = None,
-             zorder_by: tuple[str, ...] | None = None) -> dict:
+             zorder_by: tuple[str, ...] | None = None, time_ordered_file_bytes: int = TIME_ORDERED_FILE_BYTES) -> dict:
     """Compact the table's small files (and Z-order them by ``zorder_by``; None: the registry's).
+
+    Z-ordered by the table's ``delivery_time_bound`` column alone (``cloudtrail_events``: ``eventTime``), the
+    files are at most ``time_ordered_file_bytes`` each, so each holds a short stretch of time and a live
+    batch's MERGE, bounded by its files' delivery times, skips the others
+    (:mod:`spark_jobs.driver.write.pipelined`).
 
     :param where: a predicate on partition columns: only those partitions are compacted.
     :returns: files removed and added, partitions touched and the version the compaction created
         (the same version as before when there was nothing to compact).
     """
     from delta.tables import DeltaTable
+
+    from spark_jobs.driver.session import session_conf
 
     path = delta_path(lake, table.name)
     columns = table.zorder_by if zorder_by is None else zorder_by
@@ -148,7 +160,8 @@ def optimize(spark, lake: Lake, table: TableSpec, where: str | None = None,
     before = latest_version(path)
     for attempt in range(1, OPTIMIZE_ATTEMPTS + 1):
         try:
-            result = (builder.executeZOrderBy(*columns) if columns else builder.executeCompaction()).collect()
+            with session_conf(spark, _layout_conf(table, columns, time_ordered_file_bytes)):
+                result = (builder.executeZOrderBy(*columns) if columns else builder.executeCompaction()).collect()
             break
         except Exception as exc:  # noqa: BLE001 - only a lost commit race is retried
             if attempt == OPTIMIZE_ATTEMPTS or not lost_commit_race(exc):
@@ -167,6 +180,13 @@ def optimize(spark, lake: Lake, table: TableSpec, where: str | None = None,
         "version_before": before,
         "version": latest_version(path),
     }
+
+
+def _layout_conf(table: TableSpec, columns: tuple[str, ...], file_bytes: int) -> dict[str, str]:
+    """The session settings of an ``optimize`` of ``table`` Z-ordered by ``columns``: a file size cap when
+    that is the table's delivery-time-bound column alone (see :func:`optimize`)."""
+    timed = table.delivery_time_bound
+    return {OPTIMIZE_MAX_FILE_SIZE_CONF: str(file_bytes)} if timed and tuple(columns) == (timed.column,) else {}
 
 
 # --- vacuum ----------------------------------------------------------------------------------------

@@ -52,6 +52,10 @@ class TableSpec:
         pass (:mod:`spark_jobs.driver.write.pipelined`). Only on an ``insert`` table, for a partition
         column that is part of the key; it applies to batches of files (a batch without file paths,
         Kafka's, is written the cached way).
+    :param delivery_time_bound: a column every delivery of a key carries unchanged (the event's time) lies
+        within minutes of each input file's delivery time (:class:`DeliveryTimeBound`): the pipelined pass
+        then also bounds the table's rows it matches by that time, so Delta skips the files outside it
+        (its cost stays flat as a day's partition grows). Needs ``delivery_date_bound``.
     :param source_file: the table's column naming the input file each row came from: a reprocess
         replaces the rows of the files it replays (:mod:`spark_jobs.driver.reprocess`).
     :param route: which rows of the job's transform go to this table: a SQL boolean condition over the
@@ -78,6 +82,7 @@ class TableSpec:
     source_file: str | None = None
     route: str | None = None
     schema: str | None = None
+    delivery_time_bound: DeliveryTimeBound | None = None
 
     def __post_init__(self) -> None:
         if self.write_mode not in WRITE_MODES:
@@ -125,6 +130,16 @@ class TableSpec:
                              f"{key!r}; add it to the key or bound another column")
             if bound.days_before < 0:
                 raise refuse("delivery_date_bound", bound, "has days_before < 0; give 0 or more days")
+        timed = self.delivery_time_bound
+        if timed is not None:
+            if bound is None:
+                raise refuse("delivery_time_bound", timed, "needs a delivery_date_bound (it narrows the pipelined "
+                             "pass's); declare one or drop the time bound")
+            if timed.minutes_before < 0 or timed.minutes_after < 0:
+                raise refuse("delivery_time_bound", timed, "has minutes < 0; give 0 or more minutes")
+            if self.stats_columns and timed.column not in self.stats_columns:
+                raise refuse("delivery_time_bound", timed, f"bounds {timed.column!r}, not among stats_columns; "
+                             "Delta skips files only by columns it keeps statistics of")
         columns = self.columns
         if columns is not None:
             for field_ in ("partition_by", "unique_key", "first_by", "null_safe", "stats_columns", "zorder_by"):
@@ -154,3 +169,20 @@ class DeliveryDateBound:
 
     column: str
     days_before: int
+
+
+@dataclass(frozen=True)
+class DeliveryTimeBound:
+    """A column that every delivery of a key carries unchanged (CloudTrail's ``eventTime``: a redelivered
+    event is the same record) lies from ``minutes_before`` minutes before each input file's delivery time
+    (the ``YYYYMMDDTHHMMZ`` in its object name) to ``minutes_after`` minutes after it. A row outside is not
+    an error: the pipelined pass leaves it to the cached way, bounded by dates only.
+
+    :param column: the column (a TIMESTAMP of the table, among its ``stats_columns``).
+    :param minutes_before: how long before its file's delivery time a row's value may be.
+    :param minutes_after: how long after (the name's time is cut to the minute; clocks differ).
+    """
+
+    column: str
+    minutes_before: int
+    minutes_after: int

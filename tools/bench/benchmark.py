@@ -33,6 +33,9 @@ bare-Spark counterpart it is a ratio to the best bare Spark does on the same fil
 - ``memory``: peak resident memory of the Spark JVM (driver and executor are one JVM in local
   mode) and of the Python processes, during the in-process measurements.
 - ``min_driver_memory``: the catch-up with less and less ``--driver-memory`` until it fails.
+- ``dedup_cost``: a live batch of 1,000 events through the job's write path on tables of 100k, 1M and
+  10M events in one day, with the MERGE bounded by the files' delivery times and by dates only
+  (:mod:`tools.bench.merge_cost`); the ratio is the largest table's batch time to the smallest's.
 - ``state``: state rows of the stateful jobs after 1x and 10x the event-time span (:mod:`tools.bench.state_size`).
 - ``recovery``: measured by ``python -m spark_jobs trial recovery`` (:mod:`tools.bench.recovery`).
 
@@ -64,7 +67,8 @@ from spark_jobs.model.lake import PROJECT_ROOT
 log = logging.getLogger("tools.bench")
 
 BENCH_ROOT = PROJECT_ROOT / ".spark" / "bench"
-IN_PROCESS = ("throughput", "profile", "write_shapes", "adhoc_query", "memory", "freshness", "backfill_priority", "state")
+IN_PROCESS = ("throughput", "profile", "write_shapes", "adhoc_query", "memory", "freshness", "backfill_priority", "state",
+              "dedup_cost")
 LAUNCHES = ("noop_catchup", "orchestration", "orchestration_live", "sql_command", "cores", "min_driver_memory",
             "jvm_start", "object_store")
 MEASUREMENTS = IN_PROCESS + LAUNCHES
@@ -85,6 +89,8 @@ QUICK_LEAVES_OUT = {
                     "freshness runs (~3+ min at 50k records)",
     "state": "two stateful jobs over 1x and 10x an event-time span, one micro-batch per hour of events (~66 "
              "micro-batches each with --quick, ~5 min)",
+    "dedup_cost": "tables of 100k, 1M and 10M events (built once, ~5 min, then cached under .spark/bench/live_tables) "
+                  "and 2 x 5 live batches on each (~5 min)",
 }
 QUICK = tuple(name for name in MEASUREMENTS if name not in QUICK_LEAVES_OUT)
 # These read the lake the throughput runs leave (caught up with the input), so they run it too.
@@ -92,7 +98,8 @@ NEEDS_THROUGHPUT = ("throughput", "profile", "write_shapes", "adhoc_query", "mem
                     "orchestration_live", "sql_command")
 # The issue's order: throughput (and its profile), no-op catch-up, orchestration, freshness,
 # ad-hoc queries, recovery, state, memory.
-REPORT_ORDER = ("throughput", "profile", "write_shapes", "cores", "noop_catchup", "orchestration", "orchestration_live", "freshness",
+REPORT_ORDER = ("throughput", "profile", "write_shapes", "cores", "noop_catchup", "orchestration", "orchestration_live",
+                "dedup_cost", "freshness",
                 "backfill_priority", "adhoc_query", "sql_command", "recovery", "state", "memory", "min_driver_memory",
                 "jvm_start", "object_store")
 # Each goal (as the issue states it) and the figures it is about.
@@ -101,7 +108,7 @@ GOALS = {"throughput": (">= 0.9", ("ratio",)), "cores": (">= 1.8", ("ratio",)), 
          "freshness": ("p50 <= 1.5 s, p95 <= 2.5 s", ("p50_s", "p95_s")), "adhoc_query": (">= 25", ("ratio",)),
          "sql_command": ("<= 1.5 s", ("seconds",)),
          "backfill_priority": ("live p50 during a backfill <= 2x idle", ("ratio_p50_during_to_idle",)),
-         "state": ("<= 1.2", ("ratio",))}
+         "state": ("<= 1.2", ("ratio",)), "dedup_cost": ("<= 1.3", ("ratio",))}
 NOT_YET = {
     "recovery": "measured by its own trial, `python -m spark_jobs trial recovery --kills 5` (kill -9 of a "
                 "supervised job's driver to the next commit, goal median <= 45 s, max <= 60 s, exact output; "
@@ -354,6 +361,10 @@ def _in_process(config: BenchConfig, spark, data, source, run_dir: Path, measure
 
             measured["state"] = _attempt("state", lambda: measure_state(
                 spark, run_dir, hours=3 if config.mode == "quick" else 6), failures)
+        if "dedup_cost" in config.only:
+            from tools.bench.merge_cost import measure as measure_dedup_cost
+
+            measured["dedup_cost"] = _attempt("dedup_cost", lambda: measure_dedup_cost(spark=spark), failures)
         if not any(name in config.only for name in NEEDS_THROUGHPUT):
             return None
         warmup.update(_attempt("throughput warm-up", lambda: warm_up(spark, data, run_dir, config.warmup_fraction),

@@ -27,15 +27,18 @@ import random
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import TYPE_CHECKING, Callable, TypeVar
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from spark_jobs.model.errors import UsageError
-from spark_jobs.model.tables import DeliveryDateBound
+from spark_jobs.model.tables import DeliveryDateBound, DeliveryTimeBound
 from spark_jobs.model.object_store import delta_rs_options
 from spark_jobs.driver.session import session_conf
+
+if TYPE_CHECKING:
+    import datetime
 
 log = logging.getLogger("spark_jobs")
 
@@ -88,6 +91,8 @@ class TableTarget:
     :param route: which rows of a stateless job's transform go to the table (a SQL condition; ``None``: all).
     :param delivery_date_bound: the partition column the input files' delivery dates bound (the pipelined
         pass, :mod:`spark_jobs.driver.write.pipelined`), or ``None``.
+    :param delivery_time_bound: the column (the same in every delivery of a key) the files' delivery times
+        bound (the pipelined pass bounds the rows its MERGE matches by it), or ``None``.
 
     (The registry's :class:`~spark_jobs.model.tables.TableSpec` declares all of it; see its checks.)
     """
@@ -102,11 +107,31 @@ class TableTarget:
     write_mode: str = "insert"
     route: str | None = None
     delivery_date_bound: DeliveryDateBound | None = None
+    delivery_time_bound: DeliveryTimeBound | None = None
 
     @property
     def prune_by(self) -> tuple[str, ...]:
         """Partition columns that are part of the key: the batch's values of these bound the merge."""
         return tuple(c for c in self.partition_by if c in self.unique_key)
+
+
+@dataclass(frozen=True)
+class TimeRange:
+    """An inclusive range of a timestamp column, ``start <= column <= end`` (aware datetimes).
+
+    :param column: the column (a :class:`~spark_jobs.model.tables.DeliveryTimeBound`'s).
+    :param start: the earliest value.
+    :param end: the latest value.
+    """
+
+    column: str
+    start: "datetime.datetime"
+    end: "datetime.datetime"
+
+    def conditions(self, alias: str) -> list[str]:
+        """The range as SQL conditions on ``alias``'s column, with literal bounds (what Delta skips files by)."""
+        column = f"{alias}.`{self.column}`"
+        return [f"{column} >= {sql_literal(self.start)}", f"{column} <= {sql_literal(self.end)}"]
 
 
 def is_conflict(error: BaseException) -> bool:
@@ -268,7 +293,8 @@ class ExactlyOnceWriter:
         return done is not None and done >= batch_id
 
     def write(self, batch_id: int, table: str, frame: DataFrame, prune_values: dict[str, list] | None = None,
-              rows: int = 0, *, ranked: bool = False, repartition: bool = True, rest: bool = False) -> int:
+              rows: int = 0, *, ranked: bool = False, repartition: bool = True, rest: bool = False,
+              time_range: TimeRange | None = None) -> int:
         """Commit ``frame`` to ``table`` as micro-batch ``batch_id``, unless this writer already did.
 
         A table with a unique key gets only the rows whose key it does not hold yet (the first of a
@@ -281,6 +307,9 @@ class ExactlyOnceWriter:
         :param repartition: let Delta repartition a MERGE's output by the partition columns (fewer,
             larger files; a shuffle of whole rows). ``False`` when ``frame`` was shuffled by key already.
         :param rest: commit under the second series (:data:`REST_SERIES`, see :meth:`txn_app_id`).
+        :param time_range: every row of ``frame`` lies in it, and so does every row of the table with the
+            same key (its column is the same in every delivery of a key): the MERGE reads only the table's
+            files whose statistics of that column reach into it.
 
         :returns: rows inserted (updated too, for an upsert; 0 when this writer had already committed
             this batch to the table).
@@ -291,7 +320,8 @@ class ExactlyOnceWriter:
             if target.write_mode == "complete":
                 return self._append(batch_id, target, frame, rows, mode="overwrite", rest=rest)
             if target.unique_key:
-                return self._merge(batch_id, target, frame, prune_values or {}, ranked, repartition, rest)
+                return self._merge(batch_id, target, frame, prune_values or {}, ranked, repartition, rest,
+                                   time_range)
             return self._append(batch_id, target, frame, rows, rest=rest)
 
         return commit_retrying(attempt, self.retry, f"batch {batch_id}, table {table}", on_retry=self._count_retry)
@@ -309,7 +339,8 @@ class ExactlyOnceWriter:
         return rows
 
     def _merge(self, batch_id: int, target: TableTarget, frame: DataFrame, prune_values: dict[str, list],
-               ranked: bool = False, repartition: bool = True, rest: bool = False) -> int:
+               ranked: bool = False, repartition: bool = True, rest: bool = False,
+               time_range: TimeRange | None = None) -> int:
         from delta.tables import DeltaTable
 
         source = first_of_each_key(target, frame) if target.first_by and not ranked else frame
@@ -320,6 +351,8 @@ class ExactlyOnceWriter:
             if values is not None:
                 literals = ", ".join(sql_literal(v) for v in sorted(values))
                 condition.insert(0, f"t.`{column}` IN ({literals})" if values else "false")
+        if time_range is not None:
+            condition[:0] = time_range.conditions("t")
         session = frame.sparkSession
         conf = session.conf
         conf.set(TXN_APP_ID_CONF, self.txn_app_id(target.name, rest))
@@ -387,6 +420,8 @@ def sql_literal(value) -> str:
     """A SQL literal of a partition value (dates, strings, numbers)."""
     import datetime
 
+    if isinstance(value, datetime.datetime):  # an aware datetime: its instant, whatever the session's zone
+        return f"TIMESTAMP'{value.astimezone(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M:%S.%f')}+00:00'"
     if isinstance(value, datetime.date):
         return f"DATE'{value.isoformat()}'"
     if isinstance(value, (int, float)):

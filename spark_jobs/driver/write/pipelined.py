@@ -14,7 +14,22 @@ is written in one pass: parse, drop the batch's later deliveries of a key (a ran
 shuffle), insert-only MERGE of the rows within the bound. The same pass is observed with Spark's
 ``Observation`` (metrics of that execution, no second read): each table's rows, and the keyed
 table's rows outside the bound. The common batch, only good events, all within the bound, ends
-there. A batch with rows for another table (quarantine) or outside the bound then goes through the
+there.
+
+A table may also declare a ``delivery_time_bound`` (``cloudtrail_events``: ``eventTime``, at most 20
+minutes before its file's delivery time and 5 after). The pass then takes, of the rows within the dates,
+those whose time lies within the batch's files' delivery times so widened, and its MERGE's condition
+bounds the table's side to that same range with literals; Delta keeps per-file min/max statistics of
+the column and reads only the files whose range reaches into it (the live job's files, and
+``lake optimize``'s, which Z-orders such a table by that column, each hold a short stretch of time). So a
+batch's MERGE reads about the same few files whether the day's partition holds 100 thousand events or
+10 million. It is exact because the column is the same in every delivery of a key (a redelivered
+CloudTrail event is the same record): a row of the table with the key of a row the MERGE inserts has
+that row's time, which lies in the range, so the MERGE sees it. A row outside the range (a late
+delivery) is counted like a row outside the dates and goes the cached way, bounded by dates only; a
+NULL time (quarantined by the parse anyway) is outside.
+
+A batch with rows for another table (quarantine) or outside the bound then goes through the
 cached plan as well, whose MERGE of the keyed table inserts only the keys the table lacks, under the
 writer's second series of app ids (``<query id>:<table>:rest``,
 :data:`~spark_jobs.driver.write.delta_writer.REST_SERIES`) so that Delta does not take it for the batch it
@@ -40,7 +55,7 @@ from pyspark.sql import functions as F
 
 from spark_jobs.driver.session import job_step
 from spark_jobs.model.jobs import JobSpec
-from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, TableTarget, rank_whole_batch
+from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, TableTarget, TimeRange, rank_whole_batch
 from spark_jobs.driver.write.rows import route_column, table_rows
 
 if TYPE_CHECKING:
@@ -122,12 +137,15 @@ class OnePass:
     :param column: its partition column the files' delivery dates bound.
     :param paths: the batch's input files.
     :param bound: the dates of ``column`` the batch's rows may have.
+    :param time_range: the range of the target's ``delivery_time_bound`` column the pass takes (``None``:
+        no time bound declared, or a file without a delivery time in its name).
     """
 
     target: TableTarget
     column: str
     paths: list[str]
     bound: list[dt.date]
+    time_range: TimeRange | None = None
 
 
 def plan_one_pass(writer: ExactlyOnceWriter, targets: list[TableTarget], files: DataFrame,
@@ -151,7 +169,36 @@ def plan_one_pass(writer: ExactlyOnceWriter, targets: list[TableTarget], files: 
         log.info("batch %d: a file has no delivery date in its name or folders: parsing into the batch's cache",
                  batch_id)
         return None
-    return OnePass(target, column, paths, bound)
+    return OnePass(target, column, paths, bound, delivery_range(target, paths))
+
+
+def delivery_range(target: TableTarget, paths: list[str]) -> TimeRange | None:
+    """The range of ``target``'s time-bound column that the files' delivery times (their names') allow, or
+    ``None`` when the table declares no time bound or a file's name carries no delivery time."""
+    bound = target.delivery_time_bound
+    if bound is None:
+        return None
+    times = [named_time(path) for path in paths]
+    if not times or None in times:
+        return None
+    return TimeRange(bound.column, min(times) - dt.timedelta(minutes=bound.minutes_before),
+                     max(times) + dt.timedelta(minutes=bound.minutes_after, seconds=59.999999))
+
+
+def named_time(path: str) -> dt.datetime | None:
+    """The delivery time (UTC, to the minute) in a log file's object name (``..._20240301T0815Z_...``), or
+    ``None`` (a date from its folders alone gives no time)."""
+    import re
+
+    from spark_jobs.control.backfill import NAME_TIME
+
+    name = re.search(NAME_TIME, path.rsplit("/", 1)[-1])
+    if not name:
+        return None
+    try:
+        return dt.datetime.strptime(name.group(1), "%Y%m%dT%H%M").replace(tzinfo=dt.timezone.utc)
+    except ValueError:
+        return None
 
 
 def write_one_pass(module: JobModule, job: JobSpec, writer: ExactlyOnceWriter, targets: list[TableTarget],
@@ -170,7 +217,11 @@ def write_one_pass(module: JobModule, job: JobSpec, writer: ExactlyOnceWriter, t
     spark = files.sparkSession
     parsed = module.transform(files, job)
     route = route_column(targets)
-    inside = F.coalesce(F.col(column).isin(bound), F.lit(False))
+    inside = F.col(column).isin(bound)
+    timed = one_pass.time_range
+    if timed is not None:
+        inside = inside & F.col(timed.column).between(F.lit(timed.start), F.lit(timed.end))
+    inside = F.coalesce(inside, F.lit(False))
     observation = Observation(f"one_pass_{uuid.uuid4().hex}")
     left = (route != target.name) | ~inside  # a row this pass does not write
     source_file = job.source_file_column
@@ -182,7 +233,7 @@ def write_one_pass(module: JobModule, job: JobSpec, writer: ExactlyOnceWriter, t
         source = rank_whole_batch(target, source)
     with job_step(spark, STEP_ONE_PASS):
         inserted = writer.write(batch_id, target.name, source, {column: bound}, ranked=True,
-                                repartition=not target.first_by)
+                                repartition=not target.first_by, time_range=timed)
     rows = {t.name: 0 for t in targets} | {target.name: inserted}
     metrics = _observed(observation)
     if metrics is None:
@@ -194,7 +245,8 @@ def write_one_pass(module: JobModule, job: JobSpec, writer: ExactlyOnceWriter, t
     others = sum(count for name, count in carried.items() if name != target.name)
     rest_files = sorted(metrics[_REST_FILES]) if source_file else None
     if outside or others:
-        log.info("batch %d: %d rows outside the delivery dates, %d rows for other tables (from %s files): writing "
+        log.info("batch %d: %d rows outside the delivery dates (or times), %d rows for other tables (from %s "
+                 "files): writing "
                  "them the cached way", batch_id, outside, others, len(rest_files) if rest_files is not None else "all")
     return OnePassResult(target.name, not outside and not others, len(paths), rows, carried,
                          done=(target.name,) if not outside else (), rest_files=rest_files)
