@@ -1,7 +1,7 @@
 """Named users of a test Airflow and its human-in-the-loop REST API, as people use them: the simple auth manager
 with users of real roles (``AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS``) and their passwords in the Airflow home's
 passwords file, a JWT from the API server's ``POST /auth/token`` per user, and the ``hitlDetails`` routes that
-list and answer required actions.
+list and answer required actions; and a test module's Airflow, started and stopped.
 """
 
 from __future__ import annotations
@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 # Who is who in the tests: alice and bob may trigger DAGs and answer required actions (the USER role), vic may only
 # look (VIEWER), admin sets the stage.
@@ -69,3 +71,19 @@ def pending(api: UserApi, dag_id: str) -> list[dict]:
     """The unanswered required actions of ``dag_id`` whose task waits for them."""
     return [d for d in api.required_actions(dag_id) if not d["response_received"]
             and d["task_instance"]["state"] == "awaiting_input"]
+
+
+@contextmanager
+def running(airflow, what: str, ready) -> Iterator[None]:
+    """``airflow`` (a :class:`tools.local_airflow.LocalAirflow`) started, ``ready()`` awaited (``what`` names it),
+    stopped at the end, and nothing it started left running."""
+    from tests.dags.real_airflow import wait_for
+    from tools.local_airflow import marked_processes
+
+    try:
+        airflow.start()
+        wait_for(what, ready)
+        yield
+    finally:
+        airflow.stop(grace=20)
+    assert marked_processes(str(airflow.home)) == {}, "processes of the test Airflow outlived `stop`"

@@ -22,11 +22,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.dags.approvals import running
 from tests.dags.conftest import PROJECT_ROOT, require_airflow_env
 from tests.dags.real_airflow import RestApi, wait_for
 
 sys.path.insert(0, str(PROJECT_ROOT / "plugins"))
-from tools.local_airflow import LocalAirflow, free_port, marked_processes  # noqa: E402
+from tools.local_airflow import LocalAirflow, free_port  # noqa: E402
 
 DAG_ID = "cloudtrail_etl_catchup"
 IDLE_SECONDS = 45  # more than four polls of the watcher
@@ -88,13 +89,8 @@ def moment(text: str | None) -> float | None:
 def stage(tmp_path_factory):
     require_airflow_env()
     stage = Stage(tmp_path_factory.mktemp("catchup_on_data"))
-    try:
-        stage.airflow.start()
-        wait_for(f"the dag-processor to parse {DAG_ID}", lambda: stage.api("GET", f"/dags/{DAG_ID}"))
+    with running(stage.airflow, f"the dag-processor to parse {DAG_ID}", lambda: stage.api("GET", f"/dags/{DAG_ID}")):
         yield stage
-    finally:
-        stage.airflow.stop(grace=20)
-    assert marked_processes(str(stage.home)) == {}, "processes of the test Airflow outlived `stop`"
 
 
 @pytest.fixture(scope="module")

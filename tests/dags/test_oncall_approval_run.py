@@ -31,12 +31,12 @@ from spark_jobs.control.monitoring.incidents import IncidentStore
 from spark_jobs.control.ops_audit import read_rows
 from spark_jobs.control.supervision.state import append_event
 from spark_jobs.model.lake import Lake
-from tests.dags.approvals import UserApi, pending, user_settings
+from tests.dags.approvals import UserApi, pending, running, user_settings
 from tests.dags.conftest import PROJECT_ROOT, require_airflow_env
 from tests.dags.real_airflow import wait_for
 
 sys.path.insert(0, str(PROJECT_ROOT / "plugins"))
-from tools.local_airflow import LocalAirflow, free_port, marked_processes  # noqa: E402
+from tools.local_airflow import LocalAirflow, free_port  # noqa: E402
 
 DAG_ID, TASK = "streaming_oncall", "act"
 JOB, TABLE = "cloudtrail_etl", "cloudtrail_events"
@@ -108,15 +108,10 @@ def stage(tmp_path_factory):
     require_airflow_env()
     stage = Stage(tmp_path_factory.mktemp("oncall_approval"))
     write_table(stage.lake)
-    try:
-        stage.airflow.start()
-        stage.users()
-        wait_for("the DAG streaming_oncall to be parsed", lambda: stage.admin("GET", f"/dags/{DAG_ID}"))
+    with running(stage.airflow, f"the DAG {DAG_ID} to be parsed",
+                 lambda: stage.users() or stage.admin("GET", f"/dags/{DAG_ID}")):
         stage.admin("PATCH", f"/dags/{DAG_ID}", {"is_paused": False})
         yield stage
-    finally:
-        stage.airflow.stop(grace=20)
-    assert marked_processes(str(stage.home)) == {}, "processes of the test Airflow outlived `stop`"
 
 
 @pytest.fixture(scope="module")
