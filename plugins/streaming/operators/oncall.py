@@ -59,8 +59,8 @@ class OncallActionOperator(HITLOperator):
         kwargs.setdefault("retries", 0)
         # The subject, body and wait are set per request (the action is known when the task runs); a
         # response_timeout here keeps HITLOperator from taking execution_timeout for the human wait.
-        super().__init__(subject="on-call action", options=[ApprovalOperator.APPROVE, ApprovalOperator.REJECT], multiple=False,
-                         response_timeout=timedelta(seconds=MAX_APPROVAL_EXPIRY_SECONDS), **kwargs)
+        super().__init__(subject="on-call action", options=[ApprovalOperator.APPROVE, ApprovalOperator.REJECT],
+                         multiple=False, response_timeout=timedelta(seconds=MAX_APPROVAL_EXPIRY_SECONDS), **kwargs)
         self.conn_id = conn_id
         self.api_conn_id = api_conn_id
         self.stop_timeout = stop_timeout
@@ -75,8 +75,9 @@ class OncallActionOperator(HITLOperator):
         lake, form, record = self._start(context)
         request = self._check(context, lake, form, record)
         plan = request.plan()
-        self.log.info("%s %s of %s (audit id %s), asked by %s: %s", "dry run of" if request.dry_run else "doing",
-                      request.action, request.job.name, record.audit_id, record.triggered_by, request.reason)
+        doing = "dry run of" if request.dry_run else "asking approval of" if needs_approval(request.action) else "doing"
+        self.log.info("%s %s of %s (audit id %s), asked by %s: %s", doing, request.action, request.job.name,
+                      record.audit_id, record.triggered_by, request.reason)
         for step, line in enumerate(plan, 1):
             self.log.info("  %d. %s", step, line)
         context["ti"].xcom_push(key="plan", value=plan)
