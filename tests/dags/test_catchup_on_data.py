@@ -112,7 +112,7 @@ def story(stage):
     time.sleep(25)  # two more polls: anything the burst left queued has been turned into a run by now
     after_burst = stage.settled()
     time.sleep(IDLE_SECONDS)
-    idle_after = stage.runs()
+    idle_after = stage.runs("asset_triggered")
     return {"cron": cron, "idle_before": idle_before, "first": first, "first_runs": first_runs,
             "after_burst": after_burst, "idle_after": idle_after, "events": stage.event_ids()}
 
@@ -124,7 +124,8 @@ def test_unpausing_runs_the_cron_once_the_safety_net(story):
 
 def test_no_files_no_run(story):
     assert story["idle_before"] == []  # an idle window after the cron's run: the watcher fired nothing
-    assert len(story["idle_after"]) == len(story["after_burst"])  # and after the burst's runs: nothing either
+    # and after the burst's runs: nothing either (the cron may have run meanwhile if an hour began: not counted)
+    assert story["idle_after"] == [r for r in story["after_burst"] if r["run_type"] == "asset_triggered"]
 
 
 def test_the_first_file_starts_a_run_within_30_s(stage, story):
