@@ -20,6 +20,7 @@ commits: the first run's rows, then a bad deploy's junk rows), so no SparkSessio
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import sys
 import time
@@ -99,8 +100,11 @@ class Stage:
         return self.admin("GET", f"/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances/{TASK}")["state"]
 
     def audit(self, run_id: str) -> dict:
-        [row] = [r for r in read_rows(self.lake) if r["run_id"] == run_id]
-        return row
+        rows = [r for r in read_rows(self.lake) if r["run_id"] == run_id]
+        if len(rows) != 1:
+            log = self.admin("GET", f"/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances/{TASK}/logs/1?full_content=true")
+            pytest.fail(f"{len(rows)} ops_audit rows for {run_id}; the task's log:\n{json.dumps(log)[-6000:]}")
+        return rows[0]
 
 
 @pytest.fixture(scope="module")

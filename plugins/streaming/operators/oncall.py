@@ -145,9 +145,12 @@ class OncallActionOperator(HITLOperator):
 
         asked = context["ti"].xcom_pull(task_ids=self.task_id, key="approval_request")
         lake, form, record = self._start(context)
-        record.audit_id = asked["audit_id"]
-        record.time = dt.datetime.fromisoformat(asked["time"])
-        record.expires_at = dt.datetime.fromisoformat(asked["expires_at"])
+        if asked:  # the request's id and times (the resumed task is a new process)
+            record.audit_id = asked["audit_id"]
+            record.time = dt.datetime.fromisoformat(asked["time"])
+            record.expires_at = dt.datetime.fromisoformat(asked["expires_at"])
+        else:  # still audited, under a new id
+            self.log.warning("the XCom approval_request of this task is gone: the audit row gets a new id and time")
         decision = decide(event, record.triggered_by)
         record.decision, record.decided_by, record.decided_at = decision.decision, decision.by, decision.at
         self.log.info("approval of %s (audit id %s): %s", record.action, record.audit_id,
