@@ -42,6 +42,7 @@ from tools.local_airflow import LocalAirflow, free_port  # noqa: E402
 DAG_ID, TASK = "streaming_oncall", "act"
 JOB, TABLE = "cloudtrail_etl", "cloudtrail_events"
 EXPIRY = 45  # seconds a request waits in this Airflow
+ANSWER_AFTER = 5  # seconds between the task's asking and an answer
 ROWS = [("e1", "2024-03-01"), ("e2", "2024-03-01"), ("e3", "2024-03-02")]
 JUNK = [("junk-1", "2024-03-02")]
 CONF = {"job": JOB, "action": "rollback_table", "table": TABLE, "table_version": 0}
@@ -90,6 +91,10 @@ class Stage:
         run_id = self.alice.trigger(DAG_ID, {**CONF, "reason": reason})
         found = wait_for(f"the required action of {run_id}", lambda: [
             d for d in pending(self.bob, DAG_ID) if d["task_instance"]["dag_run_id"] == run_id], every=0.5)
+        # A person answers seconds later, not within the second the task parked: with Airflow 3.3.2's LocalExecutor an
+        # answer that fast can reach the scheduler before the executor's report of the parked attempt, which then
+        # fails the resumed task ("finished with state success, but the task instance's state attribute is queued").
+        time.sleep(ANSWER_AFTER)
         return run_id, found[0]
 
     def ended(self, run_id: str) -> dict:
