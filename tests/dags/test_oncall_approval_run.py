@@ -144,8 +144,8 @@ def rejected(stage, self_approved):
 
 @pytest.fixture(scope="module")
 def expired(stage, rejected):
-    run_id, _ = stage.request("nobody answers this one")
     asked = time.monotonic()
+    run_id, _ = stage.request("nobody answers this one")
     run = stage.ended(run_id)
     return {"run": run, "run_id": run_id, "waited": time.monotonic() - asked, "events": events(stage.lake)}
 
@@ -188,7 +188,7 @@ def test_a_rejected_request_runs_nothing(stage, rejected):
 
 def test_an_expired_request_runs_nothing(stage, expired):
     assert expired["run"]["state"] == "failed" and stage.task_state(expired["run_id"]) == "failed"
-    assert expired["waited"] >= EXPIRY - 5  # it waited out its time (counted from when the task asked)
+    assert expired["waited"] >= EXPIRY  # it waited out its time (counted from when the task asked)
     assert expired["events"] == sorted(ROWS + JUNK)
     row = stage.audit(expired["run_id"])
     assert (row["outcome"], row["decision"], row["triggered_by"], row["decided_by"]) == (
