@@ -3,7 +3,10 @@
 
 Each job in `spark_jobs.registry.JOBS` gets a DAG `<job>_catchup` that runs on the job's `schedule`
 and spark-submits the job once with the **available-now** trigger: every file that landed since
-the last run is processed, then the job stops. The job's checkpoint makes this exactly-once: a
+the last run is processed, then the job stops. A job whose registry entry says `catchup=CatchupTrigger(on="data")`
+also runs when its input lands: an Asset `<job>_landing` whose watcher lists the landing folder every
+`poll_seconds` fires on new files, and the scheduler starts one run for all events queued (a burst is one or
+two runs, never two at once: `max_active_runs=1`); its cron stays as a safety net (`AssetOrTimeSchedule`). The job's checkpoint makes this exactly-once: a
 run with no new files writes nothing, and a run that was killed is resumed by the next one.
 
 The task runs:
@@ -34,12 +37,12 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk import DAG, Asset, CronDataIntervalTimetable, Param, task
+from airflow.sdk import DAG, Asset, Param, task
 
 from spark_jobs.launch.submit import Submission
 from spark_jobs.model.jobs import JobSpec
 from spark_jobs.registry import JOBS
-from streaming.dag_parts import input_folder_param, retrying_default_args
+from streaming.dag_parts import catchup_schedule, input_folder_param, retrying_default_args
 from streaming.job_connections import pass_job_connection
 
 # A killed run loses nothing (the checkpoint resumes it), so a stuck run is stopped.
@@ -66,9 +69,9 @@ def build_catchup_dag(job: JobSpec) -> DAG:
         dag_id=f"{job.name}_catchup",
         description=job.description,
         doc_md=f"{__doc__}\n## `{job.name}`\n\n{job.description}\n",
-        # Runs of data intervals ([start, end): a backfill run selects its files by it); a plain cron string
-        # would be Airflow 3's CronTriggerTimetable, whose runs have no interval.
-        schedule=CronDataIntervalTimetable(job.schedule, timezone="UTC"),
+        # Runs of data intervals ([start, end): a backfill run selects its files by it), and for a job that
+        # chose it, runs when its input lands (the landing Asset's watcher).
+        schedule=catchup_schedule(job),
         start_date=datetime(2025, 1, 1, tzinfo=timezone.utc),
         catchup=False,
         max_active_runs=1,

@@ -14,15 +14,26 @@ Trigger it with its form: **Job**, **Action**, the fields the action needs, a **
 | `reset_checkpoint` | (job stopped) moves the checkpoint to a backup; the next run starts fresh, the tables stay exact |
 | `rollback_table` | restores **Table** to **Table version** (`lake restore`: a new version, itself undoable) |
 
+**Four eyes**: `reprocess_from`, `reset_checkpoint` and `rollback_table` (not their dry runs) wait for a second
+user's approval: the task shows the dry run's plan as a required action (**Browse > Required Actions**, or the REST
+API `PATCH /api/v2/dags/streaming_oncall/dagRuns/<run>/taskInstances/act/-1/hitlDetails` with
+`{"chosen_options": ["Approve"]}`), and runs only after another user than the requester chose **Approve**. The
+requester's own approval is refused (nothing runs); **Reject** runs nothing (the task is skipped); a request nobody
+answers expires after the registry's time (`ONCALL_ACTION_SPECS[...].approval_expires_after_seconds`, 4 h) and runs
+nothing (the task fails). An approved request is checked again against the job's state of that moment before it
+runs. `restart`, `stop`, `pause_supervision` and `resume_supervision` run at once.
+
 Every field is checked before anything runs (`spark_jobs.control.oncall_requests.check_request`); a refusal fails the
 task with a message naming the field. Only checked values reach spark-submit (an argument list, no
-shell); the reason goes only to the audit. Every run, refused and dry runs included, is one row of
-the Delta table `ops_audit` (`python -m spark_jobs sql "SELECT * FROM ops_audit"`), and the task's
+shell); the reason goes only to the audit. Every run, refused, rejected, expired and dry runs included, is one row of
+the Delta table `ops_audit` (requester, approver, decision and their times too) (`python -m spark_jobs sql "SELECT * FROM ops_audit"`), and the task's
 XCom holds the plan and the audit row.
 
-**Who may run it**: whoever may trigger this DAG (Airflow's own permissions: "DAG Runs: create" on
+**Who may request**: whoever may trigger this DAG (Airflow's own permissions: "DAG Runs: create" on
 `streaming_oncall`; the `USER` role and above with the simple auth manager, or a FAB role with that
-permission on this DAG only). The actions on `<job>_continuous` are made through Airflow's REST API
+permission on this DAG only). **Who may approve**: whoever may answer this DAG's required actions (a `PUT` on its HITL details: the `USER` role
+and above with the simple auth manager; with FAB, a role with "HITL Detail: can edit" and "can edit" on
+`DAG:streaming_oncall`), except the requester. The actions on `<job>_continuous` are made through Airflow's REST API
 with the connection `airflow_api` (a service user allowed to edit those DAGs). One action at a time
 (`max_active_runs=1`); no retries (a person decides what to do after a failure).
 

@@ -12,9 +12,11 @@ from types import MappingProxyType
 from typing import Mapping
 
 from spark_jobs.model.errors import UsageError
+from spark_jobs.model.catchup import CatchupTrigger
 from spark_jobs.model.forwards import ForwardSpec
 from spark_jobs.model.jobs import JobSpec, check_jobs
 from spark_jobs.model.kafka_connection import REDACTION_REGEX
+from spark_jobs.model.oncall import OncallAction, check_actions
 from spark_jobs.model.policies import HealthThresholds
 from spark_jobs.model.streams import DeltaTableSource, DimensionSpec, EventTimeSpec, FileSource, KafkaSource, WindowSpec
 from spark_jobs.model.tables import DeliveryDateBound, DeliveryTimeBound, TableSpec
@@ -73,6 +75,8 @@ CLOUDTRAIL_ETL = JobSpec(
     tags=("cloudtrail", "streaming"),
     continuous_trigger="processing-time:10s",
     source_file_column="_source_file",
+    # A run when CloudTrail delivers (its files land every few minutes), the hourly cron as a safety net.
+    catchup=CatchupTrigger(on="data", poll_seconds=10),
 )
 
 # Who owns each AWS account: joined to the analytics jobs' rows in every micro-batch.
@@ -313,16 +317,21 @@ STREAMING_PROGRESS = TableSpec(
 )
 PLATFORM_TABLES: Mapping[str, TableSpec] = MappingProxyType({t.name: t for t in (OPS_AUDIT, STREAMING_PROGRESS)})
 
-# The on-call actions of the DAG streaming_oncall (spark_jobs.control.oncall_requests), with the form's label of each.
-ONCALL_ACTIONS: Mapping[str, str] = MappingProxyType({
-    "restart": "restart: stop the driver after its micro-batch, start a new one",
-    "stop": "stop: pause the continuous DAG (the driver stops after its micro-batch)",
-    "pause_supervision": "pause supervision: no restart, no stall kill (the driver keeps running)",
-    "resume_supervision": "resume supervision (and unpause the continuous DAG)",
-    "reprocess_from": "reprocess from a time (needs From time)",
-    "reset_checkpoint": "reset the checkpoint (job stopped; backed up first)",
-    "rollback_table": "roll a table back to a version (needs Table and Table version)",
-})
+# The on-call actions of the DAG streaming_oncall (spark_jobs.control.oncall_requests): the form's label of each, and
+# whether a second user must approve it (those that destroy or rewrite data) and how long the request waits.
+ONCALL_ACTION_SPECS: Mapping[str, OncallAction] = check_actions((
+    OncallAction("restart", "restart: stop the driver after its micro-batch, start a new one"),
+    OncallAction("stop", "stop: pause the continuous DAG (the driver stops after its micro-batch)"),
+    OncallAction("pause_supervision", "pause supervision: no restart, no stall kill (the driver keeps running)"),
+    OncallAction("resume_supervision", "resume supervision (and unpause the continuous DAG)"),
+    OncallAction("reprocess_from", "reprocess from a time (needs From time)",
+                 needs_approval=True, approval_expires_after_seconds=4 * 3600),
+    OncallAction("reset_checkpoint", "reset the checkpoint (job stopped; backed up first)",
+                 needs_approval=True, approval_expires_after_seconds=4 * 3600),
+    OncallAction("rollback_table", "roll a table back to a version (needs Table and Table version)",
+                 needs_approval=True, approval_expires_after_seconds=4 * 3600),
+))
+ONCALL_ACTIONS: Mapping[str, str] = MappingProxyType({a.name: a.label for a in ONCALL_ACTION_SPECS.values()})
 
 
 def get_job(name: str) -> JobSpec:

@@ -1,5 +1,6 @@
-"""Pieces the project's DAG files share, declared once: retrying default args, the input-folder Param and
-the skip of a lake table no job has written yet.
+"""Pieces the project's DAG files share, declared once: retrying default args, the input-folder Param,
+the skip of a lake table no job has written yet, and a catch-up DAG's schedule (its cron, or its landing
+folder's Asset with the cron as a safety net).
 
 Imported while Airflow parses DAG files: no I/O, no connection, no pyspark.
 """
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from airflow.sdk import Param
+from airflow.sdk import Asset, AssetOrTimeSchedule, AssetWatcher, CronDataIntervalTimetable, Param
 
 from spark_jobs.model.jobs import JobSpec
 
@@ -65,3 +66,31 @@ def skip_unwritten_table(table: str):
             raise AirflowSkipException(f"table {table} has no data yet at {path} (its job has not run): nothing to do")
 
     return check
+
+
+def landing_asset(job: JobSpec) -> Asset:
+    """The Asset ``<job>_landing``: the job's input landing, watched by
+    :class:`~streaming.triggers.landing_files.LandingFilesTrigger` (an event each time new files are listed).
+
+    Its identity holds no path (like the table Assets): the folder is the triggerer's ``$<JOB>_INPUT``, else
+    the registry's ``default_input``, resolved when the watcher starts.
+    """
+    from streaming.triggers.landing_files import LandingFilesTrigger
+
+    trigger = LandingFilesTrigger(job=job.name, poll_seconds=float(job.catchup.poll_seconds))
+    return Asset(name=f"{job.name}_landing", watchers=[AssetWatcher(name=f"{job.name}_landing_files", trigger=trigger)])
+
+
+def catchup_schedule(job: JobSpec):
+    """The schedule of ``<job>_catchup``, as the registry entry's ``catchup`` chooses.
+
+    ``cron``: :class:`CronDataIntervalTimetable` on ``job.schedule`` (runs of data intervals: a backfill run
+    selects its files by its interval; a plain cron string would be Airflow 3's CronTriggerTimetable, whose
+    runs have no interval). ``data``: :class:`AssetOrTimeSchedule`: a run when the landing Asset gets an event
+    (:func:`landing_asset`), and the same cron as a safety net (files the watcher missed, e.g. while the
+    triggerer was down, are read by the next scheduled run; Airflow's backfill still works on its intervals).
+    """
+    cron = CronDataIntervalTimetable(job.schedule, timezone="UTC")
+    if job.catchup.on == "data":
+        return AssetOrTimeSchedule(timetable=cron, assets=landing_asset(job))
+    return cron

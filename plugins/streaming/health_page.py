@@ -9,11 +9,14 @@ behind the login otherwise): the UI's session cookie, or a bearer token from ``P
 Routes (under the prefix):
 
 - ``/``: every registry job: state, last commit and its age, backlog, restarts and the supervisor's
-  backoff, the alert conditions with what to do, and per job the plots of its ``streaming_progress``
-  history (server-rendered SVG: no JavaScript, nothing fetched from the internet; refreshes every 30 s);
+  backoff, the alert conditions with what to do, per job the plots of its ``streaming_progress``
+  history (server-rendered SVG: no JavaScript, nothing fetched from the internet; refreshes every 30 s) and
+  its timeline: incidents, starts, restarts, give-ups and on-call actions with their requester and approver, in
+  time order (:mod:`spark_jobs.control.timeline`, from the supervisor's events, the incidents and ``ops_audit``);
 - ``/job/<job>`` and ``/dag/<dag_id>``: one job;
 - ``/api/status``: the same summary as ``python -m spark_jobs status --json``;
-- ``/api/jobs/<job>/progress?limit=N``: the job's newest progress rows as JSON.
+- ``/api/jobs/<job>/progress?limit=N``: the job's newest progress rows as JSON;
+- ``/api/jobs/<job>/timeline``: the job's timeline as JSON.
 
 The lake is ``$LAKE_ROOT`` of the API server (else ``./lake``). It is read with the project's
 pyspark-free code (the checkpoint library, delta-rs): the API server never imports pyspark.
@@ -43,6 +46,10 @@ padding:5px 10px;text-align:left;vertical-align:top} .jobs th{background:#f7fafc
 .charts{display:flex;flex-wrap:wrap;gap:14px} .chart{border:1px solid #e2e8f0;padding:6px 8px;border-radius:4px}
 .chart.empty{width:504px} .note{color:#718096;margin:4px 0}
 .grid{stroke:#edf2f7} .tick{font-size:10px;fill:#718096} .axis{font-size:10px;fill:#4a5568}
+.timeline{margin:6px 0 0;padding-left:20px} .timeline li{margin:2px 0} .timeline time{color:#4a5568;
+font-family:ui-monospace,monospace;font-size:12px;margin-right:6px} .tl-kind{font-weight:600;margin-right:4px}
+.tl-restart .tl-kind,.tl-incident .tl-kind{color:#c05621} .tl-give_up .tl-kind{color:#c53030}
+.tl-oncall .tl-kind{color:#2b6cb0} .tl-resolved .tl-kind{color:#2f855a}
 .legend{font-size:11px;color:#4a5568} .key{margin-right:10px} .key i{display:inline-block;width:10px;height:3px;
 margin:0 4px 3px 0;vertical-align:middle}
 """
@@ -94,7 +101,21 @@ def _consumer_lag(health) -> str:
             f'{escape(parts)}</small>')
 
 
-def _section(health, rows: list[dict], tables: list[str]) -> str:
+def _timeline(entries: list) -> str:
+    """The job's timeline, oldest first (each entry's kind, time, requester and approver as data attributes)."""
+    if not entries:
+        return ('<p class="note timeline-empty">Timeline: nothing recorded yet (no incident, restart or on-call '
+                'action)</p>')
+    items = "".join(
+        f'<li class="tl-{escape(e.kind)}" data-kind="{escape(e.kind)}" data-at="{escape(e.at.isoformat())}" '
+        f'data-requested-by="{escape(e.requested_by or "")}" data-decided-by="{escape(e.decided_by or "")}" '
+        f'data-outcome="{escape(e.outcome or "")}"><time>{escape(e.at.strftime("%Y-%m-%d %H:%M:%S"))}</time>'
+        f'<span class="tl-kind">{escape(e.kind.replace("_", " "))}</span>{escape(e.summary)}</li>' for e in entries)
+    return (f'<h4>Timeline <small>(incidents, supervisor events, on-call actions; UTC, oldest first)</small></h4>'
+            f'<ol class="timeline">{items}</ol>')
+
+
+def _section(health, rows: list[dict], tables: list[str], timeline: list | None = None) -> str:
     from spark_jobs.control.monitoring.plots import job_charts, render
 
     conditions = "".join(
@@ -113,18 +134,21 @@ def _section(health, rows: list[dict], tables: list[str]) -> str:
             f'<h2>{escape(health.job)} <span class="state state-{health.state}">'
             f'{escape(health.state.replace("_", " "))}</span></h2>'
             f'<p class="sub">{escape(health.reason)}{links}</p>{conditions}{incidents}'
-            f'<p class="note">Plots: {shown} (streaming_progress)</p><div class="charts">{charts}</div></section>')
+            f'<p class="note">Plots: {shown} (streaming_progress)</p><div class="charts">{charts}</div>'
+            f'{"" if timeline is None else _timeline(timeline)}</section>')
 
 
-def render_page(healths: list, progress: dict[str, list[dict]], lake: str, title: str = "Streaming health") -> str:
-    """The whole HTML page for ``healths`` (one per job) and each job's progress rows."""
+def render_page(healths: list, progress: dict[str, list[dict]], lake: str, title: str = "Streaming health",
+                timelines: dict[str, list] | None = None) -> str:
+    """The whole HTML page for ``healths`` (one per job), each job's progress rows and timeline entries."""
     from spark_jobs.registry import JOBS
 
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
     head = ("<tr><th>job</th><th>state</th><th>last commit</th><th>backlog (files)</th><th>restarts (window)</th>"
             "<th>supervisor</th><th>alerts</th></tr>")
     rows = "".join(_row(h) for h in healths)
-    sections = "".join(_section(h, progress.get(h.job, []), [t.name for t in JOBS[h.job].tables]) for h in healths)
+    sections = "".join(_section(h, progress.get(h.job, []), [t.name for t in JOBS[h.job].tables],
+                                None if timelines is None else timelines.get(h.job, [])) for h in healths)
     return (f'<!doctype html><html><head><meta charset="utf-8"><meta http-equiv="refresh" '
             f'content="{REFRESH_SECONDS}"><title>{escape(title)}</title><style>{STYLE}</style></head><body>'
             f"<h1>{escape(title)}</h1><p class='sub'>lake {escape(lake)} · checked {now} · refreshes every "
@@ -149,13 +173,16 @@ def create_app():
     def page(jobs: list, title: str) -> HTMLResponse:
         from spark_jobs.control.monitoring.health import check_job
         from spark_jobs.control.monitoring.history import read_progress
+        from spark_jobs.control.timeline import job_timeline
+        from spark_jobs.model.lake import Lake
 
         lake = lake_root()
         now = datetime.now(timezone.utc)
         healths = [check_job(job, lake, now=now) for job in jobs]
         progress = {job.name: read_progress(lake, job.name, limit=PAGE_BATCHES, days=job.progress.retention_days)
                     for job in jobs}
-        return HTMLResponse(render_page(healths, progress, lake, title))
+        timelines = {job.name: job_timeline(job, Lake.at(lake)) for job in jobs}
+        return HTMLResponse(render_page(healths, progress, lake, title, timelines))
 
     @app.get("/", response_class=HTMLResponse)
     def overview() -> HTMLResponse:
@@ -188,6 +215,16 @@ def create_app():
         return JSONResponse(json.loads(json.dumps(
             {"lake": lake, "checked_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
              "jobs": [h.to_dict() for h in collect(lake)]}, default=str)))
+
+    @app.get("/api/jobs/{job}/timeline")
+    def timeline(job: str) -> JSONResponse:
+        from spark_jobs.control.timeline import job_timeline
+        from spark_jobs.model.lake import Lake
+        from spark_jobs.registry import JOBS
+
+        if job not in JOBS:
+            raise HTTPException(404, f"unknown job {job!r}; known jobs: {', '.join(sorted(JOBS))}")
+        return JSONResponse([entry.to_dict() for entry in job_timeline(JOBS[job], Lake.at(lake_root()))])
 
     @app.get("/api/jobs/{job}/progress")
     def progress(job: str, limit: int = Query(PAGE_BATCHES, ge=1, le=10_000)) -> JSONResponse:

@@ -16,12 +16,22 @@ Columns:
 ``parameters``      the checked form values as JSON (``from_time``, ``table``, ``table_version`` ...)
 ``reason``          the reason the person gave
 ``dry_run``         a dry run changes nothing
-``outcome``         ``refused`` | ``dry_run`` | ``succeeded`` | ``failed``
+``outcome``         ``refused`` | ``dry_run`` | ``succeeded`` | ``failed`` | ``rejected`` | ``expired``
 ``message``         the refusal naming the field, the plan of a dry run, or what was done
 ``versions_before`` each table of the job -> its Delta version before the action
 ``versions_after``  ... and after it (the same for a refusal or a dry run)
 ``finished``        when the row was written (UTC)
+``decision``        an action that needs a second user's approval: ``approved`` | ``rejected`` |
+                    ``expired`` (nobody answered in time) | ``self_approval`` (the requester
+                    answered: refused); null for the others and for rows written before approvals
+``decided_by``      who approved or rejected it (the Airflow user; null when it expired)
+``decided_at``      when (UTC; the expiry for an expired request)
+``expires_at``      when the request would expire (UTC)
 ==================  ==========================================================================
+
+``triggered_by`` is the requester. Rows written before the approval columns existed read them as nulls: the
+first append after the upgrade adds the columns to the table (delta-rs schema evolution, ``schema_mode="merge"``),
+and :func:`read_rows` fills them for a table that has not been appended to since.
 
 No pyspark here.
 """
@@ -43,7 +53,10 @@ from spark_jobs.registry import OPS_AUDIT
 log = logging.getLogger("spark_jobs")
 
 AUDIT_TABLE = OPS_AUDIT.name
-OUTCOMES = ("refused", "dry_run", "succeeded", "failed")
+OUTCOMES = ("refused", "dry_run", "succeeded", "failed", "rejected", "expired")
+DECISIONS = ("approved", "rejected", "expired", "self_approval")
+# Columns added after the first release of the table (nullable; older rows read null).
+APPROVAL_COLUMNS = ("decision", "decided_by", "decided_at", "expires_at")
 # The same columns as Spark DDL: the Spark engine's empty view before the first row is written.
 WRITE_ATTEMPTS = 5
 
@@ -59,6 +72,8 @@ def arrow_schema():
         ("parameters", pa.string()), ("reason", pa.string()), ("dry_run", pa.bool_()), ("outcome", pa.string()),
         ("message", pa.string()), ("versions_before", versions), ("versions_after", versions),
         ("finished", pa.timestamp("us", tz="UTC")),
+        ("decision", pa.string()), ("decided_by", pa.string()), ("decided_at", pa.timestamp("us", tz="UTC")),
+        ("expires_at", pa.timestamp("us", tz="UTC")),
     ])
 
 
@@ -78,6 +93,10 @@ class AuditRecord:
     :param triggered_by: who triggered it.
     :param dag_id: the Airflow DAG (empty from a command line).
     :param run_id: the Airflow run.
+    :param decision: an action that needs approval: one of :data:`DECISIONS` (``None`` for the others).
+    :param decided_by: who approved or rejected it.
+    :param decided_at: when.
+    :param expires_at: when the request would expire.
     """
 
     job: str
@@ -94,16 +113,24 @@ class AuditRecord:
     message: str = ""
     versions_before: dict[str, int] = field(default_factory=dict)
     versions_after: dict[str, int] = field(default_factory=dict)
+    decision: str | None = None
+    decided_by: str | None = None
+    decided_at: datetime | None = None
+    expires_at: datetime | None = None
 
     def to_row(self) -> dict:
         if self.outcome not in OUTCOMES:
             raise ValueError(f"outcome {self.outcome!r} is not one of {', '.join(OUTCOMES)}")
+        if self.decision is not None and self.decision not in DECISIONS:
+            raise ValueError(f"decision {self.decision!r} is not one of {', '.join(DECISIONS)}")
         return {"audit_id": self.audit_id, "time": self.time, "triggered_by": self.triggered_by,
                 "dag_id": self.dag_id, "run_id": self.run_id, "job": self.job, "action": self.action,
                 "parameters": json.dumps(self.parameters, sort_keys=True, default=str), "reason": self.reason,
                 "dry_run": bool(self.dry_run), "outcome": self.outcome, "message": self.message,
                 "versions_before": sorted(self.versions_before.items()),
-                "versions_after": sorted(self.versions_after.items()), "finished": utc_now()}
+                "versions_after": sorted(self.versions_after.items()), "finished": utc_now(),
+                "decision": self.decision, "decided_by": self.decided_by, "decided_at": self.decided_at,
+                "expires_at": self.expires_at}
 
 
 def audit_path(lake: Lake) -> Path:
@@ -114,7 +141,7 @@ def append(lake: Lake, record: AuditRecord) -> dict:
     """Append ``record`` to ``<lake>/tables/ops_audit`` (created by the first row) in one Delta commit.
 
     A commit that loses a race with another writer (two on-call runs at once, or two creating the
-    table) is retried.
+    table) is retried. A table written before the approval columns existed gets them (nulls in its old rows).
 
     :returns: the row as written.
     """
@@ -126,8 +153,8 @@ def append(lake: Lake, record: AuditRecord) -> dict:
     path = audit_path(lake)
     for attempt in range(WRITE_ATTEMPTS):
         try:
-            write_deltalake(str(path), table, mode="append", storage_options=delta_rs_options(path),
-                            configuration={"delta.enableDeletionVectors": "false"})
+            write_deltalake(str(path), table, mode="append", schema_mode="merge",
+                            storage_options=delta_rs_options(path), configuration={"delta.enableDeletionVectors": "false"})
             return row
         except Exception as exc:  # noqa: BLE001 - a lost commit race: the next attempt re-reads the log
             if attempt + 1 == WRITE_ATTEMPTS:
@@ -148,4 +175,6 @@ def read_rows(lake: Lake) -> list[dict]:
     for row in rows:
         for key in ("versions_before", "versions_after"):
             row[key] = dict(row[key] or [])
+        for key in APPROVAL_COLUMNS:  # a table not appended to since the columns were added
+            row.setdefault(key, None)
     return sorted(rows, key=lambda row: (row["time"], row["finished"]))

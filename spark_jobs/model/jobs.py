@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Iterable, Mapping
 
+from spark_jobs.model.catchup import CatchupTrigger
 from spark_jobs.model.errors import RegistryError
 from spark_jobs.model.policies import AlertThresholds, HealthThresholds, ProgressHistory, RestartPolicy
 from spark_jobs.model.streams import DimensionSpec, EventTimeSpec, FileSource, SourceSpec
@@ -58,6 +59,8 @@ class JobSpec:
     :param source_file_column: the column of a stateless job's transform result that names the input file
         (or message) each row came from: the pipelined pass writes the rest of a batch from only the files
         that have rows it left (:mod:`spark_jobs.driver.write.pipelined`); ``None``: from every file.
+    :param catchup: what starts the catch-up DAG's runs: the ``schedule`` alone, or input landing with the
+        ``schedule`` as a safety net (:class:`~spark_jobs.model.catchup.CatchupTrigger`).
     """
 
     name: str
@@ -82,12 +85,14 @@ class JobSpec:
     settings: Mapping[str, str] = field(default_factory=dict)
     spark_conf: Mapping[str, str] = field(default_factory=dict)
     source_file_column: str | None = None
+    catchup: CatchupTrigger = CatchupTrigger()
 
     def __post_init__(self) -> None:
         """Refuse a declaration that contradicts itself, when the registry loads.
 
         :raises RegistryError: naming the job, the table, the field, the bad value and the fix.
         """
+        self.catchup.check(self.name, self.source.kind)
         seen: set[str] = set()
         for table in self.tables:
             if table.name in seen:

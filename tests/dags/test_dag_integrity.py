@@ -50,10 +50,15 @@ def test_backfill_dags_are_made_for_the_jobs_that_accept_backfills_only(dagbag):
 
 
 def test_catchup_dag_policies(dag, job):
-    from airflow.sdk import CronDataIntervalTimetable
+    from airflow.sdk import AssetOrTimeSchedule, CronDataIntervalTimetable
 
-    # Runs of data intervals (a backfill run selects its files by its interval).
-    assert dag.schedule == CronDataIntervalTimetable(job.schedule, timezone="UTC")
+    # Runs of data intervals (a backfill run selects its files by its interval); a job that chose it also runs
+    # when its landing Asset's watcher fires, the same cron staying as the safety net.
+    cron = CronDataIntervalTimetable(job.schedule, timezone="UTC")
+    if job.catchup.on == "data":
+        assert isinstance(dag.schedule, AssetOrTimeSchedule) and dag.schedule.timetable == cron
+    else:
+        assert dag.schedule == cron
     assert dag.catchup is False
     assert dag.max_active_runs == 1
     assert set(dag.tags) == {*job.tags, "catchup"}

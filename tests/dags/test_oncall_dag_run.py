@@ -1,6 +1,11 @@
 """streaming_oncall run for real by ``airflow dags test``: rollback_table, a damaged table healed by
 reprocess_from, a dry run, a refusal and reset_checkpoint, every one a row of ops_audit.
 
+rollback_table, reprocess_from and reset_checkpoint wait for a second user's approval: ``dags test`` keeps the run
+alive while its task waits (Airflow's human-in-the-loop), and an API server on the same metadata DB (only the
+``api-server`` of :class:`tools.local_airflow.LocalAirflow`) takes bob's approval through the REST API with his
+token, as the UI's Required Actions page would; the requester is ``dags test``'s own user (``dag_test``).
+
 The lake is filled in this process (the shared SparkSession runs the job once), then a "bad deploy"
 appends two junk rows (delta-rs); the DAG's actions run as Airflow runs them: the task checks the form,
 spark-submits ``lake restore`` / ``reprocess``, and appends the audit row with delta-rs. The input, by
@@ -28,8 +33,11 @@ import pytest
 
 from spark_jobs.control.checkpoint.lease import Lease
 from spark_jobs.model.lake import Lake
+from spark_jobs.control.oncall_approval import needs_approval
 from spark_jobs.control.ops_audit import read_rows
+from tests.dags.approvals import UserApi, pending, user_settings
 from tests.dags.conftest import PROJECT_ROOT, fresh_airflow_home, require_airflow_env
+from tests.dags.real_airflow import wait_for
 from tests.spark_jobs.conftest import run_job  # noqa: F401 - the fixture that runs the job in this process
 
 DAG_ID = "streaming_oncall"
@@ -80,13 +88,43 @@ class Oncall:
             "LAKE_ROOT": str(self.lake.root),
             "CLOUDTRAIL_ETL_INPUT": str(self.landing),
         }
+        # The API server that takes approvals: same metadata DB, the same users as the approval tests.
+        from tools.local_airflow import LocalAirflow, free_port
+
+        self.approvals = LocalAirflow(self.home, free_port(29300), {
+            **{k: v for k, v in self.env.items() if k != "AIRFLOW__API__BASE_URL"}, **user_settings(self.home)},
+            components=("api-server",))
+        self.approved: list[dict] = []
 
     def run(self, *command: str, timeout: float = 900) -> subprocess.CompletedProcess:
         return subprocess.run(list(command), cwd=PROJECT_ROOT, env=self.env, capture_output=True, text=True,
                               timeout=timeout)
 
     def act(self, **conf) -> subprocess.CompletedProcess:
-        return self.run("airflow", "dags", "test", DAG_ID, "-c", json.dumps({"job": JOB, **conf}))
+        """``airflow dags test`` of the form ``conf``; an action that needs approval is approved by bob when its
+        task waits for it."""
+        command = ["airflow", "dags", "test", DAG_ID, "-c", json.dumps({"job": JOB, **conf})]
+        if conf.get("dry_run") or not needs_approval(conf["action"]):
+            return self.run(*command)
+        with subprocess.Popen(command, cwd=PROJECT_ROOT, env=self.env, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True) as process:
+            bob = UserApi(self.approvals.url, "bob")
+
+            def waiting():  # the required action, or "ended": refused before asking (nothing to approve)
+                return "ended" if process.poll() is not None else pending(bob, DAG_ID)
+
+            try:
+                found = wait_for(f"the required action of {conf['action']}", waiting, every=0.5)
+                if found != "ended":
+                    [detail] = found
+                    status, answered = bob.answer(DAG_ID, detail["task_instance"]["dag_run_id"], "act", "Approve")
+                    assert status == 200, answered
+                    self.approved.append(answered)
+                output, _ = process.communicate(timeout=900)
+            finally:
+                if process.poll() is None:
+                    process.kill()
+            return subprocess.CompletedProcess(command, process.returncode, output, "")
 
     def events(self, spark, version: int | None = None) -> list[tuple[str, str]]:
         reader = spark.read.format("delta")
@@ -119,7 +157,11 @@ def oncall(tmp_path_factory, run_job, spark, migrated_db):
     (oncall.landing / BAD).write_bytes(gzip.compress(b'{"Records": [ not json ]}'))
     run_job(oncall.landing, oncall.lake.root)
     bad_deploy(oncall.lake)
-    return oncall
+    oncall.approvals.start()
+    try:
+        yield oncall
+    finally:
+        oncall.approvals.stop(grace=10)
 
 
 @pytest.fixture(scope="module")
@@ -152,6 +194,7 @@ def test_rollback_table_returns_the_exact_rows_of_the_earlier_version(oncall, ro
     [row] = [r for r in oncall.audit() if r["action"] == "rollback_table"]
     assert (row["outcome"], row["triggered_by"], row["dag_id"], row["reason"]) == (
         "succeeded", "dag_test", DAG_ID, "a bad deploy wrote version 2")
+    assert (row["decision"], row["decided_by"]) == ("approved", "bob")  # four eyes: dag_test asked, bob approved
     assert json.loads(row["parameters"]) == {"job": JOB, "action": "rollback_table", "dry_run": False,
                                              "table": "cloudtrail_events", "table_version": 1}
     assert row["versions_before"] == {"cloudtrail_events": 2, "cloudtrail_quarantine": 1}
@@ -172,12 +215,13 @@ def test_reprocess_from_heals_a_damaged_partition_to_the_exact_output(oncall, re
 def test_reprocess_dry_run_says_what_it_would_do_and_does_nothing(oncall, reprocessed):
     assert reprocessed["dry"].returncode == 0, tail(reprocessed["dry"])
     dry, done = [r for r in oncall.audit() if r["action"] == "reprocess_from"]
-    assert (dry["outcome"], dry["dry_run"]) == ("dry_run", True)
+    assert (dry["outcome"], dry["dry_run"], dry["decision"]) == ("dry_run", True, None)  # a dry run waits for nobody
     assert dry["versions_after"] == dry["versions_before"] == done["versions_before"]
     assert "replay 4 input files of" in dry["message"]
     assert re.search(r"damaged: cloudtrail_events partition date=2024-03-02: \d+ files in the Delta log are missing "
                      r"on disk", dry["message"]), dry["message"]
-    assert (done["outcome"], done["dry_run"]) == ("succeeded", False)
+    assert (done["outcome"], done["dry_run"], done["decision"], done["decided_by"]) == (
+        "succeeded", False, "approved", "bob")
     assert done["versions_after"] == {"cloudtrail_events": done["versions_before"]["cloudtrail_events"] + 1,
                                       "cloudtrail_quarantine": done["versions_before"]["cloudtrail_quarantine"] + 1}
 

@@ -1,12 +1,14 @@
-"""The operator of ``streaming_oncall``: check an on-call request, do it (or say what it would do), audit it."""
+"""The operator of ``streaming_oncall``: check an on-call request, have a second user approve it when it destroys or
+rewrites data (Airflow's human-in-the-loop), do it (or say what it would do), audit it."""
 
 from __future__ import annotations
 
 import json
 import time
+from datetime import timedelta
 
-from airflow.sdk import BaseOperator
-from airflow.sdk.exceptions import AirflowFailException
+from airflow.providers.standard.operators.hitl import ApprovalOperator, HITLOperator
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from spark_jobs.launch.submit import SPARK_CONN_ID
 
@@ -16,7 +18,7 @@ FORM_FIELDS = ("job", "action", "from_time", "table", "table_version", "reason",
 NEEDS_AIRFLOW = ("restart", "stop", "resume_supervision")
 
 
-class OncallActionOperator(BaseOperator):
+class OncallActionOperator(HITLOperator):
     """Carry out one on-call action on a registry job, from the run's params (the trigger form).
 
     1. :func:`spark_jobs.control.oncall_requests.check_request` checks every field and the job's state (its lease, its
@@ -24,15 +26,23 @@ class OncallActionOperator(BaseOperator):
        (:class:`AirflowFailException`, no retry) and runs nothing.
     2. The plan (:meth:`~spark_jobs.control.oncall_requests.OncallRequest.plan`) goes to the log and to XCom ``plan``;
        a dry run ends there.
-    3. The action: ``reprocess_from`` and ``rollback_table`` spark-submit ``python -m spark_jobs reprocess``
+    3. An action that destroys or rewrites data (the registry's ``needs_approval``: ``reset_checkpoint``,
+       ``rollback_table``, ``reprocess_from``) waits for a second user: Airflow's human-in-the-loop (this operator is
+       an :class:`HITLOperator`: Browse > Required Actions, or the REST API's ``hitlDetails``) shows the plan and
+       offers ``Approve`` / ``Reject``; the request expires after the registry's time
+       (:func:`spark_jobs.control.oncall_approval.approval_expiry`). When the task resumes
+       (:meth:`execute_complete`), :func:`~spark_jobs.control.oncall_approval.decide` reads the answer: the
+       requester's own approval is refused, a rejection or an expiry runs nothing, and an approval checks the
+       request again against the job's state of now before it runs.
+    4. The action: ``reprocess_from`` and ``rollback_table`` spark-submit ``python -m spark_jobs reprocess``
        / ``lake restore`` (the Spark provider's hook, the connection ``conn_id``, the submission of the
        other DAGs: :class:`spark_jobs.launch.submit.Submission`) with the checked values only; ``restart``, ``stop`` and ``resume_supervision``
        pause, unpause or clear ``<job>_continuous`` through Airflow's REST API
        (:class:`streaming.hooks.airflow_api.AirflowApi`) and wait for the lease to prove it; the rest change
        the lake's control files.
-    4. Every run, refused and dry runs included, appends one row to ``ops_audit`` (delta-rs, no JVM):
-       who, when, the parameters, the reason, the outcome, the table versions before and after. The
-       outcome is also the task's return value (XCom).
+    5. Every run, refused, rejected, expired and dry runs included, appends one row to ``ops_audit`` (delta-rs, no
+       JVM): who asked, who decided and when, the parameters, the reason, the outcome, the table versions before
+       and after. The outcome is also the task's return value (XCom).
 
     :param conn_id: the Spark connection of the spark-submits.
     :param api_conn_id: the HTTP connection of Airflow's REST API.
@@ -44,8 +54,13 @@ class OncallActionOperator(BaseOperator):
 
     def __init__(self, *, conn_id: str = SPARK_CONN_ID, api_conn_id: str = "airflow_api",
                  stop_timeout: float = 300, restart_timeout: float = 600, **kwargs) -> None:
+        from spark_jobs.model.oncall import MAX_APPROVAL_EXPIRY_SECONDS
+
         kwargs.setdefault("retries", 0)
-        super().__init__(**kwargs)
+        # The subject, body and wait are set per request (the action is known when the task runs); a
+        # response_timeout here keeps HITLOperator from taking execution_timeout for the human wait.
+        super().__init__(subject="on-call action", options=[ApprovalOperator.APPROVE, ApprovalOperator.REJECT],
+                         multiple=False, response_timeout=timedelta(seconds=MAX_APPROVAL_EXPIRY_SECONDS), **kwargs)
         self.conn_id = conn_id
         self.api_conn_id = api_conn_id
         self.stop_timeout = stop_timeout
@@ -55,8 +70,26 @@ class OncallActionOperator(BaseOperator):
     # -- the steps -------------------------------------------------------------------------------
 
     def execute(self, context) -> dict:
+        from spark_jobs.control.oncall_approval import needs_approval
+
+        lake, form, record = self._start(context)
+        request = self._check(context, lake, form, record)
+        plan = request.plan()
+        doing = "dry run of" if request.dry_run else "asking approval of" if needs_approval(request.action) else "doing"
+        self.log.info("%s %s of %s (audit id %s), asked by %s: %s", doing, request.action, request.job.name,
+                      record.audit_id, record.triggered_by, request.reason)
+        for step, line in enumerate(plan, 1):
+            self.log.info("  %d. %s", step, line)
+        context["ti"].xcom_push(key="plan", value=plan)
+        if request.dry_run:
+            record.outcome, record.message = "dry_run", "\n".join(plan)
+            return self._audit(context, lake, record)
+        if needs_approval(request.action):
+            return self._ask_approval(context, request, record, plan)
+        return self._run(context, lake, request, record)
+
+    def _start(self, context):
         from spark_jobs.model.lake import Lake
-        from spark_jobs.control.oncall_requests import OncallRefused, check_request
         from spark_jobs.control.ops_audit import AuditRecord
 
         params, dag_run = context["params"], context["dag_run"]
@@ -68,6 +101,12 @@ class OncallActionOperator(BaseOperator):
                              triggered_by=getattr(dag_run, "triggering_user_name", None), dag_id=dag_run.dag_id,
                              run_id=dag_run.run_id)
         record.versions_before = record.versions_after = self._versions(form["job"], lake)
+        return lake, form, record
+
+    def _check(self, context, lake, form, record):
+        """The checked request; a refusal is audited and fails the task."""
+        from spark_jobs.control.oncall_requests import OncallRefused, check_request
+
         try:
             airflow = self._airflow_view(form["job"]) if form["action"] in NEEDS_AIRFLOW else None
             request = check_request(form["job"], form["action"], form["reason"], form["dry_run"],
@@ -78,32 +117,74 @@ class OncallActionOperator(BaseOperator):
             self._audit(context, lake, record)
             raise AirflowFailException(f"on-call action refused, nothing was run: {exc}") from None
         record.parameters = request.parameters()
-        plan = request.plan()
-        self.log.info("%s %s of %s (audit id %s), asked by %s: %s", "dry run of" if request.dry_run else "doing",
-                      request.action, request.job.name, record.audit_id, record.triggered_by, request.reason)
-        for step, line in enumerate(plan, 1):
-            self.log.info("  %d. %s", step, line)
-        context["ti"].xcom_push(key="plan", value=plan)
-        if request.dry_run:
-            record.outcome, record.message = "dry_run", "\n".join(plan)
-            return self._audit(context, lake, record)
+        return request
+
+    def _ask_approval(self, context, request, record, plan) -> None:
+        """Ask a second user (Airflow's human-in-the-loop); the task waits, then resumes in :meth:`execute_complete`."""
+        from spark_jobs.control.oncall_approval import approval_body, approval_expiry, approval_subject
+
+        expiry = approval_expiry(request.action)
+        expires_at = record.time + expiry
+        self.subject = approval_subject(request.job.name, request.action, record.triggered_by)
+        self.body = approval_body(plan, requester=record.triggered_by, reason=request.reason,
+                                  expires_at=expires_at, audit_id=record.audit_id)
+        self.response_timeout = expiry
+        context["ti"].xcom_push(key="approval_request", value={
+            "audit_id": record.audit_id, "time": record.time.isoformat(), "expires_at": expires_at.isoformat(),
+            "requested_by": record.triggered_by})
+        self.log.info("%s of %s needs the approval of another user than %s (Browse > Required Actions); the request "
+                      "expires at %s and then runs nothing", request.action, request.job.name, record.triggered_by,
+                      expires_at.isoformat())
+        return super().execute(context)
+
+    def execute_complete(self, context, event: dict) -> dict:
+        """The second user's answer (or the expiry): refuse, or check the request again and run it."""
+        import datetime as dt
+
+        from spark_jobs.control.oncall_approval import decide
+
+        asked = context["ti"].xcom_pull(task_ids=self.task_id, key="approval_request")
+        lake, form, record = self._start(context)
+        if asked:  # the request's id and times (the resumed task is a new process)
+            record.audit_id = asked["audit_id"]
+            record.time = dt.datetime.fromisoformat(asked["time"])
+            record.expires_at = dt.datetime.fromisoformat(asked["expires_at"])
+        else:  # still audited, under a new id
+            self.log.warning("the XCom approval_request of this task is gone: the audit row gets a new id and time")
+        decision = decide(event, record.triggered_by)
+        record.decision, record.decided_by, record.decided_at = decision.decision, decision.by, decision.at
+        self.log.info("approval of %s (audit id %s): %s", record.action, record.audit_id,
+                      decision.message(record.triggered_by))
+        if not decision.runs:
+            record.outcome, record.message = decision.outcome(), decision.message(record.triggered_by)
+            self._audit(context, lake, record)
+            if decision.decision == "rejected":
+                raise AirflowSkipException(f"on-call action {record.message}")
+            raise AirflowFailException(f"on-call action not run: {record.message}")
+        request = self._check(context, lake, form, record)  # the job's state may have changed while waiting
+        for step, line in enumerate(request.plan(), 1):
+            self.log.info("  now %d. %s", step, line)
+        return self._run(context, lake, request, record)
+
+    def _run(self, context, lake, request, record) -> dict:
         try:
             done = self._perform(request, record)
         except BaseException as exc:
             record.outcome, record.message = "failed", f"{type(exc).__name__}: {exc}"[:4000]
-            record.versions_after = self._versions(form["job"], lake)
+            record.versions_after = self._versions(record.job, lake)
             self._audit(context, lake, record)
             raise
         record.outcome, record.message = "succeeded", json.dumps(done, sort_keys=True, default=str)
-        record.versions_after = self._versions(form["job"], lake)
+        record.versions_after = self._versions(record.job, lake)
         return self._audit(context, lake, record)
 
     def _audit(self, context, lake, record) -> dict:
         from spark_jobs.control.ops_audit import append
 
         row = append(lake, record)
-        shown = {**row, "time": row["time"].isoformat(), "finished": row["finished"].isoformat(),
-                 "versions_before": dict(row["versions_before"]), "versions_after": dict(row["versions_after"])}
+        shown = {**row, "versions_before": dict(row["versions_before"]), "versions_after": dict(row["versions_after"]),
+                 **{key: row[key] and row[key].isoformat() for key in ("time", "finished", "decided_at",
+                                                                       "expires_at")}}
         self.log.info("ops_audit: %s", json.dumps(shown, sort_keys=True))
         context["ti"].xcom_push(key="audit", value=shown)
         return shown

@@ -1,0 +1,60 @@
+"""What the landing-folder watcher of a data-driven catch-up decides at each poll: did input land since the last
+look? (no Airflow, no pyspark).
+
+The watcher (:class:`streaming.triggers.landing_files.LandingFilesTrigger`, an Airflow event trigger behind the Asset
+``<job>_landing``) lists the job's landing folder or bucket prefix every ``poll_seconds`` with the listing Spark's
+file source would make (:func:`spark_jobs.control.checkpoint.listing.list_input`: the same hidden-name and
+``pathGlobFilter`` rules, so a file still being written under a temporary name fires nothing), and compares it
+with the previous one (:meth:`LandingWatch.poll`): new names fire one event, however many there are (a burst
+in one poll is one event; Airflow queues events that come while a run is active into one next run). No new name,
+no event: an idle folder never starts a run, however long it stays idle (the cron is the safety net).
+
+The first listing is the baseline: files already there when the watcher starts (a triggerer restart, a new
+deployment) fire nothing; the next scheduled run reads them, as it reads anything the watcher missed. The
+watcher only decides *when* to run: what a run reads is the job's checkpoint's business (every file once).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from spark_jobs.control.checkpoint.listing import list_input
+from spark_jobs.control.checkpoint.store import Location
+from spark_jobs.registry import get_job
+
+
+def landing_names(job_name: str, folder: str) -> frozenset[str]:
+    """The input files of ``job_name`` under ``folder`` (a path or fsspec URL) as its stream would list them;
+    a folder that does not exist (yet) holds none. Blocking: the trigger calls it in a thread."""
+    job = get_job(job_name)
+    root = Location.of(folder)
+    try:
+        return frozenset(f.key for f in list_input(root, dict(job.file_source_options)))
+    except FileNotFoundError:
+        return frozenset()
+
+
+@dataclass
+class LandingWatch:
+    """The names seen so far, and what each poll's listing says.
+
+    :param seen: the names of the previous listing; ``None`` before the first (the baseline).
+    """
+
+    seen: frozenset[str] | None = None
+    polls: int = field(default=0)
+
+    def poll(self, listed: frozenset[str]) -> dict | None:
+        """Compare ``listed`` with the previous listing.
+
+        :returns: ``None`` (nothing new, or the baseline), or the event's payload: how many files are new and
+            the first and last of them by name.
+        """
+        self.polls += 1
+        previous, self.seen = self.seen, frozenset(listed)
+        if previous is None:
+            return None
+        new = sorted(listed - previous)
+        if not new:
+            return None
+        return {"new_files": len(new), "first": new[0], "last": new[-1], "listed": len(listed)}

@@ -1,0 +1,137 @@
+"""Four eyes on the on-call actions that destroy or rewrite data: what a second user is asked, and what their
+answer decides (no Airflow, no pyspark).
+
+``streaming_oncall`` asks through Airflow's human-in-the-loop (Browse > Required Actions, or the REST API
+``PATCH /api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/-1/hitlDetails``): the request's body is
+the dry run's plan (:func:`approval_body`), its options ``Approve`` / ``Reject``, and it waits
+:func:`approval_expiry` (the registry's :attr:`~spark_jobs.model.oncall.OncallAction.approval_expires_after_seconds`).
+Airflow's HITL has an allow-list of respondents (``assigned_users``) but no way to exclude one, and the
+approvers are whoever the auth manager lets edit the DAG's HITL details; so the answer is checked here when the
+task resumes (:func:`decide`): the requester's own approval is refused (nothing runs, the refusal is audited).
+
+A drill or a test may shorten the expiry with ``$STREAMING_ONCALL_APPROVAL_EXPIRY`` (seconds; it can only
+shorten it: a longer value is ignored).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from dataclasses import dataclass
+
+from spark_jobs.registry import ONCALL_ACTION_SPECS
+
+APPROVE, REJECT = "Approve", "Reject"
+EXPIRY_ENV = "STREAMING_ONCALL_APPROVAL_EXPIRY"
+
+
+def needs_approval(action: str) -> bool:
+    """Whether ``action`` (not a dry run) waits for a second user."""
+    spec = ONCALL_ACTION_SPECS.get(action)
+    return spec is not None and spec.needs_approval
+
+
+def approval_expiry(action: str, environ: dict | None = None) -> dt.timedelta:
+    """How long a request for ``action`` waits for approval: the registry's, or ``$STREAMING_ONCALL_APPROVAL_EXPIRY``
+    when that is shorter.
+
+    :raises ValueError: ``action`` needs no approval, or the variable is not a positive number.
+    """
+    spec = ONCALL_ACTION_SPECS.get(action)
+    if spec is None or not spec.needs_approval:
+        raise ValueError(f"on-call action {action!r} needs no approval")
+    seconds = float(spec.approval_expires_after_seconds)
+    given = (os.environ if environ is None else environ).get(EXPIRY_ENV)
+    if given:
+        try:
+            override = float(given)
+        except ValueError:
+            raise ValueError(f"${EXPIRY_ENV}={given!r} is not a number of seconds") from None
+        if not override > 0:
+            raise ValueError(f"${EXPIRY_ENV}={given!r} must be > 0")
+        seconds = min(seconds, override)
+    return dt.timedelta(seconds=seconds)
+
+
+def approval_subject(job: str, action: str, requester: str | None) -> str:
+    return f"Approve {action} of {job}, asked by {requester or 'an unknown user'}?"
+
+
+def approval_body(plan: list[str], *, requester: str | None, reason: str, expires_at: dt.datetime,
+                  audit_id: str) -> str:
+    """What the approver reads (Markdown): who asks and why, the dry run's plan, when the request expires."""
+    steps = "\n".join(f"{number}. {line}" for number, line in enumerate(plan, 1))
+    return (f"**Requested by** {requester or 'an unknown user'}  \n**Reason**: {reason}  \n"
+            f"**Expires at** {_iso(expires_at)} (then nothing runs)  \n**Audit id** `{audit_id}`\n\n"
+            f"What approving does (the dry run's plan):\n\n{steps}\n\n"
+            "The requester cannot approve their own request. Reject: nothing runs.")
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the second user's answer (or its absence) decides.
+
+    :param decision: ``approved`` | ``rejected`` | ``expired`` | ``self_approval`` (refused).
+    :param by: who answered (``None`` when it expired).
+    :param at: when (the resume time when it expired).
+    """
+
+    decision: str
+    by: str | None
+    at: dt.datetime
+
+    @property
+    def runs(self) -> bool:
+        return self.decision == "approved"
+
+    def outcome(self) -> str:
+        """The ``ops_audit`` outcome of a request that does not run."""
+        return {"rejected": "rejected", "expired": "expired", "self_approval": "refused"}[self.decision]
+
+    def message(self, requester: str | None) -> str:
+        if self.decision == "rejected":
+            return f"rejected by {self.by}: nothing was run"
+        if self.decision == "expired":
+            return "nobody approved the request before it expired: nothing was run"
+        if self.decision == "self_approval" and requester is None:
+            return (f"approval: the requester is unknown, so {self.by}'s approval cannot be told from their own "
+                    "(four eyes): nothing was run; ask again as a logged-in user")
+        if self.decision == "self_approval":
+            return (f"approval: {self.by} requested this action and cannot approve it (four eyes): nothing was run; "
+                    "ask again and have another user approve")
+        return f"approved by {self.by} (requested by {requester})"
+
+
+def decide(event: dict, requester: str | None, now: dt.datetime | None = None) -> Decision:
+    """The decision of an HITL resume event (what ``HITLOperator.execute_complete`` receives).
+
+    :param event: ``{"chosen_options", "responded_by_user": {"id", "name"}, "responded_at", ...}``, or
+        ``{"error_type": "timeout", ...}`` when the request expired unanswered.
+    :param requester: the user who triggered the run (``dag_run.triggering_user_name``).
+    """
+    now = now or dt.datetime.now(dt.timezone.utc)
+    if "error" in event or event.get("error_type"):
+        if event.get("error_type") == "timeout":
+            return Decision("expired", None, now)
+        raise ValueError(f"the approval ended with an error: {event.get('error')}")
+    user = event.get("responded_by_user") or {}
+    by = user.get("name") or user.get("id")
+    at = event.get("responded_at") or now
+    if isinstance(at, str):
+        at = dt.datetime.fromisoformat(at)
+    if at.tzinfo is None:
+        at = at.replace(tzinfo=dt.timezone.utc)
+    if event.get("timedout") and not by:  # a timeout that applied defaults (this DAG sets none)
+        return Decision("expired", None, at)
+    chosen = list(event.get("chosen_options") or [])
+    if chosen != [APPROVE]:
+        return Decision("rejected", by, at)
+    if not by:
+        raise ValueError("an approval without a user cannot be checked against the requester")
+    if requester is None or requester in {user.get("name"), user.get("id")}:
+        return Decision("self_approval", by, at)
+    return Decision("approved", by, at)
+
+
+def _iso(moment: dt.datetime) -> str:
+    return moment.astimezone(dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")

@@ -1,0 +1,128 @@
+"""One look at last night: a job's timeline of incidents, supervisor events (starts, restarts, give-ups, stops,
+holds) and on-call actions (who asked, who approved), in time order, from the records that already exist.
+
+Sources, all beside the checkpoint or in the lake (nothing new is recorded for the timeline):
+
+- ``<lake>/control/<job>/events.jsonl``: the supervisor's events (:mod:`spark_jobs.control.supervision.state`);
+- ``<lake>/control/<job>/incidents.json``: open incidents and the last resolved ones
+  (:mod:`spark_jobs.control.monitoring.incidents`): an entry when one opened and one when it resolved;
+- ``ops_audit``: every on-call action on the job (:mod:`spark_jobs.control.ops_audit`), with its requester, its
+  approver or rejecter and its outcome.
+
+The health page (:mod:`streaming.health_page`) shows it per job. No pyspark here.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+
+from spark_jobs.model.jobs import JobSpec
+from spark_jobs.model.lake import Lake
+
+log = logging.getLogger("spark_jobs")
+
+TIMELINE_ENTRIES = 40  # the newest entries shown
+
+
+@dataclass(frozen=True)
+class TimelineEntry:
+    """One thing that happened to a job.
+
+    :param at: when (UTC).
+    :param kind: ``incident`` | ``resolved`` | ``start`` | ``restart`` | ``give_up`` | ``stop`` | ``held`` |
+        ``resume`` | ``oncall`` (a supervisor event's own kind for the supervisor's).
+    :param summary: one line for people.
+    :param requested_by: an on-call action's requester.
+    :param decided_by: who approved or rejected it.
+    :param outcome: an on-call action's outcome (``succeeded``, ``rejected``, ...), an incident's severity, or a
+        supervisor event's outcome.
+    """
+
+    at: datetime
+    kind: str
+    summary: str
+    requested_by: str | None = None
+    decided_by: str | None = None
+    outcome: str | None = None
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "at": self.at.isoformat()}
+
+
+def _time(text) -> datetime | None:
+    if isinstance(text, datetime):
+        moment = text
+    else:
+        try:
+            moment = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+        except ValueError:
+            return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+def supervisor_entries(job: JobSpec, lake: Lake) -> list[TimelineEntry]:
+    from spark_jobs.control.supervision.state import read_events
+
+    entries = []
+    for event in read_events(str(lake.control_path(job.name))):
+        at = _time(event.get("time"))
+        if at is None:
+            continue
+        kind = str(event.get("kind") or "event")
+        counts = (f" ({event['restarts_in_window']}/{event['max_restarts']} restarts in the window)"
+                  if kind in ("restart", "give_up") and event.get("max_restarts") is not None else "")
+        entries.append(TimelineEntry(at, kind, f"{kind.replace('_', ' ')}: {event.get('reason') or ''}{counts}",
+                                     outcome=event.get("outcome")))
+    return entries
+
+
+def incident_entries(job: JobSpec, lake: Lake) -> list[TimelineEntry]:
+    from spark_jobs.control.monitoring.incidents import IncidentStore
+
+    store = IncidentStore(lake.control_path(job.name))
+    entries = []
+    for incident in [*store.open_incidents(), *store.resolved()]:
+        opened = _time(incident.get("opened_at"))
+        if opened is not None:
+            entries.append(TimelineEntry(opened, "incident", f"incident {incident['code']} opened: "
+                                         f"{incident.get('summary') or ''}", outcome=incident.get("severity")))
+        resolved = _time(incident.get("resolved_at")) if incident.get("resolved_at") else None
+        if resolved is not None:
+            entries.append(TimelineEntry(resolved, "resolved", f"incident {incident['code']} resolved",
+                                         outcome=incident.get("severity")))
+    return entries
+
+
+def oncall_entries(job: JobSpec, lake: Lake) -> list[TimelineEntry]:
+    from spark_jobs.control.ops_audit import read_rows
+
+    entries = []
+    for row in read_rows(lake):
+        if row["job"] != job.name:
+            continue
+        decision = row.get("decision")
+        who = f"asked by {row['triggered_by'] or 'an unknown user'}"
+        if decision in ("approved", "rejected", "self_approval"):
+            who += f", {'approval refused to' if decision == 'self_approval' else decision + ' by'} {row['decided_by']}"
+        elif decision == "expired":
+            who += ", expired unanswered"
+        dry = " (dry run)" if row["dry_run"] else ""
+        entries.append(TimelineEntry(row["time"], "oncall", f"on-call {row['action']}{dry}: {row['outcome']}; {who}; "
+                                     f"reason: {row['reason']}", requested_by=row["triggered_by"],
+                                     decided_by=row.get("decided_by"), outcome=row["outcome"]))
+    return entries
+
+
+def job_timeline(job: JobSpec, lake: Lake, limit: int = TIMELINE_ENTRIES) -> list[TimelineEntry]:
+    """The job's newest ``limit`` entries, oldest first. A source that cannot be read is left out (logged):
+    the page shows what can be read."""
+    entries: list[TimelineEntry] = []
+    for source in (supervisor_entries, incident_entries, oncall_entries):
+        try:
+            entries += source(job, lake)
+        except Exception as exc:  # noqa: BLE001 - one unreadable record must not hide the others
+            log.warning("timeline of %s: %s failed: %s", job.name, source.__name__, exc)
+    entries.sort(key=lambda entry: entry.at)
+    return entries[-limit:]

@@ -1,0 +1,256 @@
+"""Four eyes on streaming_oncall under a real Airflow on loopback (api-server, scheduler, dag-processor, triggerer),
+with named users of the simple auth manager and their real tokens, and the timeline on the health page in real
+headless Chromium.
+
+alice (role USER) asks for ``rollback_table`` four times through the REST API, as the form does:
+
+1. she approves it herself: the HITL API takes her answer (it cannot exclude a user), the task refuses it
+   (four eyes) and runs nothing;
+2. bob rejects it: nothing runs (the task is skipped);
+3. nobody answers: it expires (``$STREAMING_ONCALL_APPROVAL_EXPIRY`` shortens the registry's 4 h for the test; the
+   scheduler's sweep runs every 2 s) and runs nothing;
+4. bob approves it: the rollback is spark-submitted (real Spark: ``lake restore``) and the table is back at the
+   earlier version.
+
+vic (role VIEWER) may not answer at all (403). Each of the four is one ``ops_audit`` row with both names (the
+expired one has none to name but the requester). The lake's ``cloudtrail_events`` is written with delta-rs (two
+commits: the first run's rows, then a bad deploy's junk rows), so no SparkSession starts in this process.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import sys
+import time
+
+import pytest
+
+from spark_jobs.control.monitoring.conditions import Condition
+from spark_jobs.control.monitoring.incidents import IncidentStore
+from spark_jobs.control.ops_audit import read_rows
+from spark_jobs.control.supervision.state import append_event
+from spark_jobs.model.lake import Lake
+from tests.dags.approvals import UserApi, pending, running, user_settings
+from tests.dags.conftest import PROJECT_ROOT, require_airflow_env
+from tests.dags.real_airflow import wait_for
+
+sys.path.insert(0, str(PROJECT_ROOT / "plugins"))
+from tools.local_airflow import LocalAirflow, free_port  # noqa: E402
+
+DAG_ID, TASK = "streaming_oncall", "act"
+JOB, TABLE = "cloudtrail_etl", "cloudtrail_events"
+EXPIRY = 45  # seconds a request waits in this Airflow
+ANSWER_AFTER = 5  # seconds between the task's asking and an answer
+ROWS = [("e1", "2024-03-01"), ("e2", "2024-03-01"), ("e3", "2024-03-02")]
+JUNK = [("junk-1", "2024-03-02")]
+CONF = {"job": JOB, "action": "rollback_table", "table": TABLE, "table_version": 0}
+
+
+def write_table(lake: Lake) -> None:
+    """``cloudtrail_events`` version 0 (the rows) and version 1 (a bad deploy's junk row), one delta-rs commit each."""
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    schema = pa.schema([("eventID", pa.string()), ("date", pa.date32())])
+    for rows in (ROWS, JUNK):
+        table = pa.Table.from_pylist([{"eventID": i, "date": dt.date.fromisoformat(d)} for i, d in rows], schema=schema)
+        write_deltalake(str(lake.table_path(TABLE)), table, mode="append", partition_by=["date"])
+
+
+def events(lake: Lake) -> list[tuple[str, str]]:
+    from deltalake import DeltaTable
+
+    rows = DeltaTable(str(lake.table_path(TABLE))).to_pyarrow_table().to_pylist()
+    return sorted((r["eventID"], r["date"].isoformat()) for r in rows)
+
+
+class Stage:
+    """The Airflow, its users and the lake."""
+
+    def __init__(self, root) -> None:
+        self.root, self.lake, self.home = root, Lake(root / "lake"), root / "airflow_home"
+        (root / "landing").mkdir()
+        env = {**os.environ, **user_settings(self.home),
+               "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{self.home / 'airflow.db'}",
+               "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
+               "AIRFLOW__SCHEDULER__TRIGGER_TIMEOUT_CHECK_INTERVAL": "2",
+               "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
+               "LAKE_ROOT": str(self.lake.root), "CLOUDTRAIL_ETL_INPUT": str(root / "landing"),
+               "STREAMING_ONCALL_APPROVAL_EXPIRY": str(EXPIRY)}
+        self.airflow = LocalAirflow(self.home, free_port(29100), env)
+        self.runs: dict[str, dict] = {}
+
+    def users(self) -> None:
+        self.alice, self.bob, self.vic = (UserApi(self.airflow.url, name) for name in ("alice", "bob", "vic"))
+        self.admin = UserApi(self.airflow.url, "admin")
+
+    def request(self, reason: str) -> tuple[str, dict]:
+        """alice asks for the rollback; the run id and its required action once the task waits for it."""
+        run_id = self.alice.trigger(DAG_ID, {**CONF, "reason": reason})
+        found = wait_for(f"the required action of {run_id}", lambda: [
+            d for d in pending(self.bob, DAG_ID) if d["task_instance"]["dag_run_id"] == run_id], every=0.5)
+        # A person answers seconds later, not within the second the task parked: with Airflow 3.3.2's LocalExecutor an
+        # answer that fast can reach the scheduler before the executor's report of the parked attempt, which then
+        # fails the resumed task ("finished with state success, but the task instance's state attribute is queued").
+        time.sleep(ANSWER_AFTER)
+        return run_id, found[0]
+
+    def ended(self, run_id: str) -> dict:
+        return wait_for(f"{run_id} to end", lambda: (r := self.admin("GET", f"/dags/{DAG_ID}/dagRuns/{run_id}"))[
+            "state"] in ("success", "failed") and r)
+
+    def task_state(self, run_id: str) -> str:
+        return self.admin("GET", f"/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances/{TASK}")["state"]
+
+    def audit(self, run_id: str) -> dict:
+        rows = [r for r in read_rows(self.lake) if r["run_id"] == run_id]
+        if len(rows) != 1:
+            log = self.admin("GET", f"/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances/{TASK}/logs/1?full_content=true")
+            pytest.fail(f"{len(rows)} ops_audit rows for {run_id}; the task's log:\n{json.dumps(log)[-6000:]}")
+        return rows[0]
+
+
+@pytest.fixture(scope="module")
+def stage(tmp_path_factory):
+    require_airflow_env()
+    stage = Stage(tmp_path_factory.mktemp("oncall_approval"))
+    write_table(stage.lake)
+    with running(stage.airflow, f"the DAG {DAG_ID} to be parsed",
+                 lambda: stage.users() or stage.admin("GET", f"/dags/{DAG_ID}")):
+        stage.admin("PATCH", f"/dags/{DAG_ID}", {"is_paused": False})
+        yield stage
+
+
+@pytest.fixture(scope="module")
+def self_approved(stage):
+    run_id, detail = stage.request("alice approves her own request")
+    assert detail["subject"] == f"Approve rollback_table of {JOB}, asked by alice?"
+    assert detail["options"] == ["Approve", "Reject"]
+    # A viewer may not answer; the requester may (Airflow cannot exclude her), and the task refuses it.
+    assert stage.vic.answer(DAG_ID, run_id, TASK, "Approve")[0] == 403
+    status, answered = stage.alice.answer(DAG_ID, run_id, TASK, "Approve")
+    assert status == 200 and answered["responded_by"]["name"] == "alice"
+    return {"run": stage.ended(run_id), "run_id": run_id, "detail": detail, "events": events(stage.lake)}
+
+
+@pytest.fixture(scope="module")
+def rejected(stage, self_approved):
+    run_id, _ = stage.request("bob will reject this")
+    assert stage.bob.answer(DAG_ID, run_id, TASK, "Reject")[0] == 200
+    return {"run": stage.ended(run_id), "run_id": run_id, "events": events(stage.lake)}
+
+
+@pytest.fixture(scope="module")
+def expired(stage, rejected):
+    asked = time.monotonic()
+    run_id, _ = stage.request("nobody answers this one")
+    run = stage.ended(run_id)
+    return {"run": run, "run_id": run_id, "waited": time.monotonic() - asked, "events": events(stage.lake)}
+
+
+@pytest.fixture(scope="module")
+def approved(stage, expired):
+    run_id, _ = stage.request("a bad deploy wrote version 1")
+    status, answered = stage.bob.answer(DAG_ID, run_id, TASK, "Approve")
+    assert status == 200 and answered["responded_by"]["name"] == "bob"
+    assert stage.bob.answer(DAG_ID, run_id, TASK, "Reject")[0] == 409  # answered once, for good
+    return {"run": stage.ended(run_id), "run_id": run_id, "events": events(stage.lake)}
+
+
+def test_the_approver_reads_the_dry_runs_plan(self_approved):
+    body = self_approved["detail"]["body"]
+    assert "**Requested by** alice" in body and "**Reason**: alice approves her own request" in body
+    assert f"spark-submit: python -m spark_jobs lake restore --table {TABLE} --to-version 0 --yes" in body
+    assert "(then nothing runs)" in body
+
+
+def test_the_requesters_own_approval_is_refused_and_runs_nothing(stage, self_approved):
+    assert self_approved["run"]["state"] == "failed"
+    assert stage.task_state(self_approved["run_id"]) == "failed"
+    assert self_approved["events"] == sorted(ROWS + JUNK)  # nothing rolled back
+    row = stage.audit(self_approved["run_id"])
+    assert (row["outcome"], row["decision"], row["triggered_by"], row["decided_by"]) == (
+        "refused", "self_approval", "alice", "alice")
+    assert "alice requested this action and cannot approve it (four eyes)" in row["message"]
+    assert row["versions_after"] == row["versions_before"] == {TABLE: 1}
+
+
+def test_a_rejected_request_runs_nothing(stage, rejected):
+    assert rejected["run"]["state"] == "success" and stage.task_state(rejected["run_id"]) == "skipped"
+    assert rejected["events"] == sorted(ROWS + JUNK)
+    row = stage.audit(rejected["run_id"])
+    assert (row["outcome"], row["decision"], row["triggered_by"], row["decided_by"]) == (
+        "rejected", "rejected", "alice", "bob")
+    assert row["decided_at"] >= row["time"] and row["versions_after"] == {TABLE: 1}
+
+
+def test_an_expired_request_runs_nothing(stage, expired):
+    assert expired["run"]["state"] == "failed" and stage.task_state(expired["run_id"]) == "failed"
+    assert expired["waited"] >= EXPIRY  # it waited out its time (counted from when the task asked)
+    assert expired["events"] == sorted(ROWS + JUNK)
+    row = stage.audit(expired["run_id"])
+    assert (row["outcome"], row["decision"], row["triggered_by"], row["decided_by"]) == (
+        "expired", "expired", "alice", None)
+    assert row["expires_at"] - row["time"] == dt.timedelta(seconds=EXPIRY)
+    assert row["decided_at"] >= row["expires_at"]
+
+
+def test_a_second_users_approval_runs_it(stage, approved):
+    assert approved["run"]["state"] == "success", approved
+    assert approved["events"] == sorted(ROWS)  # version 0 is back
+    row = stage.audit(approved["run_id"])
+    assert (row["outcome"], row["decision"], row["triggered_by"], row["decided_by"]) == (
+        "succeeded", "approved", "alice", "bob")
+    assert row["versions_before"] == {TABLE: 1} and row["versions_after"] == {TABLE: 2}
+    assert row["time"] <= row["decided_at"] < row["expires_at"] and row["decided_at"] <= row["finished"]
+
+
+def test_every_request_is_one_audit_row_with_its_names(stage, approved):
+    rows = [r for r in read_rows(stage.lake) if r["action"] == "rollback_table"]
+    assert [(r["triggered_by"], r["decision"], r["decided_by"], r["outcome"]) for r in rows] == [
+        ("alice", "self_approval", "alice", "refused"), ("alice", "rejected", "bob", "rejected"),
+        ("alice", "expired", None, "expired"), ("alice", "approved", "bob", "succeeded")]
+
+
+def test_the_health_page_timeline_lists_a_restart_an_incident_and_the_approved_action_in_order(stage, approved):
+    """A restart and an incident planted in the job's control folder before the approved action; the page, in real
+    headless Chromium logged in as bob, lists them in that order with the action's requester and approver."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.plugins.test_health_page import CHROMIUM_ARGS, chromium
+
+    action = stage.audit(approved["run_id"])
+    control = str(stage.lake.control_path(JOB))
+    append_event(control, {"time": (action["time"] - dt.timedelta(minutes=2)).isoformat(), "job": JOB,
+                           "kind": "restart", "reason": "driver exited with code 137", "outcome": "restarting in 1 s",
+                           "restarts_in_window": 1, "max_restarts": 5})
+    IncidentStore(control).update(JOB, [Condition("stalled", "error", "no commit for 20 min while 3 files wait",
+                                                  "restart it")], now=action["time"] - dt.timedelta(minutes=1))
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium(), headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(stage.airflow.url + "/plugin/streaming-health")  # the login form first
+            page.get_by_label("Username").fill("bob")
+            page.get_by_label("Password").fill("bob-secret")
+            page.get_by_role("button", name="Sign in").click()
+            page.wait_for_url("**/plugin/streaming-health", timeout=60_000)
+            page.goto(f"{stage.airflow.url}/streaming-health/job/{JOB}")
+            items = page.locator(f"section[data-job='{JOB}'] ol.timeline li")
+            items.first.wait_for(timeout=60_000)
+            page.screenshot(path=str(stage.root / "timeline.png"), full_page=True)
+            shown = [(items.nth(i).get_attribute("data-kind"), items.nth(i).get_attribute("data-requested-by"),
+                      items.nth(i).get_attribute("data-decided-by"), items.nth(i).get_attribute("data-outcome"),
+                      items.nth(i).inner_text()) for i in range(items.count())]
+        finally:
+            browser.close()
+    kinds = [(kind, requested, decided, outcome) for kind, requested, decided, outcome, _ in shown]
+    restart = kinds.index(("restart", "", "", "restarting in 1 s"))
+    incident = kinds.index(("incident", "", "", "error"))
+    action_at = kinds.index(("oncall", "alice", "bob", "succeeded"))
+    assert restart < incident < action_at
+    assert "asked by alice, approved by bob" in shown[action_at][4]
+    # The other requests are on it too, in the order they were asked.
+    assert [k[3] for k in kinds if k[0] == "oncall"] == ["refused", "rejected", "expired", "succeeded"]

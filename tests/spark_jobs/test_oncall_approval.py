@@ -1,0 +1,122 @@
+"""Four eyes on the on-call actions: which need approval (the registry's declarations, checked), how long a
+request waits, what an answer decides, and the audit's approval columns on a table written before them."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from spark_jobs.control.oncall_approval import (EXPIRY_ENV, approval_body, approval_expiry, decide,
+                                                 needs_approval)
+from spark_jobs.control.ops_audit import AuditRecord, append, arrow_schema, audit_path, read_rows
+from spark_jobs.model.errors import RegistryError
+from spark_jobs.model.lake import Lake
+from spark_jobs.model.oncall import OncallAction, check_actions
+from spark_jobs.registry import ONCALL_ACTION_SPECS, ONCALL_ACTIONS
+
+NOW = dt.datetime(2026, 11, 25, 3, 0, tzinfo=dt.timezone.utc)
+AT = dt.datetime(2026, 11, 25, 3, 4, 5, tzinfo=dt.timezone.utc)
+
+
+def answer(option: str, user: str | None) -> dict:
+    return {"chosen_options": [option], "params_input": {}, "responded_at": AT, "timedout": False,
+            "responded_by_user": {"id": user, "name": user} if user else None}
+
+
+def test_destructive_actions_need_approval_and_the_rest_run_at_once():
+    assert {name for name in ONCALL_ACTIONS if needs_approval(name)} == {
+        "reset_checkpoint", "rollback_table", "reprocess_from"}
+    assert list(ONCALL_ACTIONS) == list(ONCALL_ACTION_SPECS)  # the form's order and labels from the declarations
+    assert not needs_approval("no_such_action")
+    for name in ("reset_checkpoint", "rollback_table", "reprocess_from"):
+        assert approval_expiry(name, {}) == dt.timedelta(seconds=ONCALL_ACTION_SPECS[name]
+                                                         .approval_expires_after_seconds) == dt.timedelta(hours=4)
+
+
+def test_the_expiry_can_be_shortened_for_a_drill_never_lengthened():
+    assert approval_expiry("rollback_table", {EXPIRY_ENV: "20"}) == dt.timedelta(seconds=20)
+    assert approval_expiry("rollback_table", {EXPIRY_ENV: str(10 * 24 * 3600)}) == dt.timedelta(hours=4)
+    for bad in ("soon", "0", "-5"):
+        with pytest.raises(ValueError, match=EXPIRY_ENV):
+            approval_expiry("rollback_table", {EXPIRY_ENV: bad})
+    with pytest.raises(ValueError, match="needs no approval"):
+        approval_expiry("restart", {})
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(needs_approval=True), "approval_expires_after_seconds None must be a number of seconds"),
+    (dict(needs_approval=True, approval_expires_after_seconds=0), "must be a number of seconds in"),
+    (dict(needs_approval=True, approval_expires_after_seconds=2 * 24 * 3600), "in \\(0, 86400\\]"),
+    (dict(needs_approval=True, approval_expires_after_seconds=True), "must be a number"),
+    (dict(approval_expires_after_seconds=60), "only for an action that needs approval"),
+])
+def test_a_declaration_that_contradicts_itself_is_refused(kwargs, message):
+    with pytest.raises(RegistryError, match=f"on-call action wipe: .*{message}"):
+        OncallAction("wipe", "wipe it", **kwargs)
+
+
+def test_an_action_declared_twice_is_refused():
+    with pytest.raises(RegistryError, match="on-call action stop: declared twice"):
+        check_actions([OncallAction("stop", "a"), OncallAction("stop", "b")])
+
+
+def test_a_second_users_approval_runs_it():
+    decision = decide(answer("Approve", "bob"), requester="alice", now=NOW)
+    assert (decision.decision, decision.by, decision.at, decision.runs) == ("approved", "bob", AT, True)
+
+
+def test_the_requesters_own_approval_is_refused():
+    decision = decide(answer("Approve", "alice"), requester="alice", now=NOW)
+    assert (decision.decision, decision.by, decision.runs, decision.outcome()) == (
+        "self_approval", "alice", False, "refused")
+    assert "alice requested this action and cannot approve it (four eyes): nothing was run" in decision.message("alice")
+    # A requester Airflow did not name cannot be told apart from the approver: refused too.
+    unknown = decide(answer("Approve", "bob"), requester=None, now=NOW)
+    assert (unknown.decision, unknown.runs) == ("self_approval", False)
+    assert "the requester is unknown" in unknown.message(None)
+
+
+def test_a_rejection_or_an_expiry_runs_nothing():
+    rejected = decide(answer("Reject", "bob"), requester="alice", now=NOW)
+    assert (rejected.decision, rejected.by, rejected.runs, rejected.outcome()) == ("rejected", "bob", False, "rejected")
+    own_reject = decide(answer("Reject", "alice"), requester="alice", now=NOW)  # withdrawing one's own request
+    assert (own_reject.decision, own_reject.runs) == ("rejected", False)
+    expired = decide({"error": "The Human-in-the-loop response timeout has passed without a response.",
+                      "error_type": "timeout"}, requester="alice", now=NOW)
+    assert (expired.decision, expired.by, expired.at, expired.runs, expired.outcome()) == (
+        "expired", None, NOW, False, "expired")
+
+
+def test_the_approver_reads_the_dry_runs_plan():
+    body = approval_body(["restore cloudtrail_events to version 1", "spark-submit: python -m spark_jobs lake restore"],
+                         requester="alice", reason="a bad deploy", expires_at=NOW, audit_id="a-1")
+    assert "**Requested by** alice" in body and "**Reason**: a bad deploy" in body
+    assert "1. restore cloudtrail_events to version 1\n2. spark-submit: python -m spark_jobs lake restore" in body
+    assert "**Expires at** 2026-11-25T03:00:00Z (then nothing runs)" in body
+
+
+def test_approval_columns_are_added_to_a_table_written_before_them(tmp_path):
+    """An ops_audit of the first release (no approval columns) still reads, and the next append adds them."""
+    import pyarrow as pa
+    from deltalake import DeltaTable, write_deltalake
+
+    lake = Lake(tmp_path / "lake")
+    old_schema = pa.schema([f for f in arrow_schema() if f.name not in ("decision", "decided_by", "decided_at",
+                                                                         "expires_at")])
+    old = AuditRecord(job="cloudtrail_etl", action="stop", parameters={}, reason="r", dry_run=False,
+                      triggered_by="alice", outcome="succeeded", time=NOW).to_row()
+    old = {k: v for k, v in old.items() if k in old_schema.names}
+    write_deltalake(str(audit_path(lake)), pa.Table.from_pylist([old], schema=old_schema), mode="append")
+    [before] = read_rows(lake)
+    assert (before["outcome"], before["decision"], before["decided_by"]) == ("succeeded", None, None)
+
+    append(lake, AuditRecord(job="cloudtrail_etl", action="rollback_table", parameters={}, reason="bad deploy",
+                             dry_run=False, triggered_by="alice", outcome="succeeded", time=AT, decision="approved",
+                             decided_by="bob", decided_at=AT, expires_at=AT + dt.timedelta(hours=4)))
+    first, second = read_rows(lake)
+    assert (first["action"], first["decision"], first["decided_at"]) == ("stop", None, None)
+    assert (second["triggered_by"], second["decision"], second["decided_by"], second["decided_at"],
+            second["expires_at"]) == ("alice", "approved", "bob", AT, AT + dt.timedelta(hours=4))
+    assert DeltaTable(str(audit_path(lake))).schema().to_arrow().names[-4:] == [
+        "decision", "decided_by", "decided_at", "expires_at"]
