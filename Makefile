@@ -96,11 +96,12 @@ demo: sample-data
 demo-s3: setup
 	@python -m tools.demo_s3
 
-# Two workers (pytest-xdist): a module's tests, or all of the Kafka broker's, run on one worker
-# (tests/conftest.py worker_group); TEST_WORKERS=0 runs the suite in this one process.
+# Two workers (pytest-xdist), a test module's tests on one worker (its module fixtures built once);
+# TEST_WORKERS=0 runs the suite in this one process. (`--dist loadgroup` does not group under pytest 9:
+# xdist 3.8 renames `item._nodeid`, which pytest 9 no longer reads.)
 TEST_WORKERS ?= 2
 test: setup
-	@python -m pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder $(PYTEST_ARGS)
+	@python -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 # The fast tier: the modules in tests/conftest.py's FAST_TIER, guarded (tests/fast_tier.py): a test in it
 # that imports pyspark or starts a JVM, spark-submit or Airflow fails.

@@ -3,11 +3,9 @@
 Also the suite's tiers: :data:`FAST_TIER` names the test modules of the declarations and the control
 plane (no JVM, no Airflow started); ``pytest --fast`` (``make test-fast``) runs only them, under a guard
 that fails any of their tests which imports pyspark or starts a JVM, spark-submit or Airflow (see
-:mod:`tests.fast_tier`). ``make test`` runs everything, on two pytest-xdist workers (``--dist loadgroup``):
-most of the suite waits on JVM and Airflow start-ups, polls and subprocess drivers, so two workers fill the
-two cores. Each worker is one test session with its own SparkSession; :func:`worker_group` keeps a module's
-tests on one worker (its module fixtures are built once) and every test of the Kafka broker on one (one
-broker serves them).
+:mod:`tests.fast_tier`). ``make test`` runs everything, on two pytest-xdist workers (``--dist loadfile``): a
+test module's tests run on one worker, so its module fixtures are built once; each worker is one test session
+with its own SparkSession (and its own Kafka broker when its modules need one).
 """
 
 from __future__ import annotations
@@ -85,23 +83,10 @@ def pytest_ignore_collect(collection_path, config):
     return None
 
 
-def worker_group(item) -> str:
-    """The pytest-xdist group of a test: one worker runs a whole group, in collection order.
-
-    A test module is one group, so its module-scoped fixtures (a DAG run, a job's lake) are built once; the
-    tests that use the session's Kafka broker are one group, so one broker starts.
-    """
-    if "kafka_broker" in getattr(item, "fixturenames", ()):
-        return "kafka-broker"
-    return item.path.resolve().relative_to(TESTS).as_posix() if item.path.is_relative_to(TESTS) else str(item.path)
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which names each test's group in its node id
 def pytest_collection_modifyitems(config, items):
-    """Mark the fast tier's tests ``fast`` and each test's worker group; under ``--fast``, deselect every other test."""
+    """Mark the fast tier's tests ``fast``; under ``--fast``, deselect every other test."""
     fast, other = [], []
     for item in items:
-        item.add_marker(pytest.mark.xdist_group(worker_group(item)))
         in_tier = _in_fast_tier(item.path)
         if in_tier:
             item.add_marker(pytest.mark.fast)
