@@ -42,7 +42,6 @@ from tools.local_airflow import LocalAirflow, free_port  # noqa: E402
 DAG_ID, TASK = "streaming_oncall", "act"
 JOB, TABLE = "cloudtrail_etl", "cloudtrail_events"
 EXPIRY = 45  # seconds a request waits in this Airflow
-ANSWER_AFTER = 5  # seconds between the task's asking and an answer
 ROWS = [("e1", "2024-03-01"), ("e2", "2024-03-01"), ("e3", "2024-03-02")]
 JUNK = [("junk-1", "2024-03-02")]
 CONF = {"job": JOB, "action": "rollback_table", "table": TABLE, "table_version": 0}
@@ -91,10 +90,15 @@ class Stage:
         run_id = self.alice.trigger(DAG_ID, {**CONF, "reason": reason})
         found = wait_for(f"the required action of {run_id}", lambda: [
             d for d in pending(self.bob, DAG_ID) if d["task_instance"]["dag_run_id"] == run_id], every=0.5)
-        # A person answers seconds later, not within the second the task parked: with Airflow 3.3.2's LocalExecutor an
-        # answer that fast can reach the scheduler before the executor's report of the parked attempt, which then
-        # fails the resumed task ("finished with state success, but the task instance's state attribute is queued").
-        time.sleep(ANSWER_AFTER)
+        # A person answers seconds later, not within the seconds the task takes to park: with Airflow 3.3.2's
+        # LocalExecutor an answer that reaches the scheduler before the executor's report of the parked attempt makes
+        # it fail the resumed task ("finished with state success, but the task instance's state attribute is queued";
+        # the worker took 5 s from parking to that report under load). So the answer waits for that report.
+        parked = (f"Received executor event with state success for task instance TaskInstanceKey(dag_id='{DAG_ID}', "
+                  f"task_id='{TASK}', run_id='{run_id}', try_number=1")
+        scheduler_log = self.airflow.output_file("scheduler")
+        wait_for(f"the scheduler's report of {run_id}'s parked attempt",
+                 lambda: parked in scheduler_log.read_text(errors="replace"), every=0.5)
         return run_id, found[0]
 
     def ended(self, run_id: str) -> dict:
