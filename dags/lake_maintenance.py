@@ -5,10 +5,12 @@ One DAG, `lake_maintenance`, runs daily. For each table in `spark_jobs.registry.
 spark-submits, one after the other:
 
     spark-submit --master <spark_default's host> --conf <Delta's extension and catalog, the class archive> \\
-        --jars <project>/.jars/delta-spark...jar,... --name lake_optimize_<table> <project>/spark_jobs/__main__.py lake optimize --table <table>
+        --jars <project>/.jars/delta-spark...jar,... --name lake_optimize_<table> <project>/spark_jobs/__main__.py lake optimize --table <table> --changed-only
 
 then the same with `lake vacuum --table <table>`: compaction of the small files the micro-batches
-leave (files whose rows are unchanged, one Delta transaction per batch of files), then deletion of
+leave (files whose rows are unchanged, one Delta transaction per batch of files; `--changed-only`: only
+the partitions with two or more small files, those the live job or a backfill wrote since the last run, so
+the Z-order of `cloudtrail_events` by `eventTime` rewrites a day, not the whole table), then deletion of
 the files no version younger than the table's `vacuum_retention_hours` (registry) needs. A table
 that no job has written yet is skipped (no spark-submit). Both are
 Delta transactions, safe while the streaming jobs write: a reader keeps its version, an append never
@@ -37,10 +39,11 @@ DEFAULT_ARGS = retrying_default_args(execution_timeout=timedelta(hours=2))
 
 
 def lake_step(step: str, table: str) -> SparkSubmitOperator:
-    """The task that spark-submits ``python -m spark_jobs lake <step> --table <table>``."""
+    """The task that spark-submits ``python -m spark_jobs lake <step> --table <table>`` (optimize: ``--changed-only``)."""
+    args = ["lake", step, "--table", table, *(["--changed-only"] if step == "optimize" else [])]
     return SparkSubmitOperator(
         task_id=f"{step}_{table}",
-        **Submission.of(["lake", step, "--table", table], name=f"lake_{step}_{table}").operator_kwargs(),
+        **Submission.of(args, name=f"lake_{step}_{table}").operator_kwargs(),
         doc_md=f"`python -m spark_jobs lake {step} --table {table}` under spark-submit (skipped while the "
                f"table has no data).",
         pre_execute=skip_unwritten_table(table),

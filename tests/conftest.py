@@ -43,6 +43,7 @@ FAST_TIER = (
     "spark_jobs/object_store/test_settings.py",
     "spark_jobs/supervision/test_policy_and_state.py",
     "spark_jobs/test_catchup_plan.py",
+    "spark_jobs/test_changed_partitions.py",
     "spark_jobs/test_oncall_approval.py",
     "spark_jobs/test_oncall_requests.py",
     "spark_jobs/test_priority.py",

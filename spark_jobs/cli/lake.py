@@ -31,6 +31,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     opt = sub.add_parser("optimize", parents=[common], help="compact small files (one Delta transaction per batch)")
     opt.add_argument("--where", help="only partitions matching this predicate, e.g. \"date >= '2024-03-01'\"")
     opt.add_argument("--zorder-by", help="comma-separated columns, or none (default: the registry's zorder_by)")
+    opt.add_argument("--changed-only", action="store_true",
+                     help="only partitions with two or more small files (appended to since the last optimize); "
+                          "what the daily lake_maintenance DAG runs, so a Z-order does not rewrite the whole table")
 
     vac = sub.add_parser("vacuum", parents=[common], help="delete files older versions no longer need")
     vac.add_argument("--retention-hours", type=float,
@@ -114,7 +117,7 @@ def run(args: argparse.Namespace, spark=None, out=sys.stdout) -> int:
         elif not _is_delta(lake, table.name):
             result = _absent(lake, table.name, command)
         elif command == "optimize":
-            result = optimize(spark, lake, table, args.where, _zorder(args.zorder_by))
+            result = optimize(spark, lake, table, args.where, _zorder(args.zorder_by), changed_only=args.changed_only)
         else:
             result = vacuum(spark, lake, table, args.retention_hours, args.force, args.dry_run)
         print(json.dumps(result), file=out, flush=True)

@@ -128,6 +128,28 @@ def version_rows(path: Path, version: int | None = None) -> int | None:
     return None if any(c is None for c in counts) else int(sum(counts))
 
 
+def partitions_with_small_files(path: Path, column: str | None, below_bytes: int, min_files: int = 2) -> list[str]:
+    """The values of partition ``column`` whose partition holds ``min_files`` or more files under ``below_bytes``,
+    sorted: the partitions appends have written since they were last compacted. For an unpartitioned
+    table (``column`` None) the table is one partition, listed as ``""``.
+
+    A compacted (or Z-ordered) partition holds files near the target size and at most one smaller
+    remainder, so it is not listed until appends add small files to it again; read from the table's
+    snapshot (its add actions) with delta-rs, one row per file, without reading the data.
+    """
+    from collections import Counter
+
+    from deltalake import DeltaTable
+
+    actions = DeltaTable(str(path), storage_options=delta_rs_options(path)).get_add_actions(flatten=True)
+    if actions.num_rows == 0:
+        return []
+    key = f"partition.{column}"
+    values = actions.column(key).to_pylist() if column else [""] * actions.num_rows
+    small = Counter(value for value, size in zip(values, actions.column("size_bytes").to_pylist()) if size < below_bytes)
+    return sorted(str(value) for value, files in small.items() if files >= min_files and value is not None)
+
+
 # operation -> (metric of rows added, metric of rows removed), from delta-spark's commitInfo.
 _ROW_METRICS = {
     "WRITE": ("numOutputRows", None),

@@ -4,6 +4,7 @@ Usage::
 
     python -m spark_jobs lake history  [--table T] [--limit 20] [--format table|json]
     python -m spark_jobs lake optimize [--table T] [--where "date >= '2024-03-01'"] [--zorder-by COL,...|none]
+                                       [--changed-only]
     python -m spark_jobs lake vacuum   [--table T] [--retention-hours H] [--dry-run] [--force]
     python -m spark_jobs lake restore  --table T (--to-version N | --to-timestamp TIME) [--yes]
     python -m spark_jobs lake convert  [--table T]
@@ -38,7 +39,7 @@ import sys
 from pathlib import Path
 
 from spark_jobs.control.delta_log import (RestorePlan, commit_infos, delta_path, int_or_none, latest_version,
-                                           version_rows)
+                                           partitions_with_small_files, version_rows)
 from spark_jobs.model.errors import UsageError
 from spark_jobs.model.lake import Lake
 from spark_jobs.model.jobs import JobSpec
@@ -136,7 +137,8 @@ def lost_commit_race(error: BaseException) -> bool:
 # --- optimize --------------------------------------------------------------------------------------
 
 def optimize(spark, lake: Lake, table: TableSpec, where: str | None = None,
-             zorder_by: tuple[str, ...] | None = None, time_ordered_file_bytes: int = TIME_ORDERED_FILE_BYTES) -> dict:
+             zorder_by: tuple[str, ...] | None = None, time_ordered_file_bytes: int = TIME_ORDERED_FILE_BYTES,
+             changed_only: bool = False) -> dict:
     """Compact the table's small files (and Z-order them by ``zorder_by``; None: the registry's).
 
     Z-ordered by the table's ``delivery_time_bound`` column alone (``cloudtrail_events``: ``eventTime``), the
@@ -145,6 +147,12 @@ def optimize(spark, lake: Lake, table: TableSpec, where: str | None = None,
     (:mod:`spark_jobs.driver.write.pipelined`).
 
     :param where: a predicate on partition columns: only those partitions are compacted.
+    :param changed_only: only the partitions holding two or more files under half of
+        ``time_ordered_file_bytes`` (those appends wrote since the last optimize; see
+        :func:`spark_jobs.control.delta_log.partitions_with_small_files`), ANDed with ``where``. Delta's
+        Z-order rewrites every file of the partitions it is given, so without this a daily run rewrites
+        the whole table; with it, the day the live job appends to and any day a backfill wrote.
+        An unpartitioned table counts as one partition.
     :returns: files removed and added, partitions touched and the version the compaction created
         (the same version as before when there was nothing to compact).
     """
@@ -154,6 +162,21 @@ def optimize(spark, lake: Lake, table: TableSpec, where: str | None = None,
 
     path = delta_path(lake, table.name)
     columns = table.zorder_by if zorder_by is None else zorder_by
+    partitions = None
+    if changed_only:
+        if len(table.partition_by) > 1:
+            raise UsageError(f"--changed-only needs a table partitioned by one column at most; {table.name} is "
+                             f"partitioned by {list(table.partition_by)}: leave --changed-only out")
+        column = table.partition_by[0] if table.partition_by else None
+        partitions = partitions_with_small_files(path, column, time_ordered_file_bytes // 2)
+        if not partitions:
+            version = latest_version(path)
+            return {"table": table.name, "command": "optimize", "zorder_by": list(columns), "where": where,
+                    "changed_partitions": [], "files_removed": 0, "files_added": 0, "partitions_optimized": 0,
+                    "version_before": version, "version": version}
+        if column:
+            chosen = f"{column} IN ({', '.join(repr(p) for p in partitions)})"
+            where = f"({where}) AND {chosen}" if where else chosen
     builder = DeltaTable.forPath(spark, str(path)).optimize()
     if where:
         builder = builder.where(where)
@@ -174,6 +197,7 @@ def optimize(spark, lake: Lake, table: TableSpec, where: str | None = None,
         "command": "optimize",
         "zorder_by": list(columns),
         "where": where,
+        **({"changed_partitions": partitions} if partitions is not None else {}),
         "files_removed": metrics.numFilesRemoved if metrics else 0,
         "files_added": metrics.numFilesAdded if metrics else 0,
         "partitions_optimized": metrics.partitionsOptimized if metrics else 0,
