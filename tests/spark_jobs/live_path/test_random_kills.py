@@ -1,0 +1,91 @@
+"""kill -9 at random points of live micro-batches on the time-bounded path: the tables equal an uninterrupted run's.
+
+The landing folder holds only good CloudTrail deliveries named with their delivery times, so every batch
+takes the pipelined pass whose MERGE is bounded by the files' delivery times (checked in the Delta log).
+Each killed driver is a real ``python -m spark_jobs run`` process (its JVM dies with it), killed after a
+random delay from the moment a batch is planned (its offsets written, its commit not), drawn from a
+seeded generator: the seed and the delays are in the assertion messages, so a failure can be replayed.
+The restart that finishes the job, and the uninterrupted run it is compared with, run in the session's
+SparkSession.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import time
+from collections import Counter
+from pathlib import Path
+
+from tests.spark_jobs.test_crash_recovery import _batch_ids, _start
+from tools.sample_data import write_sample_landing
+
+SEED = int(os.environ.get("RANDOM_KILLS_SEED", "2711"))
+KILLS = 3
+EVENTS, QUARANTINE = "cloudtrail_events", "cloudtrail_quarantine"
+
+
+def _kill_at_a_random_point(process, checkpoint: Path, rng: random.Random, after_commits: int) -> dict:
+    """Wait for a batch planned after ``after_commits`` commits, sleep a random 0-2 s, kill -9 if it is still in
+    flight (else draw again for the next batch); returns where it hit."""
+    deadline = time.monotonic() + 420
+    delay = round(rng.uniform(0.0, 2.0), 2)
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "the job ended before it could be killed"
+        commits, offsets = _batch_ids(checkpoint / "commits"), _batch_ids(checkpoint / "offsets")
+        in_flight = offsets - commits
+        if len(commits) >= after_commits and in_flight:
+            time.sleep(delay)
+            commits, offsets = _batch_ids(checkpoint / "commits"), _batch_ids(checkpoint / "offsets")
+            if offsets - commits:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(30)
+                return {"delay_s": delay, "committed": max(commits, default=-1), "in_flight": max(offsets - commits)}
+            delay = round(rng.uniform(0.0, 2.0), 2)  # the batch committed first: another point, the next batch
+        time.sleep(0.02)
+    raise AssertionError("no micro-batch was in flight within 420 s")
+
+
+def _rows(frame) -> Counter:
+    return Counter(tuple(row) for row in frame.select(*sorted(frame.columns)).collect())
+
+
+def _time_bounded_merges(table: Path) -> int:
+    merges = 0
+    for commit in (table / "_delta_log").glob("*.json"):
+        for line in commit.read_text().splitlines():
+            info = json.loads(line).get("commitInfo", {}) if line.strip() else {}
+            if info.get("operation") == "MERGE" and "eventTime" in info["operationParameters"].get("predicate", ""):
+                merges += 1
+    return merges
+
+
+def test_kill_9_at_random_points_leaves_the_tables_of_an_uninterrupted_run(tmp_path, run_job, tables):
+    landing = tmp_path / "landing"
+    manifest = write_sample_landing(landing, files=24, records_per_file=40, seed=11, include_bad_files=False)
+    reference = run_job(landing, tmp_path / "reference", maxFilesPerTrigger="3")
+    assert reference.skipped is None and reference.batches == 8, reference
+
+    rng = random.Random(SEED)
+    lake = tmp_path / "lake"
+    checkpoint, events = lake / "checkpoints" / "cloudtrail_etl", lake / "tables" / EVENTS
+    kills = []
+    for n in range(KILLS):
+        process = _start(landing, lake, tmp_path / f"kill-{n}.log")
+        after = len(_batch_ids(checkpoint / "commits")) + rng.randint(0, 1)
+        kills.append(_kill_at_a_random_point(process, checkpoint, rng, after))
+    where = f"seed {SEED}, kills {kills}"
+    assert all(k["in_flight"] == k["committed"] + 1 for k in kills), where
+
+    final = run_job(landing, lake, maxFilesPerTrigger="3")
+    assert final.skipped is None and final.batches >= 1, (final, where)
+    assert _batch_ids(checkpoint / "offsets") == _batch_ids(checkpoint / "commits"), where
+
+    got, expected = tables(lake), tables(tmp_path / "reference")
+    ids = [r.eventID for r in got[EVENTS].select("eventID").collect()]
+    assert len(ids) == len(set(ids)) == len(manifest.good_event_ids) == 24 * 40, where
+    assert _rows(got[EVENTS]) == _rows(expected[EVENTS]), where  # row for row, every column
+    assert got[QUARANTINE].count() == expected[QUARANTINE].count() == 0, where
+    assert _time_bounded_merges(events) >= 1, f"no MERGE of {events} was bounded by eventTime ({where})"
