@@ -58,14 +58,17 @@ def base_event_id(index: int) -> str:
     return f"base-{index:012d}"
 
 
-def base_event_time(index: int, size: int, days: int) -> dt.datetime:
+def base_event_time(index: int, size: int, days: int, last_day: dt.date = LAST_DAY) -> dt.datetime:
     """The eventTime of the built table's event ``index`` (spread evenly over the days; whole microseconds)."""
-    start = dt.datetime.combine(LAST_DAY - dt.timedelta(days=days - 1), dt.time(), dt.UTC)
+    start = dt.datetime.combine(last_day - dt.timedelta(days=days - 1), dt.time(), dt.UTC)
     return start + dt.timedelta(microseconds=(index * days * 86_400_000_000) // size)
 
 
-def build_table(spark, size: int, days: int, rows_per_file: int = ROWS_PER_FILE) -> Path:
-    """The cached table of ``size`` events (built on first use): its lake root."""
+def build_table(spark, size: int, days: int, rows_per_file: int = ROWS_PER_FILE, last_day: dt.date = LAST_DAY) -> Path:
+    """The cached table of ``size`` events (built on first use): its lake root.
+
+    :param last_day: the last day of the table's events (another day is another cached table).
+    """
     from pyspark.sql import functions as F
 
     from spark_jobs.driver.job_modules import output_schemas, table_targets
@@ -73,7 +76,10 @@ def build_table(spark, size: int, days: int, rows_per_file: int = ROWS_PER_FILE)
     from spark_jobs.registry import get_job
 
     params = {"size": size, "days": days, "rows_per_file": rows_per_file, "layout": TABLE_LAYOUT_VERSION}
-    root = TABLES_ROOT / f"events-{size}-d{days}-f{rows_per_file}-v{TABLE_LAYOUT_VERSION}"
+    if last_day != LAST_DAY:
+        params["last_day"] = last_day.isoformat()
+    root = TABLES_ROOT / (f"events-{size}-d{days}-f{rows_per_file}-v{TABLE_LAYOUT_VERSION}"
+                          + (f"-{last_day:%Y%m%d}" if last_day != LAST_DAY else ""))
     marker = root / "bench-table.json"
     if marker.is_file() and json.loads(marker.read_text()).get("params") == params:
         return root
@@ -83,7 +89,7 @@ def build_table(spark, size: int, days: int, rows_per_file: int = ROWS_PER_FILE)
     schemas = output_schemas(spark, job)
     targets = table_targets(job, Lake(root))
     create_tables(spark, [t for t in targets if t.name == TABLE], schemas)
-    start_us = int(base_event_time(0, size, days).timestamp() * 1_000_000)
+    start_us = int(base_event_time(0, size, days, last_day).timestamp() * 1_000_000)
     span_us = days * 86_400_000_000
     ids = spark.range(size)
     micros = F.lit(start_us) + F.floor(F.col("id") * F.lit(span_us) / F.lit(size)).cast("long")
