@@ -46,7 +46,7 @@ def test_report_has_every_measurement_in_the_issues_order(report):
 def test_measurements_left_out_say_why(report):
     measurements = report["measurements"]
     for name in ("noop_catchup", "orchestration", "orchestration_live", "cores", "min_driver_memory", "freshness",
-                 "state", "jvm_start"):
+                 "freshness_large", "state", "jvm_start"):
         assert measurements[name] == {"status": "skipped", "why": "not in --only"}
     assert measurements["recovery"]["status"] == "not applicable yet" and measurements["recovery"]["why"]
 
@@ -90,7 +90,17 @@ def test_write_shapes_time_each_one_pass_shape_against_bare_spark(report):
     for name, shape in section["shapes"].items():
         assert shape["median_s"] > 0 and shape["ratio"] == round(bare_s / shape["median_s"], 3), name
     assert section["shapes"]["job"]["median_s"] == report["measurements"]["throughput"]["job"]["median_s"]
-    assert len(section["findings"]) == 4
+    # Delta's recommended pattern in bare Spark and DuckDB on the same files, each checked its 200 distinct events.
+    assert list(section["baselines"]) == ["delta_recommended", "duckdb_explicit", "duckdb_detected"]
+    for name, baseline in section["baselines"].items():
+        assert baseline["median_s"] > 0 and baseline["ratio"] == round(bare_s / baseline["median_s"], 3), name
+    per_core = section["records_per_s_per_core"]
+    assert per_core["job"] == round(200 / section["shapes"]["job"]["median_s"] / per_core["cores"])
+    goal = section["goal_3"]
+    assert goal["job_speed_to_delta_recommended"] == round(
+        section["baselines"]["delta_recommended"]["median_s"] / section["shapes"]["job"]["median_s"], 3)
+    assert goal["met"] == (goal["job_to_bare_spark"] >= 0.65 and goal["job_speed_to_delta_recommended"] >= 1.25)
+    assert len(section["findings"]) == 6
 
 
 def test_adhoc_query_gives_the_same_answer_on_raw_files_and_table(report):
