@@ -14,7 +14,7 @@ name, then rename). ``recovery`` waits until the job commits, then ``kill -9``s 
 driver that replaced it (the first commit file written after the new lease was taken, by its
 modification time). Each kill is a *first* failure: the trial gives the supervisor
 ``healthy_reset_seconds`` of ``--healthy-reset`` (60 s) and kills a random 5-15 s after the
-supervisor reset its consecutive failures, so every restart backs off the initial 5 s (back-to-back
+supervisor reset its consecutive failures, so every restart backs off the policy's initial 2 s (back-to-back
 kills back off 2, 4, 8, 16, 32 s by design; ``--healthy-reset 0`` measures that).
 ``soak`` kills nothing for ``--minutes``. With ``--through airflow`` the supervisor is the ``supervise`` task
 of ``cloudtrail_etl_continuous`` under a running Airflow (:mod:`tools.bench.recovery_airflow`).
