@@ -164,33 +164,23 @@ def optimize(spark, lake: Lake, table: TableSpec, where: str | None = None,
     columns = table.zorder_by if zorder_by is None else zorder_by
     partitions = None
     if changed_only:
-        if len(table.partition_by) > 1:
-            raise UsageError(f"--changed-only needs a table partitioned by one column at most; {table.name} is "
-                             f"partitioned by {list(table.partition_by)}: leave --changed-only out")
-        column = table.partition_by[0] if table.partition_by else None
-        partitions = partitions_with_small_files(path, column, time_ordered_file_bytes // 2)
-        if not partitions:
-            version = latest_version(path)
-            return {"table": table.name, "command": "optimize", "zorder_by": list(columns), "where": where,
-                    "changed_partitions": [], "files_removed": 0, "files_added": 0, "partitions_optimized": 0,
-                    "version_before": version, "version": version}
-        if column:
-            chosen = f"{column} IN ({', '.join(repr(p) for p in partitions)})"
-            where = f"({where}) AND {chosen}" if where else chosen
-    builder = DeltaTable.forPath(spark, str(path)).optimize()
-    if where:
-        builder = builder.where(where)
+        partitions, where = _changed_partitions(path, table, where, time_ordered_file_bytes // 2)
     before = latest_version(path)
-    for attempt in range(1, OPTIMIZE_ATTEMPTS + 1):
-        try:
-            with session_conf(spark, _layout_conf(table, columns, time_ordered_file_bytes)):
-                result = (builder.executeZOrderBy(*columns) if columns else builder.executeCompaction()).collect()
-            break
-        except Exception as exc:  # noqa: BLE001 - only a lost commit race is retried
-            if attempt == OPTIMIZE_ATTEMPTS or not lost_commit_race(exc):
-                raise
-            log.warning("optimize of %s lost a commit race (attempt %d): %s; retrying", table.name, attempt,
-                        str(exc).strip().splitlines()[0][:300])
+    result = []
+    if partitions != []:  # [] with --changed-only: no partition was appended to since the last optimize
+        builder = DeltaTable.forPath(spark, str(path)).optimize()
+        if where:
+            builder = builder.where(where)
+        for attempt in range(1, OPTIMIZE_ATTEMPTS + 1):
+            try:
+                with session_conf(spark, _layout_conf(table, columns, time_ordered_file_bytes)):
+                    result = (builder.executeZOrderBy(*columns) if columns else builder.executeCompaction()).collect()
+                break
+            except Exception as exc:  # noqa: BLE001 - only a lost commit race is retried
+                if attempt == OPTIMIZE_ATTEMPTS or not lost_commit_race(exc):
+                    raise
+                log.warning("optimize of %s lost a commit race (attempt %d): %s; retrying", table.name, attempt,
+                            str(exc).strip().splitlines()[0][:300])
     metrics = result[0].metrics if result else None
     return {
         "table": table.name,
@@ -204,6 +194,23 @@ def optimize(spark, lake: Lake, table: TableSpec, where: str | None = None,
         "version_before": before,
         "version": latest_version(path),
     }
+
+
+def _changed_partitions(path: Path, table: TableSpec, where: str | None, below_bytes: int) -> tuple[list[str], str | None]:
+    """``optimize --changed-only``: the partitions with two or more files under ``below_bytes``, and ``where``
+    narrowed to them (unchanged for an unpartitioned table, which counts as one partition).
+
+    :raises UsageError: for a table partitioned by more than one column.
+    """
+    if len(table.partition_by) > 1:
+        raise UsageError(f"--changed-only needs a table partitioned by one column at most; {table.name} is "
+                         f"partitioned by {list(table.partition_by)}: leave --changed-only out")
+    column = table.partition_by[0] if table.partition_by else None
+    partitions = partitions_with_small_files(path, column, below_bytes)
+    if column and partitions:
+        chosen = f"{column} IN ({', '.join(repr(p) for p in partitions)})"
+        where = f"({where}) AND {chosen}" if where else chosen
+    return partitions, where
 
 
 def _layout_conf(table: TableSpec, columns: tuple[str, ...], file_bytes: int) -> dict[str, str]:
