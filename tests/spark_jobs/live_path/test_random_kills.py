@@ -11,7 +11,6 @@ SparkSession.
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import signal
@@ -19,6 +18,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from tests.spark_jobs.live_path.test_time_bound import _merges
 from tests.spark_jobs.test_crash_recovery import _batch_ids, _start
 from tools.sample_data import write_sample_landing
 
@@ -52,16 +52,6 @@ def _rows(frame) -> Counter:
     return Counter(tuple(row) for row in frame.select(*sorted(frame.columns)).collect())
 
 
-def _time_bounded_merges(table: Path) -> int:
-    merges = 0
-    for commit in (table / "_delta_log").glob("*.json"):
-        for line in commit.read_text().splitlines():
-            info = json.loads(line).get("commitInfo", {}) if line.strip() else {}
-            if info.get("operation") == "MERGE" and "eventTime" in info["operationParameters"].get("predicate", ""):
-                merges += 1
-    return merges
-
-
 def test_kill_9_at_random_points_leaves_the_tables_of_an_uninterrupted_run(tmp_path, run_job, tables):
     landing = tmp_path / "landing"
     manifest = write_sample_landing(landing, files=24, records_per_file=40, seed=11, include_bad_files=False)
@@ -88,4 +78,5 @@ def test_kill_9_at_random_points_leaves_the_tables_of_an_uninterrupted_run(tmp_p
     assert len(ids) == len(set(ids)) == len(manifest.good_event_ids) == 24 * 40, where
     assert _rows(got[EVENTS]) == _rows(expected[EVENTS]), where  # row for row, every column
     assert got[QUARANTINE].count() == expected[QUARANTINE].count() == 0, where
-    assert _time_bounded_merges(events) >= 1, f"no MERGE of {events} was bounded by eventTime ({where})"
+    assert any("eventTime" in m["predicate"] for m in _merges(events)), \
+        f"no MERGE of {events} was bounded by eventTime ({where})"
