@@ -95,17 +95,24 @@ class TableWatcher:
         self.visible: set[str] = set()
         self.queries = 0
 
+    def _current(self) -> frozenset[str]:
+        from spark_jobs.driver.sql import read_table
+
+        return frozenset(read_table(self.spark, self.table, self.schema).inputFiles())
+
+    def prime(self) -> None:
+        """Take the table's present files as seen (a table that held rows before the measured files landed)."""
+        self._files = self._current()
+
     def poll(self) -> set[str]:
         """List the table's committed files; if new ones appeared, query the input files they hold.
 
         Only the new data files are read (the cost of a poll does not grow with the table, which a
         backfill into the same table makes large); files a compaction replaced hold rows already seen.
         """
-        from spark_jobs.driver.sql import read_table
-
         if not (self.table / "_delta_log").is_dir():
             return self.visible
-        files = frozenset(read_table(self.spark, self.table, self.schema).inputFiles())
+        files = self._current()
         new = sorted(files - self._files)
         if new:
             rows = self.spark.read.parquet(*new).select("_source_file").distinct().collect()

@@ -84,12 +84,6 @@ class DeltaRsWatcher:
         return self.visible
 
 
-def _prime_spark(watcher: TableWatcher) -> None:
-    from spark_jobs.driver.sql import read_table
-
-    watcher._files = frozenset(read_table(watcher.spark, watcher.table, watcher.schema).inputFiles())
-
-
 class _ReaderThread(threading.Thread):
     """Polls one watcher until stopped; records when each landed file was first seen."""
 
@@ -147,7 +141,7 @@ def measure_freshness_large(spark: SparkSession, run_dir: Path, source: RecordSo
     table = lake.table_path(TABLE)
     spark_watcher = TableWatcher(spark, table, output_schemas(spark, JOB)[TABLE])
     rs_watcher = DeltaRsWatcher(table)
-    _prime_spark(spark_watcher)
+    spark_watcher.prime()
     rs_watcher.prime()
 
     launched = time.monotonic()
