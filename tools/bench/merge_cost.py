@@ -76,10 +76,10 @@ def build_table(spark, size: int, days: int, rows_per_file: int = ROWS_PER_FILE,
     from spark_jobs.registry import get_job
 
     params = {"size": size, "days": days, "rows_per_file": rows_per_file, "layout": TABLE_LAYOUT_VERSION}
+    suffix = ""  # the default day's tables keep the names (and params) they were cached under
     if last_day != LAST_DAY:
-        params["last_day"] = last_day.isoformat()
-    root = TABLES_ROOT / (f"events-{size}-d{days}-f{rows_per_file}-v{TABLE_LAYOUT_VERSION}"
-                          + (f"-{last_day:%Y%m%d}" if last_day != LAST_DAY else ""))
+        params["last_day"], suffix = last_day.isoformat(), f"-{last_day:%Y%m%d}"
+    root = TABLES_ROOT / f"events-{size}-d{days}-f{rows_per_file}-v{TABLE_LAYOUT_VERSION}{suffix}"
     marker = root / "bench-table.json"
     if marker.is_file() and json.loads(marker.read_text()).get("params") == params:
         return root
