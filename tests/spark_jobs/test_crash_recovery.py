@@ -45,15 +45,25 @@ def _complete(path: Path) -> bool:
         return False
 
 
-def _uncommitted_files(table: Path) -> set[str]:
-    """Parquet files in the table folder (whole or still being written) that no commit in its Delta log added."""
+def _added_files(table: Path) -> set[str]:
+    """The data files that the table's Delta log adds."""
     added = set()
     for commit in (table / "_delta_log").glob("*.json"):
         for line in commit.read_text().splitlines():
             action = json.loads(line) if line.strip() else {}
             if "add" in action:
                 added.add(unquote(action["add"]["path"]))
-    return {str(p.relative_to(table)) for p in table.rglob("*.parquet")} - added
+    return added
+
+
+def _uncommitted_files(table: Path) -> set[str]:
+    """Parquet files in the table folder (whole or still being written) that no commit in its Delta log added.
+
+    The folder is listed before the log is read: a file listed that the log does not add was uncommitted when
+    the log was read (the other order takes a file whose commit landed in between for an orphan).
+    """
+    listed = {str(p.relative_to(table)) for p in table.rglob("*.parquet")}
+    return listed - _added_files(table)
 
 
 def _kill_mid_batch(process: subprocess.Popen, checkpoint: Path, after_commits: int, delay: float,
@@ -61,24 +71,33 @@ def _kill_mid_batch(process: subprocess.Popen, checkpoint: Path, after_commits: 
     """SIGKILL the job's process group (Python driver and JVM) while a batch is planned but not committed.
 
     :param table: if given, kill only once the batch in flight has written a whole Parquet file into
-        this table that is not committed yet.
+        this table that is not committed yet. The table is looked at last, right before the kill; the
+        batch's Delta commit can still land in between (its files are then committed: the caller's
+        count of orphan rows says so, and it kills again at a later batch).
     :returns: (last committed batch, batch in flight) at the moment of the kill.
     """
     deadline = time.monotonic() + 420
     while time.monotonic() < deadline:
         assert process.poll() is None, "the job ended before it could be killed"
         commits, offsets = _batch_ids(checkpoint / "commits"), _batch_ids(checkpoint / "offsets")
-        in_flight = offsets - commits
-        if len(commits) >= after_commits and in_flight and (
-                table is None or any(_complete(table / f) for f in _uncommitted_files(table))):
+        if len(commits) >= after_commits and offsets - commits:
             time.sleep(delay)
             commits, offsets = _batch_ids(checkpoint / "commits"), _batch_ids(checkpoint / "offsets")
-            if offsets - commits:
+            # A batch's checkpoint commit follows its Delta commit: uncommitted files seen after this look are
+            # still the batch in flight's.
+            if offsets - commits and (table is None or _whole_uncommitted_file(table)):
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait(30)
                 return max(commits), max(offsets - commits)
         time.sleep(0.02)
     raise AssertionError("no micro-batch was in flight within 420 s")
+
+
+def _whole_uncommitted_file(table: Path) -> bool:
+    """Whether the table's folder holds a whole Parquet file that its Delta log does not add, the log read
+    last (after the footers, which take longest on a bucket)."""
+    whole = {f for f in _uncommitted_files(table) if _complete(table / f)}
+    return bool(whole - _added_files(table))
 
 
 def _delta_rs_sees_only_committed_rows(table: Path, seen: set[str]) -> int:
@@ -109,14 +128,21 @@ def test_kill_9_mid_batch_then_restart_gives_exact_tables(tmp_path, tables, run_
     events = lake / "tables" / "cloudtrail_events"
 
     kills, orphan_rows, seen = [], [], set()
-    # The first kill waits until the batch in flight has written its event files, not committed them.
-    for after_commits, delay, table in ((2, 0.0, events), (5, 0.8, None)):
-        process = _start(landing, lake, tmp_path / f"kill-{after_commits}.log")
+
+    def kill(after_commits: int, delay: float, table: Path | None) -> None:
+        process = _start(landing, lake, tmp_path / f"kill-{len(kills)}.log")
         kills.append(_kill_mid_batch(process, checkpoint, after_commits, delay, table))
         orphan_rows.append(_delta_rs_sees_only_committed_rows(events, seen))
+
+    # The first kill waits until the batch in flight has written its event files, not committed them; when that
+    # batch's Delta commit lands between the look and the kill (no orphans), the next batch is tried.
+    kill(2, 0.0, events)
+    while not orphan_rows[-1] and len(kills) < 3:
+        kill(kills[-1][0] + 1, 0.0, events)
+    kill(kills[-1][0] + 4, 0.8, None)
     for committed, in_flight in kills:
         assert in_flight == committed + 1  # each kill hit a planned, uncommitted batch
-    assert orphan_rows[0] > 0  # the killed batch's files were there, with rows delta-rs did not show
+    assert orphan_rows[-2] > 0  # a killed batch's files were there, with rows delta-rs did not show
 
     # The restart: the same run (--max-files-per-trigger 3) from the killed drivers' checkpoint, to the end.
     final = run_job(landing, lake, maxFilesPerTrigger="3")
