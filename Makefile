@@ -101,7 +101,7 @@ demo-s3: setup
 # xdist 3.8 renames `item._nodeid`, which pytest 9 no longer reads.)
 TEST_WORKERS ?= 2
 test: setup
-	@python -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	@python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 # The fast tier: the modules in tests/conftest.py's FAST_TIER, guarded (tests/fast_tier.py): a test in it
 # that imports pyspark or starts a JVM, spark-submit or Airflow fails.
