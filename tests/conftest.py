@@ -23,11 +23,14 @@ REAL_CLOUDTRAIL = PROJECT_ROOT.parent / "shared" / "data" / "real" / "cloudtrail
 REQUIRED_ENV = ("AIRFLOW_HOME", "PYSPARK_PYTHON", "SPARK_LOCAL_DIRS")
 # Every Spark driver JVM the suite starts (its own SparkSession, every spark-submit of a test, of Airflow's tasks
 # and of the supervisor) reads $SPARK_SUBMIT_OPTS. A test's JVM lives for seconds to a few minutes on kilobytes
-# of data, where the JIT's optimizing compiler (C2) costs CPU it never pays back: C1 only and the serial
-# collector cut a small catch-up run's CPU by 37% on 2 cores (93 -> 54 CPU-seconds for 7 batches;
-# tests/spark_jobs/test_crash_recovery.py 190 -> 120), and the suite is CPU-bound. The code and the plans are
-# the same; only how the JVM compiles them differs. A value already set is kept.
-TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+# of data, where the JIT's optimizing compiler (C2) costs CPU it never pays back, and the suite is CPU-bound on
+# 2 cores. C1 only, measured on a quiet machine: a small catch-up run (7 batches) 81-93 -> 58 CPU-seconds;
+# tests/spark_jobs/test_crash_recovery.py 190 -> 120 CPU-seconds, 103 -> 87 s; the whole suite 38 -> 33 min. The
+# one JVM where it costs time is a session's own on heavy in-process queries (test_time_bound.py + test_one_pass.py:
+# 142 -> 130 CPU-seconds but 78 -> 94 s), a wash on a busy machine. The code and the plans are the same; only how
+# the JVM compiles them differs. (The serial collector was tried too: it changes the memory the JVM reports,
+# which a test of Spark's own message reads, for no clear gain.) A value already set is kept.
+TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
 
 
 # The fast tier, by path under tests/: modules whose tests need no JVM and start no Airflow (declarations,
@@ -61,34 +64,42 @@ FAST_TIER = (
     "test_fast_tier_guard.py",
 )
 TESTS = Path(__file__).resolve().parent
-# The longest modules, longest first (a full run on 2 workers, 2026-11-26): `make test` hands modules to its two
-# workers in collection order (--no-loadscope-reorder), and these go first, so that no long module starts last
-# while the other worker idles. A module missing here only runs later; a stale list only costs time.
+# The modules that take a minute or more, longest first (a full run on 2 workers, 2026-11-26): `make test` hands
+# modules to its two workers in collection order (--no-loadscope-reorder), and these go first, so that no long
+# module starts last while the other worker idles. A module missing here only runs later; a stale list only costs time.
 LONGEST_FIRST = (
-    "dags/test_catchup_on_data.py",
-    "dags/test_backfill_dag_run.py",
-    "dags/test_catchup_airflow_backfill.py",
-    "dags/test_continuous_supervision.py",
-    "spark_jobs/test_cli.py",
     "dags/test_oncall_dag_run.py",
+    "dags/test_catchup_on_data.py",
     "spark_jobs/object_store/test_real_samples_on_s3.py",
     "spark_jobs/object_store/test_crash_recovery_on_s3.py",
-    "spark_jobs/test_alerts_crash_recovery.py",
+    "dags/test_continuous_supervision.py",
+    "dags/test_backfill_dag_run.py",
     "dags/test_oncall_approval_run.py",
-    "spark_jobs/test_crash_recovery.py",
+    "dags/test_catchup_airflow_backfill.py",
     "dags/test_lake_maintenance_dag_run.py",
-    "spark_jobs/test_backfill_overlap.py",
-    "spark_jobs/supervision/test_supervised_spark.py",
     "spark_jobs/test_standalone_cluster.py",
-    "spark_jobs/live_path/test_random_kills.py",
-    "spark_jobs/supervision/test_lease_in_the_runner.py",
-    "spark_jobs/test_real_cowrie_samples.py",
-    "dags/test_continuous_from_s3.py",
-    "spark_jobs/test_benchmark.py",
+    "spark_jobs/jobs/test_cloudtrail_activity.py",
+    "spark_jobs/test_delta_tables.py",
+    "spark_jobs/test_alerts_crash_recovery.py",
     "spark_jobs/kafka/test_cloudtrail_kafka_stream.py",
-    "dags/test_kafka_catchup_dag_run.py",
+    "spark_jobs/test_cli.py",
+    "spark_jobs/test_crash_recovery.py",
+    "spark_jobs/test_real_cowrie_samples.py",
     "spark_jobs/test_lake_tools.py",
+    "spark_jobs/live_path/test_random_kills.py",
+    "dags/test_continuous_from_s3.py",
+    "spark_jobs/supervision/test_supervised_spark.py",
+    "spark_jobs/test_benchmark.py",
+    "spark_jobs/object_store/test_writers_on_s3.py",
+    "spark_jobs/live_path/test_time_bound.py",
+    "spark_jobs/supervision/test_lease_in_the_runner.py",
+    "spark_jobs/test_backfill_overlap.py",
+    "spark_jobs/test_one_pass.py",
+    "spark_jobs/object_store/test_lake_commands_on_s3.py",
     "dags/test_catchup_dag_run.py",
+    "spark_jobs/test_cloudtrail_etl_end_to_end.py",
+    "dags/test_kafka_catchup_dag_run.py",
+    "spark_jobs/jobs/test_cloudtrail_alerts.py",
 )
 
 
