@@ -45,25 +45,15 @@ def _complete(path: Path) -> bool:
         return False
 
 
-def _added_files(table: Path) -> set[str]:
-    """The data files that the table's Delta log adds."""
+def _uncommitted_files(table: Path) -> set[str]:
+    """Parquet files in the table folder (whole or still being written) that no commit in its Delta log added."""
     added = set()
     for commit in (table / "_delta_log").glob("*.json"):
         for line in commit.read_text().splitlines():
             action = json.loads(line) if line.strip() else {}
             if "add" in action:
                 added.add(unquote(action["add"]["path"]))
-    return added
-
-
-def _uncommitted_files(table: Path) -> set[str]:
-    """Parquet files in the table folder (whole or still being written) that no commit in its Delta log added.
-
-    The folder is listed before the log is read: a file listed that the log does not add was uncommitted when
-    the log was read (the other order takes a file whose commit landed in between for an orphan).
-    """
-    listed = {str(p.relative_to(table)) for p in table.rglob("*.parquet")}
-    return listed - _added_files(table)
+    return {str(p.relative_to(table)) for p in table.rglob("*.parquet")} - added
 
 
 def _kill_mid_batch(process: subprocess.Popen, checkpoint: Path, after_commits: int, delay: float,
@@ -71,33 +61,28 @@ def _kill_mid_batch(process: subprocess.Popen, checkpoint: Path, after_commits: 
     """SIGKILL the job's process group (Python driver and JVM) while a batch is planned but not committed.
 
     :param table: if given, kill only once the batch in flight has written a whole Parquet file into
-        this table that is not committed yet. The table is looked at last, right before the kill; the
-        batch's Delta commit can still land in between (its files are then committed: the caller's
-        count of orphan rows says so, and it kills again at a later batch).
+        this table that is not committed yet, as far as a look at the log and then the folder can tell:
+        the batch's Delta commit can land between the look and the kill (its files are then committed;
+        the caller's count of orphan rows says so, and it kills again at a later batch). A stricter look
+        (the folder first, the log read again last) missed every batch on a bucket, where an object is
+        visible only once whole and is committed moments later.
     :returns: (last committed batch, batch in flight) at the moment of the kill.
     """
     deadline = time.monotonic() + 420
     while time.monotonic() < deadline:
         assert process.poll() is None, "the job ended before it could be killed"
         commits, offsets = _batch_ids(checkpoint / "commits"), _batch_ids(checkpoint / "offsets")
-        if len(commits) >= after_commits and offsets - commits:
+        in_flight = offsets - commits
+        if len(commits) >= after_commits and in_flight and (
+                table is None or any(_complete(table / f) for f in _uncommitted_files(table))):
             time.sleep(delay)
             commits, offsets = _batch_ids(checkpoint / "commits"), _batch_ids(checkpoint / "offsets")
-            # A batch's checkpoint commit follows its Delta commit: uncommitted files seen after this look are
-            # still the batch in flight's.
-            if offsets - commits and (table is None or _whole_uncommitted_file(table)):
+            if offsets - commits:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait(30)
                 return max(commits), max(offsets - commits)
         time.sleep(0.02)
     raise AssertionError("no micro-batch was in flight within 420 s")
-
-
-def _whole_uncommitted_file(table: Path) -> bool:
-    """Whether the table's folder holds a whole Parquet file that its Delta log does not add, the log read
-    last (after the footers, which take longest on a bucket)."""
-    whole = {f for f in _uncommitted_files(table) if _complete(table / f)}
-    return bool(whole - _added_files(table))
 
 
 def _delta_rs_sees_only_committed_rows(table: Path, seen: set[str]) -> int:
