@@ -120,9 +120,14 @@ def pytest_configure(config):
                     "with `make test` (pass options as `make test PYTEST_ARGS='-k name'`)", returncode=4)
 
 
-def _in_fast_tier(path: Path) -> bool:
+def _under_tests(path: Path) -> str:
+    """``path`` relative to tests/ (as FAST_TIER and LONGEST_FIRST name modules), or "" outside it."""
     path = path.resolve()
-    return path.is_relative_to(TESTS) and path.relative_to(TESTS).as_posix() in FAST_TIER
+    return path.relative_to(TESTS).as_posix() if path.is_relative_to(TESTS) else ""
+
+
+def _in_fast_tier(path: Path) -> bool:
+    return _under_tests(path) in FAST_TIER
 
 
 def pytest_ignore_collect(collection_path, config):
@@ -133,8 +138,7 @@ def pytest_ignore_collect(collection_path, config):
 
 
 def _module_rank(item) -> int:
-    path = item.path.resolve()
-    name = path.relative_to(TESTS).as_posix() if path.is_relative_to(TESTS) else ""
+    name = _under_tests(item.path)
     return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
 
 

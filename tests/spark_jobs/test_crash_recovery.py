@@ -17,6 +17,7 @@ import json
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Callable
 from urllib.parse import unquote
 
 from tools.sample_data import write_sample_landing
@@ -85,6 +86,31 @@ def _kill_mid_batch(process: subprocess.Popen, checkpoint: Path, after_commits: 
     raise AssertionError("no micro-batch was in flight within 420 s")
 
 
+def _kills_leaving_orphans(start: Callable[[int], subprocess.Popen], checkpoint: Path, table: Path,
+                           after_commits: int, orphan_rows: Callable[[], int], last_gap: int,
+                           last_delay: float) -> tuple[list[tuple[int, int]], list[int]]:
+    """Kill a driver mid-batch once the batch in flight has written files into ``table`` that it has not
+    committed; when that batch's Delta commit landed between the look and the kill (no orphan rows), try
+    again at the next batch (three tries at most). Then kill once more, ``last_gap`` batches later, without
+    watching the table, ``last_delay`` s after a batch is planned.
+
+    :param start: starts a driver (its argument numbers the start, for its log).
+    :param orphan_rows: after a kill, the rows in the table's folder that no commit added.
+    :returns: (last committed batch, batch in flight) of each kill, and each kill's orphan rows.
+    """
+    kills, orphans = [], []
+
+    def kill(after: int, delay: float, watched: Path | None) -> None:
+        kills.append(_kill_mid_batch(start(len(kills)), checkpoint, after, delay, watched))
+        orphans.append(orphan_rows())
+
+    kill(after_commits, 0.0, table)
+    while not orphans[-1] and len(kills) < 3:
+        kill(kills[-1][0] + 1, 0.0, table)
+    kill(kills[-1][0] + last_gap, last_delay, None)
+    return kills, orphans
+
+
 def _delta_rs_sees_only_committed_rows(table: Path, seen: set[str]) -> int:
     """Read the table with delta-rs while the killed batch's files are on disk; returns those files' rows.
 
@@ -112,19 +138,10 @@ def test_kill_9_mid_batch_then_restart_gives_exact_tables(tmp_path, tables, run_
     checkpoint = lake / "checkpoints" / "cloudtrail_etl"
     events = lake / "tables" / "cloudtrail_events"
 
-    kills, orphan_rows, seen = [], [], set()
-
-    def kill(after_commits: int, delay: float, table: Path | None) -> None:
-        process = _start(landing, lake, tmp_path / f"kill-{len(kills)}.log")
-        kills.append(_kill_mid_batch(process, checkpoint, after_commits, delay, table))
-        orphan_rows.append(_delta_rs_sees_only_committed_rows(events, seen))
-
-    # The first kill waits until the batch in flight has written its event files, not committed them; when that
-    # batch's Delta commit lands between the look and the kill (no orphans), the next batch is tried.
-    kill(2, 0.0, events)
-    while not orphan_rows[-1] and len(kills) < 3:
-        kill(kills[-1][0] + 1, 0.0, events)
-    kill(kills[-1][0] + 4, 0.8, None)
+    seen: set[str] = set()
+    kills, orphan_rows = _kills_leaving_orphans(
+        lambda n: _start(landing, lake, tmp_path / f"kill-{n}.log"), checkpoint, events, after_commits=2,
+        orphan_rows=lambda: _delta_rs_sees_only_committed_rows(events, seen), last_gap=4, last_delay=0.8)
     for committed, in_flight in kills:
         assert in_flight == committed + 1  # each kill hit a planned, uncommitted batch
     assert orphan_rows[-2] > 0  # a killed batch's files were there, with rows delta-rs did not show

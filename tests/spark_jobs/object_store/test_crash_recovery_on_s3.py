@@ -15,7 +15,7 @@ from tests.conftest import PROJECT_ROOT
 from tests.spark_jobs.conftest import file_name
 # The local test's helpers read the checkpoint and the table's folder through pathlib's API, which the
 # lake's UPath paths (s3fs underneath) give on a bucket as well.
-from tests.spark_jobs.test_crash_recovery import _batch_ids, _kill_mid_batch, _uncommitted_files
+from tests.spark_jobs.test_crash_recovery import _batch_ids, _kills_leaving_orphans, _uncommitted_files
 
 
 def _delta_rs_sees_only_committed_rows(table, seen: set[str]) -> int:
@@ -49,21 +49,12 @@ def test_kill_9_mid_batch_twice_with_the_lake_in_a_bucket_then_restart_gives_exa
     command = [sys.executable, "-m", "spark_jobs", "run", "cloudtrail_etl", "--input", f"{trail}/AWSLogs/",
                "--lake", lake, "--max-files-per-trigger", "3"]
 
-    kills, orphan_rows, seen = [], [], set()
-
-    def kill(after_commits: int, table) -> None:
-        with (tmp_path / f"kill-{len(kills)}.log").open("w") as log:
-            process = subprocess.Popen(command, cwd=PROJECT_ROOT, stdout=log, stderr=subprocess.STDOUT,
-                                       start_new_session=True)
-            kills.append(_kill_mid_batch(process, checkpoint, after_commits, 0.0, table))
-        orphan_rows.append(_delta_rs_sees_only_committed_rows(events, seen))
-
-    # The first kill waits until the batch in flight has uploaded event files, not committed them; when that
-    # batch's Delta commit lands between the look and the kill (no orphans), the next batch is tried.
-    kill(1, events)
-    while not orphan_rows[-1] and len(kills) < 3:
-        kill(kills[-1][0] + 1, events)
-    kill(kills[-1][0] + 2, None)
+    seen: set[str] = set()
+    kills, orphan_rows = _kills_leaving_orphans(
+        lambda n: subprocess.Popen(command, cwd=PROJECT_ROOT, stdout=(tmp_path / f"kill-{n}.log").open("w"),
+                                   stderr=subprocess.STDOUT, start_new_session=True),
+        checkpoint, events, after_commits=1, orphan_rows=lambda: _delta_rs_sees_only_committed_rows(events, seen),
+        last_gap=2, last_delay=0.0)
     for committed, in_flight in kills:
         assert in_flight == committed + 1  # each kill hit a planned, uncommitted batch
     assert orphan_rows[-2] > 0  # a killed batch's objects were there, with rows delta-rs did not show
