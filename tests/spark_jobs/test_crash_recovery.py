@@ -46,6 +46,19 @@ def _complete(path: Path) -> bool:
         return False
 
 
+def _data_files(table: Path) -> set[str]:
+    """The data files in the table folder (whole or still being written), relative to it, in one listing (on
+    a bucket, ``find``: one fresh LIST of the prefix, not s3fs's cached listing of each folder); the Delta
+    log's own Parquet checkpoints are not data files."""
+    fs = getattr(table, "fs", None)
+    if fs is not None:
+        root = table.path.rstrip("/") + "/"
+        names = {f.removeprefix(root) for f in fs.find(root)}
+    else:
+        names = {str(p.relative_to(table)) for p in table.rglob("*.parquet")}
+    return {name for name in names if name.endswith(".parquet") and not name.startswith("_delta_log/")}
+
+
 def _uncommitted_files(table: Path) -> set[str]:
     """Parquet files in the table folder (whole or still being written) that no commit in its Delta log added."""
     added = set()
@@ -54,28 +67,20 @@ def _uncommitted_files(table: Path) -> set[str]:
             action = json.loads(line) if line.strip() else {}
             if "add" in action:
                 added.add(unquote(action["add"]["path"]))
-    return {str(p.relative_to(table)) for p in table.rglob("*.parquet")} - added
+    return _data_files(table) - added
 
 
-def _kill_mid_batch(process: subprocess.Popen, checkpoint: Path, after_commits: int, delay: float,
-                    table: Path | None = None) -> tuple[int, int]:
-    """SIGKILL the job's process group (Python driver and JVM) while a batch is planned but not committed.
+def _kill_mid_batch(process: subprocess.Popen, checkpoint: Path, after_commits: int, delay: float) -> tuple[int, int]:
+    """SIGKILL the job's process group (Python driver and JVM) while a batch is planned but not committed,
+    ``delay`` s after it is first seen planned.
 
-    :param table: if given, kill only once the batch in flight has written a whole Parquet file into
-        this table that is not committed yet, as far as a look at the log and then the folder can tell:
-        the batch's Delta commit can land between the look and the kill (its files are then committed;
-        the caller's count of orphan rows says so, and it kills again at a later batch). A stricter look
-        (the folder first, the log read again last) missed every batch on a bucket, where an object is
-        visible only once whole and is committed moments later.
     :returns: (last committed batch, batch in flight) at the moment of the kill.
     """
     deadline = time.monotonic() + 420
     while time.monotonic() < deadline:
         assert process.poll() is None, "the job ended before it could be killed"
         commits, offsets = _batch_ids(checkpoint / "commits"), _batch_ids(checkpoint / "offsets")
-        in_flight = offsets - commits
-        if len(commits) >= after_commits and in_flight and (
-                table is None or any(_complete(table / f) for f in _uncommitted_files(table))):
+        if len(commits) >= after_commits and offsets - commits:
             time.sleep(delay)
             commits, offsets = _batch_ids(checkpoint / "commits"), _batch_ids(checkpoint / "offsets")
             if offsets - commits:
@@ -86,28 +91,69 @@ def _kill_mid_batch(process: subprocess.Popen, checkpoint: Path, after_commits: 
     raise AssertionError("no micro-batch was in flight within 420 s")
 
 
+def _kill_with_files_uncommitted(process: subprocess.Popen, checkpoint: Path, table: Path,
+                                 after_commits: int) -> tuple[int, int]:
+    """SIGKILL the job's process group while the batch in flight has written whole Parquet files into
+    ``table`` that no Delta commit added.
+
+    Looking at the folder and then at the log races the batch's commit: on a bucket an object is visible
+    only once whole and the commit follows within moments, often before a look ends. So the driver is
+    frozen (SIGSTOP of its process group) as soon as a file shows that was not there when the batch was
+    planned, and the log and the folder are read while it cannot commit: whole files that no commit added
+    and the batch still uncommitted, and it is killed; else (its commit came first, or its files are
+    still being written) it goes on (SIGCONT) and is watched at its next look or its next batch.
+
+    :returns: (last committed batch, batch in flight) at the moment of the kill.
+    """
+    deadline = time.monotonic() + 420
+    batch, before, passed = None, set(), set()
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "the job ended before its files could be caught uncommitted"
+        commits, offsets = _batch_ids(checkpoint / "commits"), _batch_ids(checkpoint / "offsets")
+        in_flight = offsets - commits - passed
+        if len(commits) < after_commits or not in_flight:
+            time.sleep(0.1)  # a batch is planned seconds before it writes (on a bucket, each look is two LISTs)
+            continue
+        if batch != max(in_flight):
+            batch, before = max(in_flight), _data_files(table)
+        for _ in range(50):  # watch the folder alone for a while: the files come soon after the plan
+            if _data_files(table) - before:
+                break
+            time.sleep(0.005)
+        else:
+            continue
+        os.killpg(process.pid, signal.SIGSTOP)
+        try:
+            time.sleep(0.5)  # requests the driver sent before it stopped are served
+            uncommitted = [f for f in _uncommitted_files(table) - before if _complete(table / f)]
+            if uncommitted and batch not in _batch_ids(checkpoint / "commits"):
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(30)
+                return max(_batch_ids(checkpoint / "commits")), batch
+            if not _uncommitted_files(table) - before:
+                passed.add(batch)  # the table's commit of this batch came first: watch the next one
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGCONT)
+        time.sleep(0.05)  # files still being written: let it write before the next look
+    raise AssertionError("no micro-batch left files uncommitted within 420 s")
+
+
 def _kills_leaving_orphans(start: Callable[[int], subprocess.Popen], checkpoint: Path, table: Path,
                            after_commits: int, orphan_rows: Callable[[], int], last_gap: int,
                            last_delay: float) -> tuple[list[tuple[int, int]], list[int]]:
-    """Kill a driver mid-batch once the batch in flight has written files into ``table`` that it has not
-    committed; when that batch's Delta commit landed between the look and the kill (no orphan rows), try
-    again at the next batch (three tries at most). Then kill once more, ``last_gap`` batches later, without
-    watching the table, ``last_delay`` s after a batch is planned.
+    """Two kills of two drivers: the first once the batch in flight has left whole files in ``table``
+    that no commit added (:func:`_kill_with_files_uncommitted`); the second ``last_gap`` batches later,
+    ``last_delay`` s after a batch is planned, without looking at the table.
 
     :param start: starts a driver (its argument numbers the start, for its log).
     :param orphan_rows: after a kill, the rows in the table's folder that no commit added.
     :returns: (last committed batch, batch in flight) of each kill, and each kill's orphan rows.
     """
-    kills, orphans = [], []
-
-    def kill(after: int, delay: float, watched: Path | None) -> None:
-        kills.append(_kill_mid_batch(start(len(kills)), checkpoint, after, delay, watched))
-        orphans.append(orphan_rows())
-
-    kill(after_commits, 0.0, table)
-    while not orphans[-1] and len(kills) < 3:
-        kill(kills[-1][0] + 1, 0.0, table)
-    kill(kills[-1][0] + last_gap, last_delay, None)
+    kills = [_kill_with_files_uncommitted(start(0), checkpoint, table, after_commits)]
+    orphans = [orphan_rows()]
+    kills.append(_kill_mid_batch(start(1), checkpoint, kills[-1][0] + last_gap, last_delay))
+    orphans.append(orphan_rows())
     return kills, orphans
 
 
@@ -144,7 +190,7 @@ def test_kill_9_mid_batch_then_restart_gives_exact_tables(tmp_path, tables, run_
         orphan_rows=lambda: _delta_rs_sees_only_committed_rows(events, seen), last_gap=4, last_delay=0.8)
     for committed, in_flight in kills:
         assert in_flight == committed + 1  # each kill hit a planned, uncommitted batch
-    assert orphan_rows[-2] > 0  # a killed batch's files were there, with rows delta-rs did not show
+    assert orphan_rows[0] > 0  # the first killed batch's files were there, with rows delta-rs did not show
 
     # The restart: the same run (--max-files-per-trigger 3) from the killed drivers' checkpoint, to the end.
     final = run_job(landing, lake, maxFilesPerTrigger="3")

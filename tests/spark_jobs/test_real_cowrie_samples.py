@@ -21,7 +21,7 @@ import pytest
 from spark_jobs.jobs.cowrie_honeypot import FIELDS
 from tests.conftest import PROJECT_ROOT
 from tests.spark_jobs.jobs.test_cowrie_honeypot import EVENTS, QUARANTINE, JOB, read_tables, run
-from tests.spark_jobs.test_crash_recovery import _batch_ids, _kill_mid_batch
+from tests.spark_jobs.test_crash_recovery import _batch_ids, _kill_mid_batch, _kill_with_files_uncommitted
 
 pytestmark = pytest.mark.real_data
 REAL_COWRIE = PROJECT_ROOT.parent / "shared" / "data" / "real" / "applogs" / "kareiva_cowrie-logs"
@@ -148,11 +148,12 @@ def test_kill_9_mid_batch_then_restart_gives_the_uninterrupted_runs_tables(real_
                "--max-files-per-trigger", "1"]
     kills = []
     # The first kill waits until the batch in flight has written event files it has not committed.
-    for after_commits, delay, table in ((2, 0.0, events), (4, 0.5, None)):
+    for after_commits in (2, 4):
         with (tmp_path / f"kill-{after_commits}.log").open("w") as log:
             process = subprocess.Popen(command, cwd=PROJECT_ROOT, stdout=log, stderr=subprocess.STDOUT,
                                        start_new_session=True)
-            kills.append(_kill_mid_batch(process, checkpoint, after_commits, delay, table))
+            kills.append(_kill_with_files_uncommitted(process, checkpoint, events, after_commits) if after_commits == 2
+                         else _kill_mid_batch(process, checkpoint, after_commits, 0.5))
     assert all(in_flight == committed + 1 for committed, in_flight in kills)  # each hit a planned, uncommitted batch
 
     # The restart, in this process's SparkSession (a third JVM start would add nothing to what is proven).
