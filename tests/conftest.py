@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import cpu_report
+
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 REAL_CLOUDTRAIL = PROJECT_ROOT.parent / "shared" / "data" / "real" / "cloudtrail"
 REQUIRED_ENV = ("AIRFLOW_HOME", "PYSPARK_PYTHON", "SPARK_LOCAL_DIRS")
@@ -61,6 +63,7 @@ FAST_TIER = (
     "spark_jobs/test_standalone_connection.py",
     "spark_jobs/test_timeline.py",
     "spark_jobs/test_triggers.py",
+    "test_cpu_report.py",
     "test_fast_tier_guard.py",
 )
 TESTS = Path(__file__).resolve().parent
@@ -106,6 +109,7 @@ LONGEST_FIRST = (
 def pytest_addoption(parser):
     parser.addoption("--fast", action="store_true",
                      help="run only the fast tier (tests/conftest.py FAST_TIER: no JVM, no Airflow), guarded")
+    cpu_report.add_option(parser)
 
 
 def pytest_configure(config):
@@ -114,6 +118,7 @@ def pytest_configure(config):
         from tests.fast_tier import install_guard
 
         install_guard(config)
+    cpu_report.install(config)
     missing = [name for name in REQUIRED_ENV if not os.environ.get(name)]
     if missing:
         pytest.exit(f"the test environment is not set ({', '.join(missing)} missing): run the tests "
