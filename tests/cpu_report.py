@@ -13,8 +13,10 @@ FILE (both xdist workers append to the same file):
 - ``session_jvm_s``: the CPU of the worker's own SparkSession JVM (pyspark's gateway) during the test.
 
 What it cannot see: processes the worker never waits for (a JVM whose Python driver was killed with
-kill -9 is reaped by init), and session-wide servers (the S3 server, the Kafka broker) land on the
-test whose teardown stops them. Neither pytest nor xdist measures CPU, hence this module; it reads only
+kill -9 is reaped by init). What it places late: a child is counted when it is reaped, so session-wide
+servers (the S3 server, the Kafka broker) land on the test whose teardown stops them, and a module's
+Airflow (``tools.local_airflow`` keeps pid files, not the ``Popen``; Python reaps such children when the
+next subprocess starts) on a test that runs after it. Per module it is a floor; the run's total holds. Neither pytest nor xdist measures CPU, hence this module; it reads only
 ``/proc`` and ``os.times()``, and costs nothing unless ``--cpu-report`` is given.
 """
 
