@@ -125,12 +125,12 @@ def _kill_with_files_uncommitted(process: subprocess.Popen, checkpoint: Path, ta
         os.killpg(process.pid, signal.SIGSTOP)
         try:
             time.sleep(0.5)  # requests the driver sent before it stopped are served
-            uncommitted = [f for f in _uncommitted_files(table) - before if _complete(table / f)]
-            if uncommitted and batch not in _batch_ids(checkpoint / "commits"):
+            uncommitted = _uncommitted_files(table) - before  # one read of the log and the folder: it cannot commit
+            if any(_complete(table / f) for f in uncommitted) and batch not in _batch_ids(checkpoint / "commits"):
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait(30)
                 return max(_batch_ids(checkpoint / "commits")), batch
-            if not _uncommitted_files(table) - before:
+            if not uncommitted:
                 passed.add(batch)  # the table's commit of this batch came first: watch the next one
         finally:
             if process.poll() is None:

@@ -146,14 +146,14 @@ def test_kill_9_mid_batch_then_restart_gives_the_uninterrupted_runs_tables(real_
     checkpoint, events = lake / "checkpoints" / JOB.name, lake / "tables" / EVENTS
     command = [sys.executable, "-m", "spark_jobs", "run", JOB.name, "--input", str(landing), "--lake", str(lake),
                "--max-files-per-trigger", "1"]
-    kills = []
-    # The first kill waits until the batch in flight has written event files it has not committed.
-    for after_commits in (2, 4):
+
+    def start(after_commits: int) -> subprocess.Popen:
         with (tmp_path / f"kill-{after_commits}.log").open("w") as log:
-            process = subprocess.Popen(command, cwd=PROJECT_ROOT, stdout=log, stderr=subprocess.STDOUT,
-                                       start_new_session=True)
-            kills.append(_kill_with_files_uncommitted(process, checkpoint, events, after_commits) if after_commits == 2
-                         else _kill_mid_batch(process, checkpoint, after_commits, 0.5))
+            return subprocess.Popen(command, cwd=PROJECT_ROOT, stdout=log, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+
+    # The first kill waits until the batch in flight has written event files it has not committed.
+    kills = [_kill_with_files_uncommitted(start(2), checkpoint, events, 2), _kill_mid_batch(start(4), checkpoint, 4, 0.5)]
     assert all(in_flight == committed + 1 for committed, in_flight in kills)  # each hit a planned, uncommitted batch
 
     # The restart, in this process's SparkSession (a third JVM start would add nothing to what is proven).
