@@ -32,7 +32,16 @@ REQUIRED_ENV = ("AIRFLOW_HOME", "PYSPARK_PYTHON", "SPARK_LOCAL_DIRS")
 # 142 -> 130 CPU-seconds but 78 -> 94 s), a wash on a busy machine. The code and the plans are the same; only how
 # the JVM compiles them differs. (The serial collector was tried too: it changes the memory the JVM reports,
 # which a test of Spark's own message reads, for no clear gain.) A value already set is kept.
-TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1"
+# The same JVMs evaluate Spark SQL's expressions interpreted (whole-stage code generation off, expressions without
+# generated classes: `spark.*` system properties are SparkConf defaults, so a job's --conf still wins): profiled
+# with JFR, a third of a session JVM's CPU on tests/spark_jobs/test_delta_tables.py went to generating and
+# compiling (Janino) a class per plan for batches of a few rows. Measured on a quiet machine: that module's JVM
+# 145 -> 89 CPU-seconds (109 -> 74 s); test_crash_recovery.py 136 -> 114; the 30,481 real records
+# (test_real_cloudtrail_samples.py) the same. Both modes are Spark's own and give the same rows (Spark falls back
+# to the interpreted one whenever generated code fails to compile); `make demo`, `make airflow` and the benchmark
+# keep Spark's defaults.
+TEST_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1 -Dspark.sql.codegen.wholeStage=false"
+                    " -Dspark.sql.codegen.factoryMode=NO_CODEGEN")
 
 
 # The fast tier, by path under tests/: modules whose tests need no JVM and start no Airflow (declarations,
