@@ -67,6 +67,22 @@ class Stage:
     def runs(self, run_type: str | None = None) -> list[dict]:
         return [r for r in self.api.runs(DAG_ID) if run_type is None or r["run_type"] == run_type]
 
+    def watched_files(self) -> int:
+        """The input files the landing watcher has reported: the sum of its asset events' ``new_files``."""
+        events = self.api("GET", "/assets/events?limit=100")["asset_events"]
+        return sum(e["extra"]["payload"]["new_files"] for e in events if (e.get("extra") or {}).get("from_trigger"))
+
+    def every_event_in_a_run(self) -> list[dict] | None:
+        """Every run, once the watcher has reported all ``len(landed_at)`` files, no asset event waits for a run
+        (the scheduler deletes an event's queue entry as it creates the run) and no run is queued or running.
+        Read in that order, so a run created between two reads cannot be missed."""
+        if self.watched_files() < len(self.landed_at):
+            return None
+        if self.api("GET", f"/dags/{DAG_ID}/assets/queuedEvents")["total_entries"]:
+            return None
+        runs = self.runs()
+        return runs if runs and all(r["state"] in ("success", "failed") for r in runs) else None
+
     def settled(self) -> list[dict]:
         """Every run, once none is queued or running."""
         return wait_for("the catch-up runs to settle", lambda: (runs := self.runs()) and all(
@@ -109,8 +125,9 @@ def story(stage):
         stage.land(f"burst-{i:02d}")
         time.sleep(0.1)
     wait_for("a run started by the burst", lambda: len(stage.runs("asset_triggered")) > len(first), every=0.5)
-    time.sleep(25)  # two more polls: anything the burst left queued has been turned into a run by now
-    after_burst = stage.settled()
+    # Not a fixed wait: under load the watcher may report the burst's last files after the first burst run ended.
+    after_burst = wait_for("every file of the burst seen by the watcher and in a finished run",
+                           stage.every_event_in_a_run, every=0.5)
     time.sleep(IDLE_SECONDS)
     idle_after = stage.runs("asset_triggered")
     return {"cron": cron, "idle_before": idle_before, "first": first, "first_runs": first_runs,
