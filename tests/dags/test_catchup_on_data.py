@@ -80,13 +80,16 @@ class Stage:
             return None
         if self.api("GET", f"/dags/{DAG_ID}/assets/queuedEvents")["total_entries"]:
             return None
+        return self.finished_runs()
+
+    def finished_runs(self) -> list[dict] | None:
+        """Every run, if there is one and none is queued or running; else None."""
         runs = self.runs()
         return runs if runs and all(r["state"] in ("success", "failed") for r in runs) else None
 
     def settled(self) -> list[dict]:
         """Every run, once none is queued or running."""
-        return wait_for("the catch-up runs to settle", lambda: (runs := self.runs()) and all(
-            r["state"] in ("success", "failed") for r in runs) and runs)
+        return wait_for("the catch-up runs to settle", self.finished_runs)
 
     def event_ids(self) -> list[str]:
         from deltalake import DeltaTable
