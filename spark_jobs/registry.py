@@ -16,16 +16,22 @@ from spark_jobs.model.catchup import CatchupTrigger
 from spark_jobs.model.forwards import ForwardSpec
 from spark_jobs.model.jobs import JobSpec, check_jobs
 from spark_jobs.model.kafka_connection import REDACTION_REGEX
+from spark_jobs.model.layout import KeyLayout
 from spark_jobs.model.oncall import OncallAction, check_actions
 from spark_jobs.model.policies import HealthThresholds
 from spark_jobs.model.streams import DeltaTableSource, DimensionSpec, EventTimeSpec, FileSource, KafkaSource, WindowSpec
 from spark_jobs.model.tables import DeliveryDateBound, DeliveryTimeBound, TableSpec
 
+# CloudTrail's S3 keys: AWSLogs/<account>/CloudTrail/<region>/YYYY/MM/DD/<account>_CloudTrail_<region>_
+# YYYYMMDDTHHMMZ_<id>.json.gz. Delivered within about 15 minutes of its events (a late file: hours); a day of
+# lookback lets discovery and the window's dedup cover every usual delay, the reconcile the rest.
+CLOUDTRAIL_LAYOUT = KeyLayout(name=r"_{YYYY}{MM}{DD}T{hh}{mm}Z[_.]", folders="{YYYY}/{MM}/{DD}", lookback="1 day")
 
 CLOUDTRAIL_ETL = JobSpec(
     name="cloudtrail_etl",
     description="AWS CloudTrail log files -> typed, date-partitioned events, bad input quarantined",
     default_input="landing/cloudtrail",
+    source=FileSource("binaryFile", layout=CLOUDTRAIL_LAYOUT),
     tables=(
         TableSpec(
             name="cloudtrail_events",
@@ -251,6 +257,8 @@ COWRIE_HONEYPOT = JobSpec(
     description="Cowrie SSH/telnet honeypot JSON logs -> one typed row per event (connections, logins, commands, "
                 "downloads), bad lines quarantined",
     default_input="landing/cowrie",
+    # Cowrie rotates its log daily to cowrie.json.YYYY-MM-DD (gzipped or not), one folder per sensor.
+    source=FileSource("binaryFile", layout=KeyLayout(name=r"\.json\.{YYYY}-{MM}-{DD}", lookback="2 days")),
     tables=(
         TableSpec(
             name="cowrie_events",

@@ -57,6 +57,7 @@ FAST_TIER = (
     "plugins/test_notifiers.py",
     "plugins/test_operators.py",
     "spark_jobs/checkpoint/test_delta_source.py",
+    "spark_jobs/control/discovery/test_discovery_planner.py",
     "spark_jobs/checkpoint/test_lease.py",
     "spark_jobs/checkpoint/test_logs.py",
     "spark_jobs/kafka/test_kafka_connection.py",

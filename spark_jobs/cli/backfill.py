@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     import os
     from pathlib import Path
 
-    from spark_jobs.control.backfill import check_request, list_files, read_path
+    from spark_jobs.control.backfill import check_request, list_files
 
     request = check_request(args.job, args.source, args.date_from, args.date_to, args.max_files_per_trigger,
                             args.dry_run, time_from=args.time_from, time_to=args.time_to)
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     priority = (args.priority or os.environ.get(f"{request.job.name.upper()}_BACKFILL_PRIORITY")
                 or request.job.backfill_priority)
     parse_priority(priority)  # a bad value: one line, before Spark starts
-    run_options = RunOptions(Path(read_path(request, listing)), Lake.at(args.lake), parse_trigger("available-now"),
+    run_options = RunOptions(request.source, Lake.at(args.lake), parse_trigger("available-now"),
                              request.file_source_options(), writer=request.writer, file_dates=request.file_dates,
                              file_times=window, expected_files=len(listing.files))
     configure_logging()

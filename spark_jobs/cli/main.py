@@ -16,6 +16,7 @@ Examples::
     python -m spark_jobs backfill cloudtrail_etl --source /data/history --date-from 2024-01-01 \\
         --date-to 2024-03-31 [--max-files-per-trigger 500] [--dry-run]       # history into the live tables
     python -m spark_jobs reprocess cloudtrail_etl --from-time 2024-03-02T00:00:00Z [--dry-run]
+    python -m spark_jobs reconcile cloudtrail_etl [--dry-run]                 # what the discovery window missed
     python -m spark_jobs supervise cloudtrail_etl --input landing/cloudtrail  # always on, until SIGTERM
     python -m spark_jobs sample-data --out landing/cloudtrail                 # tools: generated input
     python -m spark_jobs bench --quick                                        # tools: JSON report on stdout
@@ -33,8 +34,8 @@ import argparse
 import sys
 from types import ModuleType
 
-from spark_jobs.cli import (backfill, checkpoint, forward, lake, list_jobs, reprocess, run, sql, state, status,
-                            supervise)
+from spark_jobs.cli import (backfill, checkpoint, forward, lake, list_jobs, reconcile, reprocess, run, sql, state,
+                            status, supervise)
 from spark_jobs.cli.tools import TOOL_COMMANDS, run_tool
 from spark_jobs.cli.tools import add_parsers as add_tool_parsers
 from spark_jobs.model.errors import UsageError
@@ -43,6 +44,7 @@ from spark_jobs.model.errors import UsageError
 COMMANDS: dict[str, ModuleType] = {
     "list": list_jobs, "run": run, "sql": sql, "lake": lake, "supervise": supervise, "backfill": backfill,
     "reprocess": reprocess, "checkpoint": checkpoint, "status": status, "state": state, "forward": forward,
+    "reconcile": reconcile,
 }
 
 

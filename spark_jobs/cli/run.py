@@ -22,6 +22,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="ttl of the driver's lease on the checkpoint (default: the registry's lease_ttl_seconds)")
     parser.add_argument("--max-offsets-per-trigger", help="Kafka jobs: messages per micro-batch (default: the registry's)")
     parser.add_argument("--starting-timestamp", help="Kafka jobs, first start only: read from this time (ISO-8601, UTC)")
+    parser.add_argument("--start-at", metavar="TIME", help="a file job's first start only (no checkpoint yet): ignore "
+                        "files delivered before TIME (ISO-8601, UTC, or 'now'); its history is not listed, load it "
+                        "with backfill")
+    parser.add_argument("--lookback", metavar="DURATION", help="a file job's discovery window behind the newest "
+                        "delivery (e.g. '6 hours'; default: $<JOB>_LOOKBACK, else the key layout's)")
+    parser.add_argument("--queue-url", help="a file job on a bucket: read its S3 event notifications from this SQS "
+                        "queue instead of listing (default: $<JOB>_QUEUE_URL)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -55,8 +62,36 @@ def run(args: argparse.Namespace) -> int:
     if args.lease_ttl is not None and args.lease_ttl <= 0:
         raise UsageError(f"--lease-ttl must be a number of seconds > 0, got {args.lease_ttl:g}")
     run_options = RunOptions(resolve_input(job, args.input, args.lake), Lake.at(args.lake), trigger, options,
-                             lease_ttl_seconds=args.lease_ttl)
+                             lease_ttl_seconds=args.lease_ttl, **discovery_arguments(job, args))
     configure_logging()
     summary = run_streaming(job, run_options)
     print(summary.to_json())
     return 0
+
+
+def discovery_arguments(job, args: argparse.Namespace) -> dict:
+    """``--start-at``, ``--lookback`` and ``--queue-url`` as :class:`~spark_jobs.model.runs.RunOptions` fields, checked.
+
+    :raises UsageError: for a job that does not discover files, or a bad time or duration.
+    """
+    given = {"start_at": args.start_at, "lookback": args.lookback, "queue_url": args.queue_url}
+    if not any(given.values()):
+        return {}
+    from spark_jobs.control.discovery.settings import uses_discovery
+
+    if not uses_discovery(job):
+        flags = ", ".join(f"--{k.replace('_', '-')}" for k, v in given.items() if v)
+        raise UsageError(f"{flags}: job {job.name} does not discover files by a key layout ({job.source.describe()})")
+    import datetime as dt
+
+    from spark_jobs.model.times import duration_seconds, parse_utc
+
+    if args.start_at:
+        now = dt.datetime.now(dt.timezone.utc)
+        given["start_at"] = now if args.start_at.strip().lower() == "now" else parse_utc(args.start_at, "--start-at")
+    if args.lookback:
+        duration_seconds(args.lookback, "--lookback")
+    if args.queue_url and not args.queue_url.startswith(("https://", "http://")):
+        raise UsageError(f"--queue-url {args.queue_url!r} is not an SQS queue URL (https://sqs.<region>.amazonaws.com/"
+                         "<account>/<queue>)")
+    return given

@@ -5,19 +5,14 @@ A backfill is an available-now run of the job over a ``source`` folder, with a c
 the live stream. Delta's idempotent writes and the tables' unique keys make it exactly once beside
 the live job, other backfills and files delivered again (see :mod:`spark_jobs.driver.write.delta_writer`).
 
-Files are selected by the delivery date CloudTrail puts in the object name
-(``<account>_CloudTrail_<region>_20240301T0805Z_<id>.json.gz``), else by the ``YYYY/MM/DD`` folders
-above the file; a file with neither is not part of any dated backfill. Spark's file source has no
-option for this (``modifiedAfter``/``modifiedBefore`` select by modification time, which a copy of old
-logs does not keep), so the runner filters the listed files by this date before any is parsed.
-A request may give a time window instead of dates (``time_from`` inclusive, ``time_to`` exclusive:
-an Airflow data interval); then a file's delivery time is the object name's timestamp, else midnight
-(UTC) of its date folders (:func:`file_time`).
-
-Backfill runs read with a wide ``maxFileAge`` (:data:`BACKFILL_MAX_FILE_AGE`): Spark's file source
-forgets, and never reads, a file whose modification time is more than ``maxFileAge`` (7 days by
-default) older than the newest file its checkpoint has seen, and copies of historical logs keep
-their old S3 modification times. They also run at a lower CPU priority than the live job
+Files are selected by their delivery time, as the job's key layout declares it
+(:class:`~spark_jobs.model.layout.KeyLayout`: CloudTrail's object name ``..._20240301T0805Z_...``, else its
+``YYYY/MM/DD`` folders; Cowrie's ``cowrie.json.2018-05-19``); a file whose key carries none is not part of any
+dated backfill (modification times are not used: a copy of old logs does not keep them). The listing visits
+only the date folders of the range (:mod:`spark_jobs.control.discovery.listing`), and the run's discovery
+selects the same files, so nothing outside the range is listed past its folder or read. A request may give
+a time window instead of dates (``time_from`` inclusive, ``time_to`` exclusive: an Airflow data interval).
+Backfills run at a lower CPU priority than the live job
 (:attr:`~spark_jobs.model.jobs.JobSpec.backfill_priority`, :mod:`spark_jobs.control.priority`).
 
 Everything a form or a command line supplies is checked here before anything runs, and nothing
@@ -34,25 +29,16 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from spark_jobs.control.checkpoint.listing import list_input
-from spark_jobs.control.checkpoint.store import Location
 from spark_jobs.model.errors import UsageError
 from spark_jobs.model.lake import PROJECT_ROOT, as_path
 from spark_jobs.model.object_store import is_object_store
 from spark_jobs.model.jobs import JobSpec
 from spark_jobs.registry import get_job
 
-# The delivery timestamp in a CloudTrail object name, and the date folders of its S3 layout.
-NAME_DATE = r"_(\d{8})T\d{4}Z[_.]"
-NAME_TIME = r"_(\d{8}T\d{4})Z[_.]"
-FOLDER_DATE = r"/(\d{4})/(\d{2})/(\d{2})/[^/]*$"
 # Characters a shell or a URL parser would give a meaning to; none belongs in a log folder's path.
 SHELL_METACHARACTERS = set(";&|$`<>*?[]{}()!'\"\\#~^%\n\r\t\0")
 MAX_FILES_PER_TRIGGER = 100_000
 ROOTS_ENV_SUFFIX = "_INPUT_ROOTS"
-# Spark's file source skips files more than maxFileAge older than the newest one its checkpoint saw;
-# a backfill of copied historical logs (old modification times) must not.
-BACKFILL_MAX_FILE_AGE = "36500d"
 
 
 class BackfillRefused(UsageError):
@@ -79,7 +65,7 @@ class BackfillRequest:
     :param max_files_per_trigger: files per micro-batch; ``None``: the registry's.
     :param dry_run: list the files, write nothing.
     :param time_window: ``(start, end)`` (aware UTC datetimes, end exclusive) instead of dates: the files
-        whose delivery time (:func:`file_time`) lies in it (an Airflow run's data interval).
+        whose delivery time (the job's key layout) lies in it (an Airflow run's data interval).
     """
 
     job: JobSpec
@@ -109,23 +95,21 @@ class BackfillRequest:
         """Whether every file of the source is selected (no dates, no time window)."""
         return self.file_dates is None and self.time_window is None
 
-    def selects(self, path: str) -> bool | None:
-        """Whether ``path`` is in the request's range; ``None`` for a file without a date."""
-        if self.selects_all:
-            return True
+    @property
+    def delivered(self) -> tuple[dt.datetime, dt.datetime] | None:
+        """The delivery times selected (end exclusive), from the dates or the time window; ``None``: every file."""
         if self.time_window is not None:
-            moment = file_time(path)
-            return None if moment is None else self.time_window[0] <= moment < self.time_window[1]
-        day = file_date(path)
-        return None if day is None else self.date_from <= day <= self.date_to
+            return self.time_window
+        if self.file_dates is None:
+            return None
+        first, last = (dt.datetime(d.year, d.month, d.day, tzinfo=dt.timezone.utc) for d in self.file_dates)
+        return first, last + dt.timedelta(days=1)
 
     def file_source_options(self) -> dict[str, str]:
-        """The file-source options of the backfill's run: the registry's, its files per micro-batch, and
-        a wide ``maxFileAge`` (:data:`BACKFILL_MAX_FILE_AGE`: copied historical logs keep old mtimes)."""
+        """The file-source options of the backfill's run: the registry's, with its files per micro-batch."""
         options = dict(self.job.file_source_options)
         if self.max_files_per_trigger is not None:
             options["maxFilesPerTrigger"] = str(self.max_files_per_trigger)
-        options["maxFileAge"] = BACKFILL_MAX_FILE_AGE
         return options
 
     @property
@@ -199,6 +183,10 @@ def check_request(job: str, source: str | None, date_from, date_to, max_files_pe
                                      "new checkpoint instead")
     path = check_source(spec, source)
     now = now or dt.datetime.now(dt.timezone.utc)
+    dated = any(v not in (None, "") for v in (date_from, date_to, time_from, time_to))
+    if dated and getattr(spec.source, "layout", None) is None:
+        raise BackfillRefused("date_from", f"{spec.name}'s file source declares no key layout, so its files carry no "
+                                           "delivery time; backfill it without dates or times")
     today = today or now.date()
     window = _time_window(time_from, time_to, now, dated=date_from not in (None, "") or date_to not in (None, ""))
     no_from, no_to = date_from in (None, ""), date_to in (None, "")
@@ -322,51 +310,14 @@ def _date(field: str, value) -> dt.date:
     raise BackfillRefused(field, f"{value!r} is not a date (YYYY-MM-DD)")
 
 
-def file_time(path: str) -> dt.datetime | None:
-    """The delivery time of a log file (UTC): its object name's ``YYYYMMDDTHHMMZ``, else midnight of its
-    ``YYYY/MM/DD`` folders; ``None`` with neither. The runner's Spark filter
-    (:func:`spark_jobs.driver.runner.file_time_column`) computes the same."""
-    name = re.search(NAME_TIME, path.rsplit("/", 1)[-1])
-    if name:
-        try:
-            return dt.datetime.strptime(name.group(1), "%Y%m%dT%H%M").replace(tzinfo=dt.timezone.utc)
-        except ValueError:
-            pass
-    day = _folder_date(path)
-    return None if day is None else dt.datetime(day.year, day.month, day.day, tzinfo=dt.timezone.utc)
-
-
-def _folder_date(path: str) -> dt.date | None:
-    folders = re.search(FOLDER_DATE, path)
-    if folders:
-        try:
-            return dt.date(*(int(g) for g in folders.groups()))
-        except ValueError:
-            return None
-    return None
-
-
-def file_date(path: str) -> dt.date | None:
-    """The delivery date of a log file: from its object name's timestamp, else its ``YYYY/MM/DD`` folders.
-
-    The runner's Spark filter (:func:`spark_jobs.driver.runner.file_date_column`) computes the same.
-    """
-    name = re.search(NAME_DATE, path.rsplit("/", 1)[-1])
-    if name:
-        try:
-            return dt.datetime.strptime(name.group(1), "%Y%m%d").date()
-        except ValueError:
-            pass
-    return _folder_date(path)
-
-
 @dataclass(frozen=True)
 class FileListing:
     """The files a backfill selects.
 
     :param files: input files in the range, sorted.
-    :param out_of_range: files with a date outside the range.
-    :param undated: files with no date in their name or folders, left out of a dated backfill.
+    :param out_of_range: files listed in the range's folders but delivered outside it (folders outside the range
+        are not listed at all).
+    :param undated: files whose key carries no delivery time, left out of a dated backfill.
     """
 
     files: list[str]
@@ -379,36 +330,24 @@ class FileListing:
 
 
 def list_files(request: BackfillRequest) -> FileListing:
-    """The input files of ``request``: those Spark's file source would list under its source (the job's
-    options, by :func:`spark_jobs.control.checkpoint.listing.list_input`), selected by :func:`file_date`."""
-    listed = list_input(Location.of(request.source), dict(request.job.file_source_options))
-    files, out_of_range, undated = [], 0, 0
-    for path in sorted(item.key for item in listed):
-        selected = request.selects(path)
-        if selected is None:
-            undated += 1
-        elif selected:
-            files.append(path)
-        else:
-            out_of_range += 1
-    return FileListing(files, out_of_range, undated)
+    """The input files of ``request``: those its run's discovery reads (the job's glob and hidden-name rules), in
+    its delivery range by the job's key layout, found by a walk of the range's date folders only."""
+    from spark_jobs.control.discovery.listing import walk
+    from spark_jobs.control.checkpoint.listing import list_input
+    from spark_jobs.control.checkpoint.store import Location, normalize_file_uri
+
+    layout = getattr(request.job.source, "layout", None)
+    options = dict(request.job.file_source_options)
+    if layout is None:  # every file (a dated request was refused): Spark's file source's listing
+        listed = sorted(normalize_file_uri(f.key) for f in list_input(Location.of(request.source), options))
+        return FileListing(listed, 0, 0)
+    first, last = request.delivered or (None, None)
+    found = walk(str(request.source), layout, options.get("pathGlobFilter"), since=first, until=last,
+                 dated_only=request.delivered is not None)
+    files = sorted(_plain(f.key) for f in found.files)
+    return FileListing(files, found.skipped_old + found.skipped_later, found.undated)
 
 
-GLOB_CHARACTERS = set("{}[]*?\\,")
-
-
-def read_path(request: BackfillRequest, listing: FileListing) -> str:
-    """What the file source reads: the source folder, or, for a dated backfill, a glob of only the
-    folders that hold selected files (``<source>/{2024/03/01,2024/03/02}``), so Spark neither lists
-    nor batches the years of files outside the range. (Spark globs the path; Hadoop expands braces
-    holding slashes.) A folder whose name has glob characters falls back to the whole source; the
-    runner's date filter selects the files either way.
-    """
-    if request.selects_all or not listing.files:
-        return str(request.source)
-    folders = sorted({os.path.relpath(os.path.dirname(f), request.source) for f in listing.files})
-    if any(set(folder) & GLOB_CHARACTERS for folder in folders) or "." in folders:
-        return str(request.source)
-    # A folder inside another chosen one is listed with it (the job's recursiveFileLookup).
-    outer = [f for f in folders if not any(f.startswith(other + "/") for other in folders if other != f)]
-    return str(request.source / outer[0]) if len(outer) == 1 else f"{request.source}/{{{','.join(outer)}}}"
+def _plain(key: str) -> str:
+    """A listed key as people name the file: a local path without ``file:``, a URL as it is."""
+    return key[len("file:"):] if key.startswith("file:") else key

@@ -2,10 +2,13 @@
 look? (no Airflow, no pyspark).
 
 The watcher (:class:`streaming.triggers.landing_files.LandingFilesTrigger`, an Airflow event trigger behind the Asset
-``<job>_landing``) lists the job's landing folder or bucket prefix every ``poll_seconds`` with the listing Spark's
-file source would make (:func:`spark_jobs.control.checkpoint.listing.list_input`: the same hidden-name and
-``pathGlobFilter`` rules, so a file still being written under a temporary name fires nothing), and compares it
-with the previous one (:meth:`LandingWatch.poll`): new names fire one event, however many there are (a burst
+``<job>_landing``) lists, every ``poll_seconds``, the files waiting for the job: for a job that discovers its files
+by key layout, the same bounded walk its stream makes from its checkpoint's window
+(:func:`spark_jobs.control.discovery.backlog.waiting_files`: only the folders of the window, whatever the
+landing's history); for another, the listing Spark's file source would make
+(:func:`spark_jobs.control.checkpoint.listing.list_input`). Both apply the hidden-name and ``pathGlobFilter``
+rules, so a file still being written under a temporary name fires nothing. It compares the names with the
+previous poll's (:meth:`LandingWatch.poll`): new names fire one event, however many there are (a burst
 in one poll is one event; Airflow queues events that come while a run is active into one next run). No new name,
 no event: an idle folder never starts a run, however long it stays idle (the cron is the safety net).
 
@@ -20,13 +23,24 @@ from dataclasses import dataclass, field
 
 from spark_jobs.control.checkpoint.listing import list_input
 from spark_jobs.control.checkpoint.store import Location
+from spark_jobs.control.discovery.settings import uses_discovery
 from spark_jobs.registry import get_job
 
 
-def landing_names(job_name: str, folder: str) -> frozenset[str]:
-    """The input files of ``job_name`` under ``folder`` (a path or fsspec URL) as its stream would list them;
-    a folder that does not exist (yet) holds none. Blocking: the trigger calls it in a thread."""
+def landing_names(job_name: str, folder: str, lake_root: str | None = None) -> frozenset[str]:
+    """The input files of ``job_name`` under ``folder`` (a path or fsspec URL) that its stream would read next:
+    those its discovery would find now (its checkpoint in ``lake_root``, default ``$LAKE_ROOT``), or for a job
+    without a key layout every file Spark's file source would list; a folder that does not exist (yet) holds
+    none. Blocking: the trigger calls it in a thread."""
     job = get_job(job_name)
+    if uses_discovery(job):
+        from spark_jobs.control.discovery.backlog import waiting_files
+        from spark_jobs.control.discovery.settings import discovery_settings
+        from spark_jobs.model.lake import Lake
+
+        checkpoint = Lake.at(lake_root).checkpoint_path(job.name)
+        settings = discovery_settings(job, folder, str(checkpoint), dict(job.file_source_options))
+        return frozenset(f.key for f in waiting_files(settings))
     root = Location.of(folder)
     try:
         return frozenset(f.key for f in list_input(root, dict(job.file_source_options)))

@@ -46,7 +46,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from spark_jobs.control.backfill import BackfillRefused, BackfillRequest, FileListing, list_files, parse_time, read_path
+from spark_jobs.control.backfill import BackfillRefused, BackfillRequest, FileListing, list_files, parse_time
 from spark_jobs.control.checkpoint.lease import Lease, LeaseHeld, LeaseInfo, read_lease
 from spark_jobs.model.errors import UsageError
 from spark_jobs.model.lake import Lake
@@ -192,20 +192,19 @@ class ReplayPlan:
     source: Path
     from_time: dt.datetime
     listing: FileListing
-    read_path: str
     missing: dict[str, dict[str, list[str]]]
 
     @classmethod
     def of(cls, job: JobSpec, lake: Lake, source: Path, from_time: dt.datetime) -> "ReplayPlan":
         request = replay_request(job, source, from_time)
         listing = list_files(request)
-        return cls(source, from_time, listing, read_path(request, listing),
+        return cls(source, from_time, listing,
                    {t.name: found for t in job.tables if (found := missing_files(lake, t.name))})
 
 
 def replay_request(job: JobSpec, source: Path, from_time: dt.datetime) -> BackfillRequest:
-    """The files of ``source`` delivered at or after ``from_time`` (the backfill rule: the object name's
-    timestamp, else midnight of its date folders; files with neither are not replayed)."""
+    """The files of ``source`` delivered at or after ``from_time`` (the backfill rule: the delivery time of the
+    job's key layout; files whose key carries none are not replayed)."""
     return BackfillRequest(job, Path(source), None, None, time_window=(from_time, END_OF_TIME))
 
 

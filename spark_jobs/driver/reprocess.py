@@ -5,10 +5,11 @@ Usage (the on-call DAG's ``reprocess_from`` spark-submits exactly this)::
     python -m spark_jobs reprocess cloudtrail_etl --from-time 2024-03-02T00:00:00Z [--input DIR] [--lake L]
                                    [--dry-run] [--audit-id UUID]
 
-**What it replays.** The files of the job's input folder *delivered* at or after ``T``: the CloudTrail
-object name's timestamp (``..._20240302T0805Z_...``), else midnight UTC of the ``YYYY/MM/DD``
-folders, the rule of the backfills (:func:`spark_jobs.control.backfill.file_time`); not the modification
-time, which copies and restores change. A file with neither is not replayed.
+**What it replays.** The files of the job's input folder *delivered* at or after ``T``, by the job's key
+layout (:class:`~spark_jobs.model.layout.KeyLayout`: CloudTrail's object name ``..._20240302T0805Z_...``, else
+its ``YYYY/MM/DD`` folders; Cowrie's ``cowrie.json.YYYY-MM-DD``), the rule of the backfills; not the
+modification time, which copies and restores change. A file whose key carries none is not replayed. Only the
+date folders from ``T`` on are listed.
 
 **What it leaves.** The tables exactly as if every input file had been processed once by the current
 code: one row per eventID, nothing missing. They are parsed in one batch by the job's own
@@ -54,7 +55,7 @@ from spark_jobs.control.oncall_requests import ReplayPlan, add_actions, missing_
 from spark_jobs.model.jobs import JobSpec
 from spark_jobs.model.object_store import delta_rs_options
 from spark_jobs.driver.job_modules import job_module, output_schemas, table_targets
-from spark_jobs.driver.source_readers import file_time_column, read_files
+from spark_jobs.driver.source_readers import read_file_list
 from spark_jobs.driver.write.rows import table_rows
 from spark_jobs.driver.write.delta_writer import (RetryPolicy, TableTarget, commit_retrying, create_tables,
                                                   first_of_each_key, sql_literal)
@@ -98,8 +99,7 @@ def reprocess(spark: SparkSession, job: JobSpec, lake: Lake, source: Path, from_
     module = job_module(job)
     targets = table_targets(job, lake)
     create_tables(spark, targets, output_schemas(spark, job))
-    files = read_files(spark, job, Path(plan.read_path), dict(job.file_source_options), streaming=False)
-    files = files.where(file_time_column(files["path"]) >= F.lit(from_time))
+    files = read_file_list(spark, [_as_read(path) for path in plan.listing.files])
     replayed = files.select(F.col("path").alias(REPLAYED)).distinct().persist()
     count = replayed.count()
     log.info("reprocess %s: replaying %d files delivered at or after %s", job.name, count, _iso(from_time))
@@ -183,6 +183,11 @@ def rebuild(spark: SparkSession, lake: Lake, target: TableTarget, replay: DataFr
     # The table's files deleted by hand are skipped when reading it (their rows come from the replay).
     with session_conf(spark, {IGNORE_MISSING_FILES: "true"}):
         return commit_retrying(attempt, retry, f"reprocess, table {target.name}")
+
+
+def _as_read(path: str) -> str:
+    """A listed file as Spark reads and names it (``file:/...`` for a local path)."""
+    return path if "://" in path else f"file:{path}"
 
 
 def _iso(moment: datetime) -> str:

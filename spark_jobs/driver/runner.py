@@ -21,17 +21,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from spark_jobs.model.errors import UsageError
 from spark_jobs.model.jobs import JobSpec
 from spark_jobs.model.lake import Lake, as_path
 from spark_jobs.model.runs import RunOptions
-from spark_jobs.model.streams import FileSource
 from spark_jobs.control.monitoring.progress import executed
 from spark_jobs.driver.job_modules import job_module, output_schemas, table_targets
 from spark_jobs.driver.session import snapshot_partitions_per_core
-from spark_jobs.driver.source_readers import file_date_column, file_time_column, read_input
+from spark_jobs.driver.source_readers import read_input
 from spark_jobs.driver.write import write_batch
 from spark_jobs.driver.lake_tools import refuse_old_layout
 from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, create_tables
@@ -291,6 +289,10 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
         prepare_source(spark, job, options.input_path)
     summary = RunSummary(job=job.name, trigger=options.trigger.spec, rows={t.name: 0 for t in job.tables})
     per_run: dict = {}  # made on the first batch: the writer
+    from spark_jobs.control.discovery.settings import run_settings, uses_discovery
+
+    # A job reading through discovery: each batch's files are known from its manifests, before anything is read.
+    discovery = run_settings(job, options) if uses_discovery(job) else None
     batch_files: dict[int, int] = {}
     batch_rows: dict[int, tuple[dict[str, int], dict[str, int]]] = {}  # carried and inserted, per batch
 
@@ -303,8 +305,14 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
             per_run.update(writer=writer, stateful=StatefulBatchWriter(job, module, targets, writer, checkpoint,
                                                                        options.input_path) if job.stateful else None)
         # frame: the source's rows, or a micro-batch of a stateful transform's result
+        files = None
+        if discovery is not None:
+            from spark_jobs.control.discovery import planner
+
+            # a zero-byte file is consumed but gives no row (as in Spark's binaryFile): not an input of the batch
+            files = [f.key for f in planner.batch_files(discovery, batch_id) if f.size]
         written = write_batch(frame, batch_id, job=job, module=module, writer=per_run["writer"], targets=targets,
-                              stateful=per_run["stateful"])
+                              stateful=per_run["stateful"], files=files)
         carried, rows = written.carried, written.rows
         if written.inputs is not None:
             batch_files[batch_id] = written.inputs
@@ -319,15 +327,9 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
     # Progress is read from the query in this thread (not through a StreamingQueryListener, whose
     # callbacks into Python can arrive after the query, and this process, have ended).
     logged = -1
+    # A backfill's dates or time window select its files in discovery (the job's key layout): a file out of the
+    # range is never listed past its folder, nor read.
     files = read_input(spark, job, options, streaming=True)
-    if options.file_dates is not None:
-        # Before the transform: a file out of the range is listed (and its bytes read) but never parsed.
-        first, last = options.file_dates
-        files = files.where(file_date_column(files["path"]).between(F.lit(first), F.lit(last)))
-    if options.file_times is not None:
-        start, end = options.file_times
-        moment = file_time_column(files["path"])
-        files = files.where((moment >= F.lit(start)) & (moment < F.lit(end)))
     if job.stateful:  # the state lives in the stream: its transform runs there, foreachBatch writes the result
         files = module.transform(files, job)
     stopper.query_started = True  # from here on a signal stops the query after its micro-batch
@@ -356,7 +358,7 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
                 if progress.batchId not in batch_files:  # a stateful job's result: its input is the source's rows
                     summary.input_files += progress.numInputRows
                 _log_progress(progress, batch_files.get(progress.batchId, progress.numInputRows),
-                              "files" if job.source == FileSource() else "rows")
+                              "files" if job.source.kind == "files" and job.source.format == "binaryFile" else "rows")
                 logged = progress.batchId
                 keeper.details["last_committed_batch"] = progress.batchId
             if progress.batchId > recorded and executed(progress):

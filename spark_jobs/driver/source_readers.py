@@ -1,8 +1,9 @@
 """Reading a job's input: the registry's sources (:mod:`spark_jobs.model.streams`), streaming or batch.
 
-- a ``binaryFile`` :class:`~spark_jobs.model.streams.FileSource`: Spark's ``binaryFile`` source over the
-  landing folder (one row per file: ``path``, ``content``, ...), with the delivery date and time of a
-  file from its path (:func:`file_date_column`, :func:`file_time_column`) for backfills' filters;
+- a ``binaryFile`` :class:`~spark_jobs.model.streams.FileSource` with a key layout, as a stream: the landing
+  source (:mod:`spark_jobs.driver.landing_source`: one row per file, ``path``, ``content``, ..., found by a
+  listing of the window only, or by S3 event notifications); read once (batch): Spark's ``binaryFile``;
+- a ``binaryFile`` file source without a key layout: Spark's ``binaryFile`` source over the landing folder;
 - a :class:`~spark_jobs.model.streams.DeltaTableSource`: Delta's streaming source over the table's folder
   (every commit after the checkpoint's offset; a first run reads the table's snapshot, then each new
   commit), or a batch read of its newest version;
@@ -17,8 +18,7 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pyspark.sql import Column, DataFrame, SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType, TimestampType
 
 from spark_jobs.model.jobs import JobSpec
@@ -63,36 +63,22 @@ def read_files(spark: SparkSession, job: JobSpec, input_path: Path, options: dic
 
 def read_input(spark: SparkSession, job: JobSpec, options: "RunOptions", streaming: bool) -> DataFrame:
     """The job's source (the registry's ``source``) over ``options.input_path``, streaming or batch."""
+    from spark_jobs.control.discovery.settings import run_settings, uses_discovery
+
+    if streaming and uses_discovery(job):
+        from spark_jobs.driver import landing_source
+
+        landing_source.register(spark)
+        settings = run_settings(job, options, spark.sparkContext.defaultParallelism)
+        return spark.readStream.format(landing_source.NAME).options(**settings.to_options()).load()
     if job.source.kind == "files" and job.source.format == "binaryFile":
         return read_files(spark, job, options.input_path, options.file_source_options, streaming)
     return read_source(spark, job, options.input_path, options.file_source_options, streaming)
 
 
-def file_date_column(path: Column) -> Column:
-    """A file's delivery date from its path, as :func:`spark_jobs.control.backfill.file_date` computes it: the
-    timestamp in the object name, else the ``YYYY/MM/DD`` folders above it; NULL when neither is a date."""
-    from spark_jobs.control.backfill import NAME_DATE
-
-    named = F.try_to_date(F.nullif(F.regexp_extract(path, NAME_DATE + "[^/]*$", 1), F.lit("")), "yyyyMMdd")
-    return F.coalesce(named, _folder_date_column(path))
-
-
-def _folder_date_column(path: Column) -> Column:
-    """The date of a file's ``YYYY/MM/DD`` folders, NULL when they are not a date."""
-    from spark_jobs.control.backfill import FOLDER_DATE
-
-    parts = (F.nullif(F.regexp_extract(path, FOLDER_DATE, g), F.lit("")) for g in (1, 2, 3))
-    return F.try_to_date(F.concat_ws("-", *parts), "yyyy-MM-dd")
-
-
-def file_time_column(path: Column) -> Column:
-    """A file's delivery time (UTC) from its path, as :func:`spark_jobs.control.backfill.file_time` computes it: the
-    object name's ``YYYYMMDDTHHMMZ``, else midnight of the ``YYYY/MM/DD`` folders; NULL with neither."""
-    from spark_jobs.control.backfill import NAME_TIME
-
-    named = F.try_to_timestamp(F.nullif(F.regexp_extract(path, NAME_TIME + "[^/]*$", 1), F.lit("")),
-                               F.lit("yyyyMMdd'T'HHmm"))
-    return F.coalesce(named, _folder_date_column(path).cast("timestamp"))
+def read_file_list(spark: SparkSession, paths: list[str]) -> DataFrame:
+    """Exactly the files ``paths`` (as ``binaryFile`` names them), read once by Spark's ``binaryFile`` source."""
+    return spark.read.format("binaryFile").load(paths)
 
 
 def read_source(spark: SparkSession, job: JobSpec, input_path: Path, options: dict[str, str],

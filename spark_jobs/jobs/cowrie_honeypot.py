@@ -94,6 +94,7 @@ TIMESTAMP = "timestamp"
 
 # ---- Why a line is quarantined (the ``reason`` column; ``detail`` says exactly what) --------------
 UNREADABLE_FILE = "unreadable_file"  # a damaged gzip stream: the line it cuts, or where it ends
+FILE_GONE = "file_gone"  # listed or notified, but deleted before it could be read (line 0)
 INVALID_UTF8 = "invalid_utf8"  # the line holds bytes that are not UTF-8 (raw shows them as U+FFFD)
 INVALID_JSON = "invalid_json"  # not JSON (NaN and Infinity included), or nested too deeply
 NOT_AN_OBJECT = "not_an_object"  # valid JSON, but not an object
@@ -101,7 +102,7 @@ DUPLICATE_KEY = "duplicate_key"  # a top-level key twice: which value is meant i
 MISSING_EVENTID = "missing_eventid"  # no eventid, or not a non-blank string
 MISSING_TIMESTAMP = "missing_timestamp"  # no timestamp (or null)
 BAD_TIMESTAMP = "bad_timestamp"  # not an ISO-8601 time with a zone, or not a real date and time
-REASONS = (UNREADABLE_FILE, INVALID_UTF8, INVALID_JSON, NOT_AN_OBJECT, DUPLICATE_KEY, MISSING_EVENTID,
+REASONS = (UNREADABLE_FILE, FILE_GONE, INVALID_UTF8, INVALID_JSON, NOT_AN_OBJECT, DUPLICATE_KEY, MISSING_EVENTID,
            MISSING_TIMESTAMP, BAD_TIMESTAMP)
 
 # The part of a quarantined line's text that is kept (characters).
@@ -214,13 +215,18 @@ def parse_line(text: str) -> dict:
     return row
 
 
-def split_file(content: bytes) -> Iterator[tuple[int, str, dict]]:
+def split_file(content: bytes | None) -> Iterator[tuple[int, str, dict]]:
     """Each non-blank line of a Cowrie log file: ``(line number, text, columns of its row)``.
 
     Gzip is found by content, not name. A damaged gzip stream keeps every whole line before the
     damage; the line it cuts (or, when it cuts between lines, the line number after the last) is one
-    ``unreadable_file`` row with the text that could be read of it.
+    ``unreadable_file`` row with the text that could be read of it. A file gone when it was read
+    (``content`` ``None``) is one ``file_gone`` row at line 0.
     """
+    if content is None:
+        yield 0, "", _quarantined(FILE_GONE, "the file was gone when it was read (deleted after it was listed, or "
+                                             "after its notification)")
+        return
     data, damage = decompress(content)
     lines = data.split(b"\n")
     cut = lines.pop() if damage is not None else None  # never trusted: the stream ended inside it or after it
@@ -264,7 +270,7 @@ def split_batches(batches: Iterator) -> Iterator:
     columns: dict[str, list] = {name: [] for name in schema.names}
     for batch in batches:
         for path, content in zip(batch.column("path").to_pylist(), batch.column("content").to_pylist()):
-            for number, text, row in split_file(content or b""):
+            for number, text, row in split_file(content):
                 for name in schema.names:
                     columns[name].append(row.get(name))
                 columns["_source_file"][-1], columns["_line_number"][-1] = path, number

@@ -28,15 +28,21 @@ class RunOptions:
         the same tables, with its own checkpoint ``<lake>/checkpoints/<job>@<writer>``, control folder
         and query name. Writers run at the same time safely (Delta's optimistic concurrency) and each
         is exactly once (its own ``txnAppId``).
-    :param file_dates: ``(first, last)``: only files whose delivery date (:func:`file_date_column`) lies
-        in this range are parsed (a backfill); ``None``: every file.
+    :param file_dates: ``(first, last)``: only files whose delivery date (the job's key layout,
+        :meth:`~spark_jobs.model.layout.KeyLayout.delivery_date`) lies in this range are read (a backfill);
+        ``None``: every file.
     :param expected_files: the files this run should process (a backfill's listing), for its progress
         lines (done / total, ETA); ``None``: no total known.
     :param progress_history: record each micro-batch's progress in ``streaming_progress`` (when the
         job's ``ProgressHistory`` is enabled); the benchmark switches it off to measure its cost.
     :param file_times: ``(start, end)``, aware datetimes, end exclusive: only files whose delivery time
-        (:func:`file_time_column`) lies in this window are parsed (a backfill of one Airflow data
-        interval); ``None``: no window.
+        (:meth:`~spark_jobs.model.layout.KeyLayout.delivery_time`) lies in this window are read (a backfill of one
+        Airflow data interval); ``None``: no window.
+    :param start_at: a new stream (no checkpoint yet) ignores files delivered before this: it starts from now,
+        or from a given time, without listing the history (which comes in by backfill); ``None``: from the start.
+    :param lookback: the discovery window, overriding the key layout's (``6 hours``); ``None``: the layout's.
+    :param queue_url: read S3 event notifications from this SQS queue instead of listing the bucket.
+    :param file_list: a JSON file of the exact files to read (a reconcile); ``None``: discover them.
     """
 
     input_path: Path
@@ -49,6 +55,22 @@ class RunOptions:
     expected_files: int | None = None
     progress_history: bool = True
     file_times: tuple[dt.datetime, dt.datetime] | None = None
+    start_at: dt.datetime | None = None
+    lookback: str | None = None
+    queue_url: str | None = None
+    file_list: str | None = None
+
+    @property
+    def delivered(self) -> tuple[dt.datetime, dt.datetime] | None:
+        """The delivery-time range a backfill selects (end exclusive), from its dates or its time window."""
+        if self.file_times is not None:
+            return self.file_times
+        if self.file_dates is None:
+            return None
+        first, last = self.file_dates
+        return (dt.datetime(first.year, first.month, first.day, tzinfo=dt.timezone.utc),
+                dt.datetime(last.year, last.month, last.day, tzinfo=dt.timezone.utc) + dt.timedelta(days=1)
+                if last < dt.date.max else dt.datetime.max.replace(tzinfo=dt.timezone.utc))
 
     def stream_name(self, job: str) -> str:
         """The query's name, and its checkpoint's and control folder's: ``job`` or ``job@writer``."""

@@ -25,32 +25,26 @@ from pathlib import Path
 from typing import Mapping
 
 from spark_jobs.model.errors import UsageError
-
-_UNITS = {"ms": 0.001, "millisecond": 0.001, "milliseconds": 0.001, "s": 1, "sec": 1, "second": 1, "seconds": 1,
-          "m": 60, "min": 60, "minute": 60, "minutes": 60, "h": 3600, "hour": 3600, "hours": 3600,
-          "d": 86400, "day": 86400, "days": 86400}
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-z]+)\s*$")
-
-
-def duration_seconds(text: str, what: str = "duration") -> float:
-    """Seconds in ``text`` as Spark writes intervals (``10 minutes``, ``1 hour``, ``30s``).
-
-    :raises UsageError: naming ``what`` and the bad text.
-    """
-    match = _DURATION.match(str(text).lower())
-    if not match or match.group(2) not in _UNITS or float(match.group(1)) <= 0:
-        raise UsageError(f"{what} {text!r} is not a positive duration; write it like '10 minutes', '1 hour' or '30s'")
-    return float(match.group(1)) * _UNITS[match.group(2)]
-
+from spark_jobs.model.layout import KeyLayout
+from spark_jobs.model.times import duration_seconds  # noqa: F401 - the windows' durations; imported from here too
 
 @dataclass(frozen=True)
 class FileSource:
-    """Files in a landing folder, read by Spark's file source of ``format``.
+    """Files in a landing folder or bucket prefix.
 
     :param format: ``binaryFile`` (whole files, decoded by the job) or ``text`` (one row per line).
+    :param layout: where the files' keys carry their delivery date and time
+        (:class:`~spark_jobs.model.layout.KeyLayout`). With one, the job reads through the landing source
+        (:mod:`spark_jobs.driver.landing_source`): each trigger lists only the folders of its window, and
+        backfills, reprocess and the pipelined write select and bound files by it. Without one, Spark's own
+        file source reads the folder (it lists all of it at every trigger).
+    :param reconcile_schedule: when the ``<job>_reconcile`` DAG lists the whole landing and ingests what the
+        discovery window missed (a cron or Airflow preset); only with a layout.
     """
 
     format: str = "binaryFile"
+    layout: KeyLayout | None = None
+    reconcile_schedule: str = "@daily"
     kind: str = field(default="files", init=False)
 
     def describe(self) -> str:

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from spark_jobs.model.errors import UsageError
-
-_UNITS = {"ms": 0.001, "s": 1, "sec": 1, "second": 1, "seconds": 1, "m": 60, "min": 60, "minute": 60,
-          "minutes": 60, "h": 3600, "hour": 3600, "hours": 3600}
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-z]+)\s*$")
+from spark_jobs.model.times import duration_seconds
 
 
 @dataclass(frozen=True)
@@ -43,11 +39,10 @@ def parse_trigger(spec: str) -> Trigger:
     if text in ("available-now", "availablenow", "available_now"):
         return Trigger(spec, None)
     if text.startswith("processing-time:"):
-        match = _DURATION.match(text.split(":", 1)[1])
-        if match and match.group(2) in _UNITS:
-            seconds = float(match.group(1)) * _UNITS[match.group(2)]
-            if seconds > 0:
-                return Trigger(spec, seconds)
+        try:
+            return Trigger(spec, duration_seconds(text.split(":", 1)[1], "trigger interval"))
+        except UsageError:
+            pass
     raise UsageError(
         f"bad trigger {spec!r}; use 'available-now' or 'processing-time:<duration>' "
         "with a positive duration such as 500ms, 10s or 1m"

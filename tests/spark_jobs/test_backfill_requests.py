@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from spark_jobs.control.backfill import BackfillRefused, check_request, file_date, list_files
+from spark_jobs.control.backfill import BackfillRefused, check_request, list_files
+from spark_jobs.registry import CLOUDTRAIL_LAYOUT
 
 TODAY = dt.date(2026, 11, 23)
 NAMES = {
@@ -44,7 +45,7 @@ def check(source, date_from=None, date_to=None, max_files=None, dry_run=False, j
 
 @pytest.mark.parametrize("path", sorted(NAMES))
 def test_a_files_delivery_date_comes_from_its_name_else_its_folders(path):
-    assert file_date("/landing/" + path) == NAMES[path]
+    assert CLOUDTRAIL_LAYOUT.delivery_date("file:/landing/" + path) == NAMES[path]
 
 
 def test_a_dated_request_selects_the_files_of_its_range_and_counts_the_rest(roots):
@@ -53,6 +54,8 @@ def test_a_dated_request_selects_the_files_of_its_range_and_counts_the_rest(root
     listing = list_files(request)
     assert [Path(f).relative_to(root).as_posix() for f in listing.files] == sorted(
         n for n, d in NAMES.items() if d and dt.date(2024, 3, 1) <= d <= dt.date(2024, 3, 3))
+    # out of the range: the 2024-03-04 export beside the range's folders, and 2024/02/29 (a day before the range:
+    # listed, as a file there may be named a day later). Undated: no time in the name nor date folders (2024/13/01).
     assert (listing.out_of_range, listing.undated) == (2, 3)
     assert request.writer.startswith("backfill-20240301-20240303-")
 
@@ -124,35 +127,25 @@ def test_each_bad_field_is_refused_by_name(roots, case, field, message):
     assert message in str(refused.value)
 
 
-def test_sparks_file_date_filter_agrees_with_the_listing(spark):
-    from spark_jobs.driver.source_readers import file_date_column
-
-    paths = ["file:/landing/" + p for p in NAMES] + ["file:/a b/2024/03/05/x.json"]
-    frame = spark.createDataFrame([(p,) for p in paths], "path string")
-    got = {r.path: r.day for r in frame.select("path", file_date_column(frame["path"]).alias("day")).collect()}
-    assert got == {p: file_date(p) for p in paths}
-
-
-def test_a_dated_backfill_streams_only_the_folders_of_its_range(roots, spark, tmp_path):
-    from spark_jobs.control.backfill import read_path
-    from spark_jobs.driver.source_readers import BINARY_FILE_SCHEMA
+def test_a_dated_backfill_lists_only_the_folders_of_its_range(roots):
+    from spark_jobs.control.discovery.listing import LocalStore, walk
 
     root, _ = roots
-    request = check(str(root), "2024-03-01", "2024-03-03")
-    listing = list_files(request)
-    days = ",".join(f"AWSLogs/1/CloudTrail/us-east-1/2024/03/0{d}" for d in (1, 2, 3))
-    assert read_path(request, listing) == f"{root}/{{{days}}}"
-    assert read_path(check(str(root)), list_files(check(str(root)))) == str(root)
-    one_day = check(str(root), "2024-03-04", "2024-03-04")
-    assert read_path(one_day, list_files(one_day)) == str(root / "exports")
+    listed: list[str] = []
 
-    stream = (spark.readStream.format("binaryFile").schema(BINARY_FILE_SCHEMA).option("recursiveFileLookup", "true")
-              .load(read_path(request, listing)).select("path").writeStream.format("memory")
-              .queryName("backfill_glob").option("checkpointLocation", str(tmp_path / "checkpoint"))
-              .trigger(availableNow=True).start())
-    stream.awaitTermination(120)
-    listed = sorted(r.path.removeprefix("file:") for r in spark.table("backfill_glob").collect())
-    assert listed == listing.files
+    class Recording(LocalStore):
+        def list_folder(self, folder, start_after=None):
+            listed.append(folder)
+            return super().list_folder(folder, start_after)
+
+    request = check(str(root), "2024-03-03", "2024-03-03")  # its folders, with a day either side: 03/02..03/04
+    found = walk(str(root), CLOUDTRAIL_LAYOUT, None, since=request.delivered[0], until=request.delivered[1],
+                 dated_only=True, store_factory=Recording)
+    assert "AWSLogs/1/CloudTrail/us-east-1/2024/03/01" not in listed and "2024/02" not in listed
+    assert {f for f in listed if f.startswith("AWSLogs/1/CloudTrail/us-east-1/2024/03/")} == {
+        "AWSLogs/1/CloudTrail/us-east-1/2024/03/02", "AWSLogs/1/CloudTrail/us-east-1/2024/03/03"}
+    assert sorted(c.key.removeprefix(f"file:{root}/") for c in found.files) == [
+        "AWSLogs/1/CloudTrail/us-east-1/2024/03/03/plain-name.json.gz"]
 
 
 TIMES = {
@@ -160,27 +153,14 @@ TIMES = {
         dt.datetime(2024, 3, 1, 23, 55, tzinfo=dt.timezone.utc),
     "AWSLogs/1/CloudTrail/us-east-1/2024/03/03/plain-name.json.gz": dt.datetime(2024, 3, 3, tzinfo=dt.timezone.utc),
     "exports/undated.json": None,
-    # a name whose time is not a time (25:99): the date folders, at midnight (as the Spark filter does)
+    # a name whose time is not a time (25:99): the date folders, at midnight
     "2024/02/29/1_CloudTrail_x_20240229T2599Z_e.json": dt.datetime(2024, 2, 29, tzinfo=dt.timezone.utc),
 }
 
 
 @pytest.mark.parametrize("path", sorted(TIMES))
 def test_a_files_delivery_time_comes_from_its_name_else_midnight_of_its_folders(path):
-    from spark_jobs.control.backfill import file_time
-
-    assert file_time("/landing/" + path) == TIMES[path]
-
-
-def test_sparks_file_time_filter_agrees_with_the_listing(spark):
-    from spark_jobs.control.backfill import file_time
-    from spark_jobs.driver.source_readers import file_time_column
-
-    paths = ["file:/landing/" + p for p in {**NAMES, **TIMES}]
-    frame = spark.createDataFrame([(p,) for p in paths], "path string")
-    got = {r.path: r.moment for r in frame.select("path", file_time_column(frame["path"]).alias("moment")).collect()}
-    expected = {p: file_time(p) for p in paths}
-    assert {p: m and m.replace(tzinfo=dt.timezone.utc) for p, m in got.items()} == expected
+    assert CLOUDTRAIL_LAYOUT.delivery_time("file:/landing/" + path) == TIMES[path]
 
 
 def test_a_time_window_selects_files_by_delivery_time_with_its_own_writer(roots):
@@ -192,7 +172,6 @@ def test_a_time_window_selects_files_by_delivery_time_with_its_own_writer(roots)
                                                      "1_CloudTrail_us-east-1_20240301T2359Z_b.json.gz"]
     assert request.writer.startswith("backfill-20240301T230000Z-20240302T000000Z-")
     assert request.cli_args()[-4:] == ["--time-from", "2024-03-01T23:00:00Z", "--time-to", "2024-03-02T00:00:00Z"]
-    assert request.file_source_options()["maxFileAge"] == "36500d"
 
 
 @pytest.mark.parametrize("times, field, message", [

@@ -182,11 +182,13 @@ def files_read(spark, table: Path, path: str, targets) -> dict:
     from pyspark.sql import functions as F
 
     from spark_jobs.driver.write.pipelined import delivery_bound, delivery_range
+    from spark_jobs.registry import CLOUDTRAIL_LAYOUT
 
     target = next(t for t in targets if t.name == TABLE)
     frame = spark.read.format("delta").load(str(table))
-    dated = frame.where(F.col("date").isin(delivery_bound([path], 1)))
-    timed = delivery_range(dataclasses.replace(target, delivery_time_bound=_registry_time_bound()), [path])
+    dated = frame.where(F.col("date").isin(delivery_bound([path], 1, CLOUDTRAIL_LAYOUT)))
+    timed = delivery_range(dataclasses.replace(target, delivery_time_bound=_registry_time_bound()), [path],
+                           CLOUDTRAIL_LAYOUT)
     rows = _rows_per_file(table)
     found = {"table": frame.inputFiles(), "dates": dated.inputFiles(),
              "dates_and_times": dated.where(F.col(timed.column).between(timed.start, timed.end)).inputFiles()}

@@ -99,6 +99,7 @@ class CheckpointReport:
     sources: int | None = None
     source_table: dict | None = None
     consumer_lag: dict | None = None
+    discovery: dict | None = None
     state: dict = field(default_factory=lambda: {"operators": []})
     stored_conf: dict = field(default_factory=dict)
     tables: dict = field(default_factory=dict)
@@ -113,7 +114,7 @@ class CheckpointReport:
     def to_dict(self) -> dict:
         keys = ("job", "checkpoint", "control", "status", "query_id", "latest_offset_batch", "latest_commit_batch",
                 "batch_in_flight", "last_commit_time", "last_batch_planned_time", "input", "backlog_files",
-                "in_flight_files", "ingested_files", "too_old_files", "watermark", "sources", "source_table", "consumer_lag", "state",
+                "in_flight_files", "ingested_files", "too_old_files", "watermark", "sources", "source_table", "consumer_lag", "discovery", "state",
                 "stored_conf",
                 "tables", "driver", "supervisor", "inspected_at")
         out = {key: getattr(self, key) for key in keys}
@@ -241,8 +242,16 @@ def inspect_checkpoint(job: JobSpec, lake_root: str | os.PathLike | None, input_
         from spark_jobs.control.checkpoint.kafka_source import kafka_backlog
 
         kafka_backlog(report, job, input_path, entries, committed, now)
+    elif _discovers(job, entries):
+        _discovery_backlog(report, job, checkpoint, input_path, entries, committed)
     else:
         _backlog(report, job, checkpoint, input_path, entries, committed, offsets)
+        if _uses_discovery(job):
+            report.add("discovery_move_pending", "info",
+                       "the checkpoint was written by Spark's file source, which lists the whole landing at every "
+                       "trigger; the job now discovers its files by its key layout",
+                       "nothing to do: at its next start the stream takes over the file source's log (every file "
+                       "it ingested stays ingested) and from then on lists only its window")
     _status(report, job, lease, live, started, now)
     return report
 
@@ -320,7 +329,9 @@ def _read_offsets(report: CheckpointReport, offsets: LogDir, committed: int,
         elif entry.sources[0] is not None and _offset_of(job, entry.sources[0]) is None:
             expected = {"delta": "a Delta table's ({\"reservoirVersion\": N, ...})",
                         "kafka": "a Kafka source's ({\"<topic>\": {\"<partition>\": offset}})"}.get(
-                job.source.kind, "a file source's ({\"logOffset\": N})")
+                job.source.kind, "the landing source's ({\"v\": 1, \"manifest\": N}) or a file source's "
+                                 "({\"logOffset\": N})" if _uses_discovery(job) else "a file source's "
+                                 "({\"logOffset\": N})")
             report.add("source_changed", "error",
                        f"the checkpoint's source offset {json.dumps(entry.sources[0])[:80]} is not {expected}: the "
                        "checkpoint was written by a query reading another kind of source",
@@ -335,6 +346,11 @@ def _offset_of(job: JobSpec, offset: dict) -> int | DeltaOffset | None:
         from spark_jobs.control.kafka_lag import kafka_source_offset
 
         return kafka_source_offset(offset)
+    if _uses_discovery(job):  # the landing source's manifest, or the file source's offset it takes over
+        from spark_jobs.control.discovery.planner import legacy_offset, manifest_of
+
+        found = manifest_of(offset)
+        return found if found is not None else legacy_offset(offset)
     return delta_source_offset(offset) if job.source.kind == "delta" else file_source_offset(offset)
 
 
@@ -441,6 +457,8 @@ def _temp_files(report: CheckpointReport, checkpoint: Location, live: bool, now:
     folders = [checkpoint, checkpoint.child("offsets"), checkpoint.child("commits")]
     sources = checkpoint.child("sources")
     folders += [sources.child(name) for name in sources.names()]
+    discovery = checkpoint.child("discovery")
+    folders += [discovery, discovery.child("manifests"), discovery.child("snapshots")]
     found: list[str] = []
     for folder in folders:
         log = scan_log_dir(folder)
@@ -555,6 +573,51 @@ def _backlog(report: CheckpointReport, job: JobSpec, checkpoint: Location, given
                        f"{next(iter(seen))}); with this input every file counts as new",
                        "pass the --input the job runs with; if the job's input really moved, its files are read "
                        "again (cloudtrail_events keeps one row per eventID; other tables may get duplicates)")
+
+
+def _uses_discovery(job: JobSpec) -> bool:
+    from spark_jobs.control.discovery.settings import uses_discovery
+
+    return uses_discovery(job)
+
+
+def _discovers(job: JobSpec, entries: dict[int, OffsetsEntry]) -> bool:
+    """Whether the checkpoint's stream reads through discovery: the job declares a key layout and its offsets (if
+    any) are discovery's, not the file source's (that one moves at the next start)."""
+    if not _uses_discovery(job):
+        return False
+    from spark_jobs.control.discovery.planner import legacy_offset
+
+    latest = entries[max(entries)].sources[0] if entries else None
+    return legacy_offset(latest) is None
+
+
+def _discovery_backlog(report: CheckpointReport, job: JobSpec, checkpoint: Location, given,
+                       entries: dict[int, OffsetsEntry], committed: int) -> None:
+    """The backlog of a job reading through discovery (:mod:`spark_jobs.control.discovery.backlog`): O(window)."""
+    from spark_jobs.control.discovery.backlog import discovery_backlog
+    from spark_jobs.control.discovery.planner import manifest_of
+    from spark_jobs.control.discovery.settings import discovery_settings
+
+    root = input_location(job, given)
+    report.input = root.url
+    if not root.isdir() and "://" not in root.url:
+        report.add("input_missing", "warning", f"the input folder {root.url} does not exist, so the backlog is unknown",
+                   f"pass --input, or set ${job.input_env_var}, to the landing folder")
+        return
+
+    def manifest(batch: int | None) -> int | None:
+        entry = entries.get(batch) if batch is not None else None
+        return manifest_of(entry.sources[0]) if entry and entry.sources else None
+
+    planned = manifest(max(entries)) if entries else None
+    settings = discovery_settings(job, root.url, checkpoint.url, dict(job.file_source_options))
+    backlog = discovery_backlog(settings, manifest(committed) if committed >= 0 else None, planned)
+    report.backlog_files = backlog.waiting
+    report.in_flight_files = backlog.in_flight
+    report.ingested_files = backlog.ingested
+    report.too_old_files = 0
+    report.discovery = backlog.to_dict()
 
 
 def _delta_backlog(report: CheckpointReport, table: Location, entries: dict[int, OffsetsEntry], committed: int) -> None:

@@ -56,16 +56,19 @@ class BatchWritten:
 
 
 def write_batch(frame: DataFrame, batch_id: int, *, job: JobSpec, module: JobModule, writer: ExactlyOnceWriter,
-                targets: list[TableTarget], stateful: StatefulBatchWriter | None = None) -> BatchWritten:
+                targets: list[TableTarget], stateful: StatefulBatchWriter | None = None,
+                files: list[str] | None = None) -> BatchWritten:
     """Write micro-batch ``batch_id`` to every table: each table gets one Delta commit (two, at most, for the
     table the pipelined pass bounds).
 
     :param frame: the batch: the source's rows (files, messages), or a micro-batch of a stateful job's result.
     :param job: the registry entry; ``module`` its job module (:class:`~spark_jobs.jobs.JobModule`).
     :param stateful: the writer of a stateful job's result; ``None`` for a stateless job.
+    :param files: the batch's input files when the source knows them without reading the batch (the landing
+        source's manifests); ``None``: a file batch's paths are read from ``frame``.
     """
     spark = frame.sparkSession
-    one_pass = None if stateful is not None else plan_one_pass(writer, targets, frame, batch_id)
+    one_pass = None if stateful is not None else plan_one_pass(writer, targets, frame, batch_id, paths=files, job=job)
     plan = STATEFUL if stateful is not None else PIPELINED if one_pass is not None else CACHED
     log.info("batch %d: plan %s", batch_id, plan)
     with job_step(spark, f"plan {plan}"):
@@ -75,7 +78,8 @@ def write_batch(frame: DataFrame, batch_id: int, *, job: JobSpec, module: JobMod
         if one_pass is None:
             rest = rest_table(writer, targets, frame, batch_id)
             written = write_cached(module, job, writer, targets, frame, batch_id, rest_table=rest)
-            return BatchWritten(plan, count_files(frame), written.rows, written.carried)
+            return BatchWritten(plan, len(files) if files is not None else count_files(frame), written.rows,
+                                written.carried)
         first = write_one_pass(module, job, writer, targets, frame, batch_id, one_pass)
         if first.complete:
             return BatchWritten(plan, first.files, first.rows, dict(first.carried))

@@ -9,7 +9,7 @@ per table. Filling and re-reading the cache costs about as much as the parse its
 A table may declare, in the registry's ``delivery_date_bound``, that its partition column lies within a
 few days before each input file's delivery date (CloudTrail delivers an event within about 15
 minutes, so its UTC date is its file's date or the day before). The MERGE's bound is then known
-from the file names (:func:`spark_jobs.control.backfill.file_date`) before anything is read, and the batch
+from the file names (the job's key layout, :class:`~spark_jobs.model.layout.KeyLayout`) before anything is read, and the batch
 is written in one pass: parse, drop the batch's later deliveries of a key (a ranking by key: one
 shuffle), insert-only MERGE of the rows within the bound. The same pass is observed with Spark's
 ``Observation`` (metrics of that execution, no second read): each table's rows, and the keyed
@@ -55,6 +55,7 @@ from pyspark.sql import functions as F
 
 from spark_jobs.driver.session import job_step
 from spark_jobs.model.jobs import JobSpec
+from spark_jobs.model.layout import KeyLayout
 from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, TableTarget, TimeRange, rank_whole_batch
 from spark_jobs.driver.write.rows import route_column, table_rows
 
@@ -105,14 +106,12 @@ def bounded_table(targets: list[TableTarget]) -> tuple[TableTarget, str, int] | 
     return None
 
 
-def delivery_bound(paths: list[str], days_before: int) -> list[dt.date] | None:
-    """Every date from ``days_before`` days before each file's delivery date to that date; ``None`` when a
-    file's name and folders carry no date."""
-    from spark_jobs.control.backfill import file_date
-
+def delivery_bound(paths: list[str], days_before: int, layout: KeyLayout) -> list[dt.date] | None:
+    """Every date from ``days_before`` days before each file's delivery date (the job's key layout) to that date;
+    ``None`` when a file's name and folders carry no date."""
     dates: set[dt.date] = set()
     for path in paths:
-        delivered = file_date(path)
+        delivered = layout.delivery_date(path)
         if delivered is None:
             return None
         dates.update(delivered - dt.timedelta(days=n) for n in range(days_before + 1))
@@ -149,56 +148,45 @@ class OnePass:
 
 
 def plan_one_pass(writer: ExactlyOnceWriter, targets: list[TableTarget], files: DataFrame,
-                  batch_id: int) -> OnePass | None:
-    """Whether the pipelined pass applies to ``files`` (it lists them: one small Spark job), and its bound.
+                  batch_id: int, *, job: JobSpec, paths: list[str] | None = None) -> OnePass | None:
+    """Whether the pipelined pass applies to ``files``, and its bound.
 
+    :param job: the registry entry (its source's key layout dates the files).
+    :param paths: the batch's files when known (the landing source's manifest); else they are listed from
+        ``files`` (one small Spark job).
     :returns: ``None`` when it does not (see the module's docstring).
     """
     found = bounded_table(targets)
-    if found is None or "path" not in files.columns:
+    layout = getattr(job.source, "layout", None)
+    if found is None or layout is None or "path" not in files.columns:
         return None
     target, column, days_before = found
     if writer.holds(batch_id, target.name):
         return None
-    with job_step(files.sparkSession, STEP_LIST):
-        paths = [row[0] for row in files.select("path").collect()]
+    if paths is None:
+        with job_step(files.sparkSession, STEP_LIST):
+            paths = [row[0] for row in files.select("path").collect()]
     if not paths:
         return None
-    bound = delivery_bound(paths, days_before)
+    bound = delivery_bound(paths, days_before, layout)
     if bound is None:
         log.info("batch %d: a file has no delivery date in its name or folders: parsing into the batch's cache",
                  batch_id)
         return None
-    return OnePass(target, column, paths, bound, delivery_range(target, paths))
+    return OnePass(target, column, paths, bound, delivery_range(target, paths, layout))
 
 
-def delivery_range(target: TableTarget, paths: list[str]) -> TimeRange | None:
-    """The range of ``target``'s time-bound column that the files' delivery times (their names') allow, or
-    ``None`` when the table declares no time bound or a file's name carries no delivery time."""
+def delivery_range(target: TableTarget, paths: list[str], layout: KeyLayout) -> TimeRange | None:
+    """The range of ``target``'s time-bound column that the files' delivery times (their names', to the minute)
+    allow, or ``None`` when the table declares no time bound or a file's name carries no delivery time."""
     bound = target.delivery_time_bound
-    if bound is None:
+    if bound is None or not layout.names_carry_minutes:
         return None
-    times = [named_time(path) for path in paths]
+    times = [layout.name_time(path) for path in paths]
     if not times or None in times:
         return None
     return TimeRange(bound.column, min(times) - dt.timedelta(minutes=bound.minutes_before),
                      max(times) + dt.timedelta(minutes=bound.minutes_after, seconds=59.999999))
-
-
-def named_time(path: str) -> dt.datetime | None:
-    """The delivery time (UTC, to the minute) in a log file's object name (``..._20240301T0815Z_...``), or
-    ``None`` (a date from its folders alone gives no time)."""
-    import re
-
-    from spark_jobs.control.backfill import NAME_TIME
-
-    name = re.search(NAME_TIME, path.rsplit("/", 1)[-1])
-    if not name:
-        return None
-    try:
-        return dt.datetime.strptime(name.group(1), "%Y%m%dT%H%M").replace(tzinfo=dt.timezone.utc)
-    except ValueError:
-        return None
 
 
 def write_one_pass(module: JobModule, job: JobSpec, writer: ExactlyOnceWriter, targets: list[TableTarget],
@@ -210,7 +198,7 @@ def write_one_pass(module: JobModule, job: JobSpec, writer: ExactlyOnceWriter, t
     :param one_pass: the plan :func:`plan_one_pass` made (made here when not given).
     :returns: ``None`` when the one pass does not apply (see the module's docstring), else what it did.
     """
-    one_pass = one_pass or plan_one_pass(writer, targets, files, batch_id)
+    one_pass = one_pass or plan_one_pass(writer, targets, files, batch_id, job=job)
     if one_pass is None:
         return None
     target, column, paths, bound = one_pass.target, one_pass.column, one_pass.paths, one_pass.bound

@@ -340,13 +340,20 @@ def _piece_row(piece: Piece, bad_utf8: bool, known: frozenset) -> dict:
             "detail": None if detail is None else detail[:_MAX_DETAIL], "rescued": rescued}
 
 
-def split_file(content: bytes, known: frozenset, parser=None) -> SplitFile:
+FILE_GONE_DETAIL = "the file was gone when it was read (deleted after it was listed, or after its notification)"
+
+
+def split_file(content: bytes | None, known: frozenset, parser=None) -> SplitFile:
     """Bytes of a log file (gzipped or plain, detected by content) to what the JVM parses.
 
+    :param content: the bytes; ``None`` for a file that was gone when it was read (a ``file_gone`` row).
     :param known: the top-level keys the schema knows (others are rescued).
     :param parser: a ``simdjson.Parser`` to reuse (one is made if not given).
     """
     import simdjson
+
+    if content is None:
+        return SplitFile(None, pieces=[_piece_row(Piece(None, "", reasons.FILE_GONE, FILE_GONE_DETAIL), False, known)])
 
     data, damage = _decompress(content)
     if damage is None:
@@ -397,7 +404,7 @@ def split_batches(batches: Iterator, known: tuple[str, ...], whole_raw: bool = F
     size = 0
     for batch in batches:
         for path, content in zip(batch.column("path").to_pylist(), batch.column("content").to_pylist()):
-            split = split_file(content or b"", known_keys, parser)
+            split = split_file(content, known_keys, parser)
             if whole_raw and split.pieces and any(p["record_index"] is None for p in split.pieces):
                 text = whole_text(content or b"")
                 for piece in split.pieces:

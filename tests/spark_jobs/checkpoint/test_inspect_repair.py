@@ -284,8 +284,8 @@ def test_repair_is_refused_while_a_live_driver_holds_the_lease(lake, template):
 
 def test_left_over_temp_files_are_deleted(lake, template):
     checkpoint = checkpoint_of(lake)
-    planted = [f"offsets/.4.{uuid.uuid4()}.tmp", f"commits/..4.{uuid.uuid4()}.tmp.crc", "sources/0/.99.crc",
-               f".metadata.{uuid.uuid4()}.tmp"]
+    planted = [f"offsets/.4.{uuid.uuid4()}.tmp", f"commits/..4.{uuid.uuid4()}.tmp.crc",
+               f"discovery/manifests/.99.json.{uuid.uuid4()}.tmp", f".metadata.{uuid.uuid4()}.tmp"]
     for name in planted:
         (checkpoint / name).write_text("partial")
     report = inspect(lake, template)

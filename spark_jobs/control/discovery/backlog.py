@@ -1,0 +1,84 @@
+"""What waits for a stream that reads through discovery, without Spark: ``checkpoint inspect``'s backlog.
+
+The files found by the same bounded listing the stream makes (its window's cuts, its glob), minus those in its
+manifests, wait; the files of manifests planned after the last committed one are in flight. It costs what one
+trigger's discovery costs: O(window), never the history. No pyspark.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field, replace
+
+from spark_jobs.control.discovery.planner import Discovery
+from spark_jobs.control.discovery.settings import DiscoverySettings
+from spark_jobs.control.discovery.state import Window
+
+UTC = dt.timezone.utc
+
+
+def _iso(ms: int | None) -> str | None:
+    return None if ms is None else dt.datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="seconds")
+
+
+@dataclass
+class Backlog:
+    """A discovering stream's input, as it stands.
+
+    :param waiting: files found that no manifest holds yet.
+    :param in_flight: files of manifests planned after the last committed one.
+    :param ingested: files of committed manifests, in all (what a migration took over included).
+    :param listing: what the listing cost (requests, folders, seconds).
+    :param window: the window: stems, files remembered, the newest delivery, the oldest cut, the move from
+        Spark's file source, a start time.
+    :param queue: the notification queue's backlog, when the stream reads one.
+    :param last_poll: the stream's own last discovery (``status.json``).
+    """
+
+    waiting: int
+    in_flight: int
+    ingested: int
+    listing: dict = field(default_factory=dict)
+    window: dict = field(default_factory=dict)
+    queue: dict | None = None
+    last_poll: dict | None = None
+
+    def to_dict(self) -> dict:
+        return {"waiting": self.waiting, "in_flight": self.in_flight, "ingested": self.ingested,
+                "listing": self.listing, "window": self.window, "queue": self.queue, "last_poll": self.last_poll}
+
+
+def describe_window(window: Window, lookback_seconds: float) -> dict:
+    cuts = [cut for _, cut in window.stems.values()]
+    return {"manifest": window.id, "stems": len(window.stems), "files_remembered": len(window.seen),
+            "newest_delivery": _iso(window.newest_ms), "oldest_cut": _iso(min(cuts) if cuts else window.floor_ms),
+            "lookback_seconds": lookback_seconds, "start_at": _iso(window.floor_ms), "migrated": window.migrated}
+
+
+def waiting_files(settings: DiscoverySettings, window: Window | None = None) -> list:
+    """The files the stream of ``settings`` would find now and has not taken: a walk from its window's cuts."""
+    discovery = Discovery(replace(settings, queue_url=None))
+    if window is None:
+        window = discovery.log.window(settings.layout) if discovery.log.exists() else Window()
+    return discovery.walk(window).run().files
+
+
+def discovery_backlog(settings: DiscoverySettings, committed: int | None, planned: int | None) -> Backlog:
+    """The backlog of the stream of ``settings``, whose last committed manifest is ``committed`` and last planned
+    one ``planned`` (``None``: none yet)."""
+    discovery = Discovery(settings)
+    log = discovery.log
+    window = log.window(settings.layout, upto=planned if planned is not None else 0) if log.exists() else Window()
+    done = log.window(settings.layout, upto=committed).admitted if committed is not None and log.exists() else 0
+    status = log.status()
+    queue = None
+    if discovery.queue is not None:
+        queue = discovery.queue.backlog()
+        waiting = int(queue.get("visible") or 0)
+        listing = {"mode": "notifications"}
+    else:
+        found = discovery.walk(window).run()  # the window's seen files and what is behind a cut are left out
+        waiting = len(found.files)
+        listing = {"mode": "listing", **found.stats()}
+    return Backlog(waiting, window.admitted - done, done, listing, describe_window(window, settings.lookback_seconds),
+                   queue, status)

@@ -1,0 +1,93 @@
+"""File-notification mode for real: files land in a bucket whose S3 event notifications go to an SQS queue (both
+served by moto on 127.0.0.1, which sends the same event JSON S3 sends); the driver reads the queue, never
+lists the bucket. Two drivers are killed with kill -9 mid-batch, a third finishes: the tables hold every event
+once and exactly the quarantine of an uninterrupted run, an object deleted after its notification is
+quarantined as ``file_gone``, and every message ends deleted (spark_jobs/control/discovery/notifications.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import Counter
+
+import boto3
+
+from tools.sample_data import write_sample_landing
+from tests.conftest import PROJECT_ROOT
+from tests.spark_jobs.conftest import file_name
+from tests.spark_jobs.test_crash_recovery import _batch_ids, _kill_mid_batch
+
+VISIBILITY_SECONDS = 5
+
+
+def _queue(s3, bucket_name: str) -> tuple[object, str]:
+    """An SQS queue receiving the bucket's ``s3:ObjectCreated:*`` events; the client and the queue's URL."""
+    sqs = boto3.client("sqs", endpoint_url=s3.endpoint, region_name="us-east-1",
+                       aws_access_key_id=s3.access_key, aws_secret_access_key=s3.secret_key)
+    url = sqs.create_queue(QueueName=f"{bucket_name}-events")["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    s3.client().put_bucket_notification_configuration(Bucket=bucket_name, NotificationConfiguration={
+        "QueueConfigurations": [{"QueueArn": arn, "Events": ["s3:ObjectCreated:*"]}]})
+    return sqs, url
+
+
+def _messages(sqs, url: str) -> tuple[int, int]:
+    attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=[
+        "ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"])["Attributes"]
+    return int(attributes["ApproximateNumberOfMessages"]), int(attributes["ApproximateNumberOfMessagesNotVisible"])
+
+
+def test_notifications_reach_the_tables_exactly_once_across_two_kills_and_a_deleted_object_is_quarantined(
+        s3, s3_env, bucket, tmp_path, monkeypatch):
+    import deltalake
+
+    landing, lake = tmp_path / "landing", tmp_path / "lake"
+    manifest = write_sample_landing(landing, files=10, records_per_file=20, seed=3)
+    trail = bucket("trail")
+    name = trail.removeprefix("s3a://")
+    sqs, url = _queue(s3, name)
+    s3.upload(landing, name)
+    gone = "AWSLogs/111122223333/CloudTrail/us-east-1/2024/03/01/111122223333_CloudTrail_us-east-1_20240301T0900Z_gone.json.gz"
+    s3.client().put_object(Bucket=name, Key=gone, Body=b"{}")
+    s3.client().delete_object(Bucket=name, Key=gone)  # its notification stays in the queue
+    monkeypatch.setenv("CLOUDTRAIL_ETL_QUEUE_VISIBILITY_SECONDS", str(VISIBILITY_SECONDS))
+    command = [sys.executable, "-m", "spark_jobs", "run", "cloudtrail_etl", "--input", f"{trail}/AWSLogs/",
+               "--lake", str(lake), "--max-files-per-trigger", "3", "--queue-url", url]
+    checkpoint = lake / "checkpoints" / "cloudtrail_etl"
+
+    def start(n: int) -> subprocess.Popen:
+        return subprocess.Popen(command, cwd=PROJECT_ROOT, stdout=(tmp_path / f"run-{n}.log").open("w"),
+                                stderr=subprocess.STDOUT, start_new_session=True)
+
+    first = _kill_mid_batch(start(0), checkpoint, after_commits=1, delay=0.3)
+    second = _kill_mid_batch(start(1), checkpoint, after_commits=first[0] + 2, delay=0.0)
+    assert second[0] > first[0]
+    deadline = time.monotonic() + 60  # what the killed drivers had received comes back after its visibility timeout
+    while _messages(sqs, url)[1] and time.monotonic() < deadline:
+        time.sleep(0.5)
+    final = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600)
+    assert final.returncode == 0, final.stdout[-3000:] + final.stderr[-3000:]
+    assert _batch_ids(checkpoint / "offsets") == _batch_ids(checkpoint / "commits")
+
+    events = deltalake.DeltaTable(str(lake / "tables" / "cloudtrail_events")).to_pyarrow_table(
+        columns=["eventID"]).column("eventID").to_pylist()
+    assert Counter(events) == Counter(manifest.good_event_ids) and len(events) == len(set(events))
+    quarantine = deltalake.DeltaTable(str(lake / "tables" / "cloudtrail_quarantine")).to_pyarrow_table().to_pylist()
+    got = sorted((file_name(r["source_file"]), r["record_index"], r["reason"]) for r in quarantine)
+    assert got == sorted([(b.path.name, b.record_index, b.reason) for b in manifest.bad]
+                         + [(gone.rsplit("/", 1)[-1], None, "file_gone")])
+    # every message deleted: those of committed batches, the test event, the hidden and ignored names
+    assert _messages(sqs, url) == (0, 0)
+    status = json.loads((checkpoint / "discovery" / "status.json").read_text())
+    assert status["mode"] == "notifications" and status["queue"]["visible"] == 0
+    inspect = subprocess.run([sys.executable, "-m", "spark_jobs", "checkpoint", "inspect", "cloudtrail_etl", "--lake",
+                              str(lake), "--input", f"{trail}/AWSLogs/", "--json"], cwd=PROJECT_ROOT,
+                             capture_output=True, text=True, timeout=120,
+                             env={**os.environ, "CLOUDTRAIL_ETL_QUEUE_URL": url})
+    report = json.loads(inspect.stdout)
+    assert report["discovery"]["queue"]["visible"] == 0 and report["backlog_files"] == 0
+    assert s3.secret_key not in json.dumps(report) + final.stdout + final.stderr
