@@ -61,6 +61,7 @@ FAST_TIER = (
     "spark_jobs/checkpoint/test_lease.py",
     "spark_jobs/checkpoint/test_logs.py",
     "spark_jobs/kafka/test_kafka_connection.py",
+    "spark_jobs/model/test_key_layout.py",
     "spark_jobs/monitoring/test_health_and_status.py",
     "spark_jobs/object_store/test_settings.py",
     "spark_jobs/supervision/test_policy_and_state.py",

@@ -111,6 +111,7 @@ class KeyLayout:
         from spark_jobs.model.times import duration_seconds
 
         duration_seconds(self.lookback, "key layout lookback")
+        _ = self._name  # a name pattern that is not a regular expression fails here, when declared
 
     @cached_property
     def _name(self) -> re.Pattern | None:

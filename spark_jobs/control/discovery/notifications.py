@@ -77,8 +77,14 @@ class NotificationQueue:
         self.budget: int | None = None
 
     def prepare_available_now(self) -> None:
-        """An available-now run reads at most the messages the queue holds now (it ends however fast more come)."""
+        """An available-now run takes at most as many messages as the queue holds now (it ends however fast more
+        come): each message admitted or dropped counts against that budget; a message released for a later
+        micro-batch does not."""
         self.budget = int(self.backlog().get("visible") or 0)
+
+    def _spend(self, messages: int) -> None:
+        if self.budget is not None:
+            self.budget = max(0, self.budget - messages)
 
     def _reason(self, record: dict) -> tuple[str | None, str | None]:
         """Why an event record is not an input file (``None`` if it is one), and its key."""
@@ -108,14 +114,13 @@ class NotificationQueue:
         want = max_files if self.budget is None else min(max_files, self.budget)
         while len(found) < want:
             polls += 1
-            reply = self.client.receive_message(QueueUrl=self.queue_url, MaxNumberOfMessages=RECEIVE_BATCH,
+            reply = self.client.receive_message(QueueUrl=self.queue_url,
+                                                MaxNumberOfMessages=min(RECEIVE_BATCH, want - len(found)),
                                                 WaitTimeSeconds=0, VisibilityTimeout=self.visibility_seconds,
                                                 AttributeNames=["SentTimestamp"])
             messages = reply.get("Messages") or []
             if not messages:
                 break
-            if self.budget is not None:
-                self.budget = max(0, self.budget - len(messages))
             for message in messages:
                 sent = int((message.get("Attributes") or {}).get("SentTimestamp") or 0) or None
                 if sent is not None:
@@ -128,6 +133,7 @@ class NotificationQueue:
                     self.receipts.setdefault(candidate.key, []).append(message["ReceiptHandle"])
         if drop:
             self.delete(drop)
+            self._spend(len(drop))
         stats = {"mode": "notifications", "received": len(found), "polls": polls, "requests": polls + bool(drop),
                  "dropped": dict(self.dropped), "seconds": round(time.monotonic() - started, 3)}
         return found, stats
@@ -171,6 +177,7 @@ class NotificationQueue:
                 for r in receipts]
         if done:
             self.delete(done)
+        self._spend(len(done) + sum(len(self.receipts.get(key, ())) for key in admitted))
         for key in waiting:
             for receipt in self.receipts.get(key, ()):
                 try:

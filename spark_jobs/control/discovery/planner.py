@@ -230,16 +230,20 @@ class Discovery:
                         dict(admission.listing.get("dropped") or {}))
 
     def _admit(self, window: Window, max_files: int | None) -> Admission:
-        """The files found that are new: not seen, not behind the cut (an explicit file list has no cut), not
-        modified after an available-now run began; oldest delivery first (newest first with ``latest_first``)."""
+        """The files found that are new: not seen, not behind their stem's cut, not modified after an available-now
+        run began; oldest delivery first (newest first with ``latest_first``). A file of an explicit list or of a
+        notification is new by what it is, whatever its time: notifications come in any order, and a file
+        listed late by its stem's cut would otherwise be dropped (a duplicate notification of a file forgotten
+        by the window is read again; the tables' unique keys keep its rows once)."""
         found, stats = self._find(window, max_files)
         layout = self.settings.layout
+        by_time = not (self.settings.file_list or self.queue is not None)
         fresh: dict[str, Candidate] = {}
         behind = 0
         for candidate in found:
             if candidate.key in window.seen or candidate.key in fresh:
                 continue
-            cut = None if self.settings.file_list else window.cut_of(layout.stem(candidate.key))
+            cut = window.cut_of(layout.stem(candidate.key)) if by_time else None
             if cut is not None and candidate.delivered_ms < cut:
                 behind += 1
                 continue
