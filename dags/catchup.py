@@ -39,6 +39,7 @@ from datetime import datetime, timedelta, timezone
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import DAG, Asset, Param, task
 
+from spark_jobs.control.discovery.settings import uses_discovery
 from spark_jobs.launch.submit import Submission
 from spark_jobs.model.jobs import JobSpec
 from spark_jobs.registry import JOBS
@@ -87,6 +88,14 @@ def build_catchup_dag(job: JobSpec) -> DAG:
                 description="Input files per micro-batch in this run. Empty: the registry's "
                             "maxFilesPerTrigger.",
             ),
+            **({"start_at": Param(
+                None,
+                type=["null", "string"],
+                title="Start at (first run only)",
+                description="A new checkpoint skips the files delivered before this time: 'now', or an ISO-8601 "
+                            "time (UTC). Its history is not listed; load it with the backfill DAG. Ignored once the "
+                            "job has a checkpoint.",
+            )} if uses_discovery(job) else {}),
         },
     ) as dag:
 
@@ -100,7 +109,7 @@ def build_catchup_dag(job: JobSpec) -> DAG:
 
             try:
                 planned = plan_run(job.name, params["input"], params["max_files_per_trigger"], dag_run.run_type,
-                                   (data_interval_start, data_interval_end))
+                                   (data_interval_start, data_interval_end), params.get("start_at"))
             except BackfillRefused as exc:
                 raise AirflowFailException(f"refused, nothing was run: {exc}") from None
             if planned["kind"] == "backfill":

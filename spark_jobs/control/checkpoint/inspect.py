@@ -617,7 +617,14 @@ def _discovery_backlog(report: CheckpointReport, job: JobSpec, checkpoint: Locat
     report.in_flight_files = backlog.in_flight
     report.ingested_files = backlog.ingested
     report.too_old_files = 0
-    report.discovery = backlog.to_dict()
+    from spark_jobs.control.discovery.reconcile import last_report
+
+    report.discovery = {**backlog.to_dict(), "last_reconcile": last_report(_lake_root(checkpoint), job.name)}
+
+
+def _lake_root(checkpoint: Location) -> str:
+    """The lake root a checkpoint folder (``<lake>/checkpoints/<job>``) lies in."""
+    return checkpoint.url.rsplit("/", 2)[0]
 
 
 def _delta_backlog(report: CheckpointReport, table: Location, entries: dict[int, OffsetsEntry], committed: int) -> None:

@@ -33,7 +33,7 @@ DEFAULT_VISIBILITY_SECONDS = 60
 class DiscoverySettings:
     """How a stream finds its files.
 
-    :param job: the registry job (its layout).
+    :param job: the registry job (its layout), or a writer's stream of it (``job@writer``).
     :param root: the landing: a folder, ``file:`` URL or ``s3a://bucket/prefix``.
     :param checkpoint: the stream's checkpoint (its ``discovery/`` log).
     :param glob: the file-name filter (the job's ``pathGlobFilter``), or ``None``.
@@ -70,7 +70,7 @@ class DiscoverySettings:
     def layout(self) -> KeyLayout | None:
         from spark_jobs.registry import get_job
 
-        return getattr(get_job(self.job).source, "layout", None)
+        return getattr(get_job(self.job.split("@", 1)[0]).source, "layout", None)  # a writer's stream: job@writer
 
     @property
     def lookback_seconds(self) -> float:

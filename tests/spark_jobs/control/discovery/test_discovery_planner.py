@@ -185,3 +185,21 @@ def test_a_file_source_checkpoint_is_taken_over_without_a_file_lost_or_read_twic
     window = DiscoveryLog(Location.of(str(checkpoint))).window(JOB.source.layout)
     assert window.migrated["log_offset"] == 2 and window.migrated["files"] == 4 and window.admitted == 5
     assert discovery(root, checkpoint).latest(end, None) == end  # nothing new after the move
+
+
+def test_copies_of_old_logs_are_read_whatever_their_modification_times(landing):
+    """Spark's file source forgot files whose modification time lay more than ``maxFileAge`` behind the newest it
+    had seen: historical logs copied with their S3 times were skipped without a word. Discovery dates files by
+    their keys: a backfill resumed after more copies landed reads them."""
+    import os
+    import time
+
+    root, checkpoint = landing
+    moment = dt.datetime(2024, 3, 1, 8, 0, tzinfo=UTC)
+    first = deliver(root, moment, tag="a")
+    end, batches = drain(discovery(root, checkpoint), offset(0))
+    copies = [deliver(root, moment, tag=tag) for tag in ("b", "c")]
+    thirty_days_ago = time.time() - 30 * 24 * 3600
+    for key in copies:
+        os.utime(key.removeprefix("file:"), (thirty_days_ago, thirty_days_ago))
+    assert batches == [[first]] and drain(discovery(root, checkpoint), end)[1] == [copies]
