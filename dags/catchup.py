@@ -39,7 +39,6 @@ from datetime import datetime, timedelta, timezone
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import DAG, Asset, Param, task
 
-from spark_jobs.control.discovery.settings import uses_discovery
 from spark_jobs.launch.submit import Submission
 from spark_jobs.model.jobs import JobSpec
 from spark_jobs.registry import JOBS
@@ -95,7 +94,7 @@ def build_catchup_dag(job: JobSpec) -> DAG:
                 description="A new checkpoint skips the files delivered before this time: 'now', or an ISO-8601 "
                             "time (UTC). Its history is not listed; load it with the backfill DAG. Ignored once the "
                             "job has a checkpoint.",
-            )} if uses_discovery(job) else {}),
+            )} if job.discovers_files else {}),
         },
     ) as dag:
 

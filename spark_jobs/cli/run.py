@@ -77,9 +77,7 @@ def discovery_arguments(job, args: argparse.Namespace) -> dict:
     given = {"start_at": args.start_at, "lookback": args.lookback, "queue_url": args.queue_url}
     if not any(given.values()):
         return {}
-    from spark_jobs.control.discovery.settings import uses_discovery
-
-    if not uses_discovery(job):
+    if not job.discovers_files:
         flags = ", ".join(f"--{k.replace('_', '-')}" for k, v in given.items() if v)
         raise UsageError(f"{flags}: job {job.name} does not discover files by a key layout ({job.source.describe()})")
     import datetime as dt

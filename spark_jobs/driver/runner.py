@@ -289,10 +289,10 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
         prepare_source(spark, job, options.input_path)
     summary = RunSummary(job=job.name, trigger=options.trigger.spec, rows={t.name: 0 for t in job.tables})
     per_run: dict = {}  # made on the first batch: the writer
-    from spark_jobs.control.discovery.settings import run_settings, uses_discovery
+    from spark_jobs.control.discovery.settings import run_settings
 
     # A job reading through discovery: each batch's files are known from its manifests, before anything is read.
-    discovery = run_settings(job, options) if uses_discovery(job) else None
+    discovery = run_settings(job, options) if job.discovers_files else None
     batch_files: dict[int, int] = {}
     batch_rows: dict[int, tuple[dict[str, int], dict[str, int]]] = {}  # carried and inserted, per batch
 

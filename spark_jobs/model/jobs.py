@@ -122,6 +122,12 @@ class JobSpec:
         return self.source.kind == "files" and all(table.write_mode == "insert" for table in self.tables)
 
     @property
+    def discovers_files(self) -> bool:
+        """Whether the job finds its input files by discovery: a file source that declares a key layout
+        (:mod:`spark_jobs.control.discovery`, docs/discovery.md); else Spark's own file source lists them."""
+        return self.source.kind == "files" and getattr(self.source, "layout", None) is not None
+
+    @property
     def module(self) -> str:
         """The dotted module holding the job's ``transform`` and ``OUTPUTS`` (:class:`~spark_jobs.jobs.JobModule`)."""
         return f"spark_jobs.jobs.{self.name}"
