@@ -27,6 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "with backfill")
     parser.add_argument("--lookback", metavar="DURATION", help="a file job's discovery window behind the newest "
                         "delivery (e.g. '6 hours'; default: $<JOB>_LOOKBACK, else the key layout's)")
+    parser.add_argument("--standby", action="store_true", help="a continuous run: start, warm up, wait for the "
+                        "checkpoint's lease and take over the moment it is free (a warm standby of a running driver)")
     parser.add_argument("--queue-url", help="a file job on a bucket: read its S3 event notifications from this SQS "
                         "queue instead of listing (default: $<JOB>_QUEUE_URL)")
 
@@ -62,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     if args.lease_ttl is not None and args.lease_ttl <= 0:
         raise UsageError(f"--lease-ttl must be a number of seconds > 0, got {args.lease_ttl:g}")
     run_options = RunOptions(resolve_input(job, args.input, args.lake), Lake.at(args.lake), trigger, options,
-                             lease_ttl_seconds=args.lease_ttl, **discovery_arguments(job, args))
+                             lease_ttl_seconds=args.lease_ttl, standby=args.standby, **discovery_arguments(job, args))
     configure_logging()
     summary = run_streaming(job, run_options)
     print(summary.to_json())

@@ -241,11 +241,17 @@ def run_streaming(job: JobSpec, options: RunOptions, spark: SparkSession | None 
     from spark_jobs.control.checkpoint.lease import Lease
 
     started = time.monotonic()
+    details = {"checkpoint": str(options.checkpoint_path(job.name)), "trigger": options.trigger.spec}
+
+    def acquire() -> Lease:
+        return Lease.acquire(str(options.control_path(job.name)), options.stream_name(job.name),
+                             options.lease_ttl_seconds or job.health.lease_ttl_seconds, details=dict(details))
+
+    if options.standby:
+        return _run_standby(job, options, spark, acquire, details, started)
     # The single-writer lease, before anything else (LeaseHeld: another driver is live; exit 3).
     # Its pid is this Python driver's: the one a supervisor sends SIGTERM to for a graceful stop.
-    details = {"checkpoint": str(options.checkpoint_path(job.name)), "trigger": options.trigger.spec}
-    lease = Lease.acquire(str(options.control_path(job.name)), options.stream_name(job.name),
-                          options.lease_ttl_seconds or job.health.lease_ttl_seconds, details=dict(details))
+    lease = acquire()
     keeper = _LeaseKeeper(lease, details).start()
     from spark_jobs.control.nothing_new import nothing_to_do
 
@@ -262,6 +268,40 @@ def run_streaming(job: JobSpec, options: RunOptions, spark: SparkSession | None 
     finally:
         stopper.restore()
         keeper.finish()
+
+
+def _run_standby(job: JobSpec, options: RunOptions, spark: SparkSession | None, acquire, details: dict,
+                 started: float) -> RunSummary:
+    """A warm standby (:mod:`spark_jobs.driver.standby`): session, tables and a warm-up first, then the lease as soon
+    as it is free, then the query as any driver runs it. A signal before the lease ends it at once."""
+    from spark_jobs.driver import standby
+    from spark_jobs.driver.session import build_session
+
+    if options.trigger.available_now:
+        raise UsageError("--standby is for a continuous run (a processing-time trigger): an available-now run ends")
+    refuse_old_layout(options.lake, [t.name for t in job.tables])
+    stopper = _GracefulStop()
+    stopper.install()  # until the query starts, a signal exits at once: a standby holds nothing
+    try:
+        spark = spark or build_session(job.name, ui=True)
+        warm = standby.warm_up(spark, job, options)
+        standby.announce(options, job, warm)
+        log.info("standby for %s: warm in %.1f s; waiting for the checkpoint's lease", job.name, warm)
+        lease = standby.wait_for_lease(acquire, stopped=lambda: stopper.signal_name is not None)
+        standby.withdraw(options, job)
+        if lease is None:
+            return RunSummary(job=job.name, trigger=options.trigger.spec, stopped_by=stopper.signal_name,
+                              seconds=round(time.monotonic() - started, 2))
+        log.info("standby for %s: took the lease (generation %s) %.1f s after it started", job.name,
+                 getattr(lease.info, "generation", "?"), time.monotonic() - started)
+        keeper = _LeaseKeeper(lease, details).start()
+        try:
+            return _run_query(job, options, spark, keeper, stopper, started)
+        finally:
+            keeper.finish()
+    finally:
+        standby.withdraw(options, job)
+        stopper.restore()
 
 
 def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, keeper: _LeaseKeeper,
