@@ -98,7 +98,7 @@ ACCOUNTS = DimensionSpec(
 # removes rows) is skipped rather than failing the stream; OPTIMIZE commits carry no data change and
 # are never read.
 EVENTS_STREAM_OPTIONS = {"maxFilesPerTrigger": "1000", "skipChangeCommits": "true"}
-# The accounts file's columns the analytics tables add to each row (spark_jobs.driver.dimensions.enrich).
+# The accounts file's columns the analytics tables add to each row (spark_jobs.transforms.enrich).
 ACCOUNT_COLUMNS = "account_name STRING, owner_team STRING, environment STRING, account_known BOOLEAN"
 # The state store transformWithStateInPandas needs (and the one that keeps large state off the heap).
 ROCKSDB = {"spark.sql.streaming.stateStore.providerClass":
