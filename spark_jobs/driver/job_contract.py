@@ -52,7 +52,9 @@ Select = Callable[[DataFrame, "Optional[BatchContext]"], DataFrame]
 class JobModule(Protocol):
     """The shape of a job module (see the module docstring).
 
-    :ivar OUTPUTS: one select per table of the job's registry entry, in the registry's order.
+    :ivar OUTPUTS: one select per table of the job's registry entry, in the registry's order. A file log type's
+        module holds only ``transform``: the driver derives its two selects from its registry entry
+        (:func:`spark_jobs.driver.job_modules.job_module`).
     """
 
     OUTPUTS: Mapping[str, Select]

@@ -1,8 +1,9 @@
 """A job's module and its tables as the driver sees them: the module, the write targets, the schemas.
 
 :func:`job_module` imports ``spark_jobs.jobs.<job>`` and gives what the driver writes from (a
-:class:`~spark_jobs.driver.job_contract.JobModule`: the module's ``transform`` and one select per table, each
-conformed to its table's declared schema); :func:`table_targets` turns the registry's tables into write targets;
+:class:`~spark_jobs.driver.job_contract.JobModule`: the module's ``transform`` and one select per table, the
+module's ``OUTPUTS`` or, for a file log type, derived from its declaration, each conformed to its table's declared
+schema); :func:`table_targets` turns the registry's tables into write targets;
 :func:`output_schemas` gives each table's schema (to create it empty before the first batch); :func:`transform_batch`
 computes every table in batch, nothing written (tests, tools).
 """
@@ -28,6 +29,7 @@ from spark_jobs.driver.source_readers import read_files, read_source, source_sch
 from spark_jobs.driver.write.delta_writer import TableTarget, create_tables
 from spark_jobs.driver.write.rows import table_rows
 from spark_jobs.transforms.conform import conform, table_schema
+from spark_jobs.transforms.quarantine import log_type_selects
 
 log = logging.getLogger("spark_jobs")
 
@@ -46,12 +48,22 @@ class LoadedJob:
 
 
 def job_module(job: JobSpec) -> LoadedJob:
-    """The job's module (``spark_jobs.jobs.<job>``) as the driver writes from it: its ``transform`` and its selects.
+    """The job's module (``spark_jobs.jobs.<job>``) as the driver writes from it: its ``transform`` and its selects
+    (a file log type's from its registry entry: :func:`~spark_jobs.transforms.quarantine.log_type_selects`).
 
-    :raises ValueError: for a module without a select for one of the job's tables, naming both.
+    :raises ValueError: for a module without a select for one of the job's tables, or a file log type's module
+        that declares selects of its own, naming the module and the fix.
     """
     module = importlib.import_module(job.module)
-    selects = module.OUTPUTS
+    selects = getattr(module, "OUTPUTS", None)
+    if job.log_type is not None:
+        if selects is not None:
+            raise ValueError(f"job {job.name} is a file log type: its selects come from its registry entry; drop "
+                             f"OUTPUTS from {job.module}")
+        selects = log_type_selects(job.log_type)
+    elif selects is None:
+        raise ValueError(f"job {job.name}: {job.module} has no OUTPUTS; give it one select per table, or declare the "
+                         "job with file_log_type() when it is a log of files with events and a quarantine")
     missing = [t.name for t in job.tables if t.name not in selects]
     if missing:
         raise ValueError(f"job {job.name}: {job.module}.OUTPUTS has no select for table {missing[0]}; give it one "
