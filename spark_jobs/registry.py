@@ -14,7 +14,7 @@ from typing import Mapping
 from spark_jobs.model.errors import UsageError
 from spark_jobs.model.catchup import CatchupTrigger
 from spark_jobs.model.forwards import ForwardSpec
-from spark_jobs.model.jobs import JobSpec, check_jobs
+from spark_jobs.model.jobs import JobSpec, check_jobs, file_log_type
 from spark_jobs.model.kafka_connection import REDACTION_REGEX
 from spark_jobs.model.layout import KeyLayout
 from spark_jobs.model.oncall import OncallAction, check_actions
@@ -252,51 +252,21 @@ CLOUDTRAIL_KAFKA = JobSpec(
     source_file_column="_source_file",
 )
 
-COWRIE_HONEYPOT = JobSpec(
-    name="cowrie_honeypot",
+COWRIE_HONEYPOT = file_log_type(
+    "cowrie", name="cowrie_honeypot", tags=("honeypot",), continuous_trigger="processing-time:30s",
     description="Cowrie SSH/telnet honeypot JSON logs -> one typed row per event (connections, logins, commands, "
                 "downloads), bad lines quarantined",
-    default_input="landing/cowrie",
-    # Cowrie rotates its log daily to cowrie.json.YYYY-MM-DD (gzipped or not), one folder per sensor.
-    source=FileSource("binaryFile", layout=KeyLayout(name=r"\.json\.{YYYY}-{MM}-{DD}", lookback="2 days")),
-    tables=(
-        TableSpec(
-            name="cowrie_events",
-            partition_by=("date",),
-            description="one row per honeypot event (event_id: sensor, session, eventid and timestamp), every "
-                        "shape's fields typed, partitioned by event date (UTC)",
-            stats_columns=("timestamp", "eventid", "session", "src_ip", "username"),
-            # One row per event (event_id: see spark_jobs.jobs.cowrie_honeypot); its date comes from the same
-            # timestamp in every delivery and bounds the merge to the batch's dates. Among one batch's
-            # deliveries of an event, the first in file and line order is kept.
-            unique_key=("event_id", "date"),
-            first_by=("_source_file", "_line_number"),
-            source_file="_source_file",
-            route="reason IS NULL",
-        ),
-        TableSpec(
-            name="cowrie_quarantine",
-            partition_by=("ingest_date",),
-            description="lines of the honeypot's logs that could not be ingested, with the reason and the raw line",
-            quarantine=True,
-            # One row per line and reason (every row has its line number, a damaged gzip's too).
-            unique_key=("source_file", "line_number", "reason"),
-            source_file="source_file",
-            route="reason IS NOT NULL",
-        ),
-    ),
-    file_source_options={
-        # Cowrie's daily rotated files (cowrie.json.2018-05-19, gzipped or not), one sub-folder per
-        # sensor; never the live cowrie.json, which is still being written.
-        "recursiveFileLookup": "true",
-        "pathGlobFilter": "{*.json.????-??-??,*.json.????-??-??.gz}",
-        "maxFilesPerTrigger": "100",
-        "latestFirst": "false",
-    },
-    schedule="@hourly",
-    tags=("cowrie", "honeypot", "streaming"),
-    continuous_trigger="processing-time:30s",
-    source_file_column="_source_file",
+    # Cowrie rotates its log daily to cowrie.json.YYYY-MM-DD (gzipped or not), one sub-folder per sensor; never the
+    # live cowrie.json, which is still being written.
+    layout=KeyLayout(name=r"\.json\.{YYYY}-{MM}-{DD}", lookback="2 days"),
+    glob="{*.json.????-??-??,*.json.????-??-??.gz}",
+    # event_id: sensor, session, eventid and timestamp (spark_jobs.transforms.cowrie.parse); eventid: what a bad line
+    # claimed. A line's number is its place (every quarantined line has one, a damaged gzip's too).
+    key="event_id", position="line_number", identity="eventid",
+    events="one row per honeypot event (event_id: sensor, session, eventid and timestamp), every shape's fields "
+           "typed, partitioned by event date (UTC)",
+    quarantine="lines of the honeypot's logs that could not be ingested, with the reason and the raw line",
+    stats_columns=("timestamp", "eventid", "session", "src_ip", "username"),
 )
 
 # Checked as it loads: an inconsistent declaration fails here, naming it (RegistryError).
