@@ -55,6 +55,9 @@ DUPLICATE_KEY = "duplicate_key"
 
 # A row's line in its file (the position its quarantine row keeps as ``line_number``).
 LINE_NUMBER = "_line_number"
+# The columns every row has after its fields: what was not typed, where the line is, and the verdict.
+_LINE_COLUMNS = (("_rescued_data", STRING), (PARSED_SOURCE_FILE, STRING), (LINE_NUMBER, INT), (REASON, STRING),
+                 ("detail", STRING), ("raw", STRING))
 _MAX_DETAIL = 300
 _ROWS_PER_ARROW_BATCH = 10_000
 _ISO_TIME = r"\A(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?(Z|[+-]\d\d:%s\d\d)\Z"
@@ -171,6 +174,12 @@ class JsonLinesLog:
     def __post_init__(self) -> None:
         if self.fields.get(self.kind) != STRING:
             raise ValueError(f"the kind field {self.kind!r} must be a STRING field of the log type")
+        names = [*self.fields, *self.nested]
+        taken = sorted(set(names) & {column for column, _ in (*self._event_columns, *_LINE_COLUMNS)}
+                       | {name for name in names if names.count(name) > 1})
+        if taken:
+            raise ValueError(f"the column {taken[0]!r} of the log type is the platform's or declared twice; name the "
+                             "field's column otherwise (a nested column), or drop it")
 
     @property
     def missing_kind(self) -> str:
@@ -265,13 +274,16 @@ class JsonLinesLog:
     # ---- The same, inside Spark ----
 
     @property
+    def _event_columns(self) -> tuple[tuple[str, str], ...]:
+        return (self.key, STRING), (self.time, TIMESTAMP), (EVENT_DATE, "date")
+
+    @property
     def columns(self) -> tuple[tuple[str, str], ...]:
-        """Every column of the parser's rows, with its Spark type: the events table's, then the verdict's."""
+        """Every column of the parser's rows, with its Spark type: the key, the time and its date, the typed fields,
+        then the columns of every line (:data:`_LINE_COLUMNS`)."""
         typed = [(name, STRING if kind == JSON else kind) for name, kind in
                  (*self.fields.items(), *((column, kind) for column, (_, kind) in self.nested.items()))]
-        return ((self.key, STRING), (self.time, TIMESTAMP), (EVENT_DATE, "date"), *typed, ("_rescued_data", STRING),
-                (PARSED_SOURCE_FILE, STRING), (LINE_NUMBER, INT), (REASON, STRING), ("detail", STRING),
-                ("raw", STRING))
+        return (*self._event_columns, *typed, *_LINE_COLUMNS)
 
     @property
     def ddl(self) -> str:
