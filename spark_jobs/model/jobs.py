@@ -194,7 +194,8 @@ def file_log_type(log_type: str, *, name: str, description: str, layout: KeyLayo
     :param identity: the parser's column of what a quarantined record claimed to be.
     :param events: the events table's description.
     :param quarantine: the quarantine table's description.
-    :param position_may_be_null: a file-level problem has no position (see :class:`~spark_jobs.model.log_types.LogType`).
+    :param position_may_be_null: a file-level problem has no position
+        (see :class:`~spark_jobs.model.log_types.LogType`).
     :param files_per_trigger: files per micro-batch (``maxFilesPerTrigger``).
     :param tags: DAG tags after the log type's name (``streaming`` comes last).
     :param stats_columns: the events table's (see :class:`~spark_jobs.model.tables.TableSpec`).

@@ -1,4 +1,4 @@
-"""A JSON-lines log file to one typed row per line: the half of a JSON-lines log type's parser that every such log shares.
+"""A JSON-lines log file to one typed row per line: the half of a JSON-lines log's parser that every such log shares.
 
 Cowrie and Suricata's EVE write one JSON object per line, each naming what happened (Cowrie's ``eventid``,
 EVE's ``event_type``) and when (``timestamp``). A log type declares what differs (:class:`JsonLinesLog`: its
@@ -84,7 +84,7 @@ def parse_time(value: object, compact_offsets: bool = False) -> dt.datetime | No
 
 
 def utc_micros(moment: dt.datetime) -> str:
-    """``moment`` as ``YYYY-MM-DDTHH:MM:SS.ffffffZ`` (UTC): one text per instant, whatever zone or fraction it came in."""
+    """``moment`` as ``YYYY-MM-DDTHH:MM:SS.ffffffZ`` (UTC): one text per instant, whatever its zone or fraction."""
     return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
@@ -204,7 +204,8 @@ class JsonLinesLog:
     def quarantined(self, reason: str, detail: str, record: dict | None = None) -> dict:
         """A quarantined line's columns: ``reason``, ``detail`` and the kind it claimed, if a string."""
         claimed = record.get(self.kind) if record is not None else None
-        return {REASON: reason, "detail": detail[:_MAX_DETAIL], self.kind: claimed if isinstance(claimed, str) else None}
+        claimed = claimed if isinstance(claimed, str) else None
+        return {REASON: reason, "detail": detail[:_MAX_DETAIL], self.kind: claimed}
 
     def parse_line(self, text: str) -> dict:
         """One non-blank line to the columns of its row: the event's, or a quarantine ``reason`` and ``detail``
