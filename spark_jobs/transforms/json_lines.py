@@ -3,7 +3,8 @@
 Cowrie and Suricata's EVE write one JSON object per line, each naming what happened (Cowrie's ``eventid``,
 EVE's ``event_type``) and when (``timestamp``). A log type declares what differs (:class:`JsonLinesLog`: its
 typed fields, which field names the kind of event, how an event is identified); this module does the rest
-the same way for each, and :meth:`JsonLinesLog.transform` is the log type's pure ``transform``.
+the same way for each, and :meth:`JsonLinesLog.transform` is the log type's pure ``transform`` (a job
+module's: ``transform = COWRIE.transform``).
 
 **Why whole files (``binaryFile``) and not Spark's ``text`` source.** Each file is decoded here
 (:meth:`JsonLinesLog.split_file`): gzip by content (:mod:`spark_jobs.transforms.gzip_stream`: a truncated
@@ -41,6 +42,8 @@ from spark_jobs.transforms.gzip_stream import decompress
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
+
+    from spark_jobs.model.jobs import JobSpec
 
 # ---- The types of a line's fields (Spark's names; JSON: an object or array as its JSON text) --------------
 STRING, INT, LONG, DOUBLE, BOOLEAN, STRINGS = "string", "int", "bigint", "double", "boolean", "array<string>"
@@ -317,10 +320,11 @@ class JsonLinesLog:
         if columns[PARSED_SOURCE_FILE]:
             yield pa.RecordBatch.from_pydict(columns, schema=schema)
 
-    def transform(self, files: "DataFrame") -> "DataFrame":
+    def transform(self, files: DataFrame, job: JobSpec | None = None) -> DataFrame:
         """Log files to one row per non-blank line, with every column of the events and quarantine tables.
 
         :param files: rows of Spark's ``binaryFile`` source (``path``, ``content``), batch or streaming.
+        :param job: the registry entry (not used: a job module's ``transform`` takes it).
         :returns: ``reason`` is NULL for an event; a quarantined line has its ``reason``, ``detail`` and ``raw``.
         """
         return files.select("path", "content").mapInArrow(self.split_batches, self.ddl)

@@ -34,16 +34,10 @@ Every field of the 14 real shapes has a column: ``_rescued_data`` is NULL for al
 from __future__ import annotations
 
 import datetime as dt
-from typing import TYPE_CHECKING
 
 from spark_jobs.transforms.json_lines import (
     BOOLEAN, DOUBLE, INT, LONG, STRING, STRINGS, JsonLinesLog, sha256_of, utc_micros,
 )
-
-if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
-
-    from spark_jobs.model.jobs import JobSpec
 
 # name -> the Spark type of its column. A value of another JSON type goes to _rescued_data.
 FIELDS = {
@@ -73,13 +67,5 @@ def event_id(row: dict, record: dict, moment: dt.datetime) -> str:
 
 COWRIE = JsonLinesLog(kind="eventid", fields=FIELDS, event_key=event_id)
 REASONS = COWRIE.reasons
-
-
-def transform(files: DataFrame, job: JobSpec) -> DataFrame:
-    """Cowrie log files to one row per non-blank line, with every column of both output tables.
-
-    :param files: rows of Spark's ``binaryFile`` source (``path``, ``content``), batch or streaming.
-    :param job: the registry entry (not used).
-    :returns: ``reason`` is NULL for an event; a quarantined line has its ``reason``, ``detail`` and ``raw``.
-    """
-    return COWRIE.transform(files)
+# Cowrie log files (Spark's binaryFile rows) to one row per non-blank line, every column of both tables.
+transform = COWRIE.transform
