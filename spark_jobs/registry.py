@@ -269,9 +269,25 @@ COWRIE_HONEYPOT = file_log_type(
     stats_columns=("timestamp", "eventid", "session", "src_ip", "username"),
 )
 
+SURICATA_EVE = file_log_type(
+    "suricata", name="suricata_eve", tags=("ids",), continuous_trigger="processing-time:30s",
+    description="Suricata EVE JSON logs -> one typed row per event (alerts, flows, DNS, HTTP, TLS, ... stats), bad "
+                "lines quarantined",
+    # Rotated by logrotate (eve.json-YYYYMMDD, eve.json.YYYY-MM-DD) or by Suricata (eve-YYYY-MM-DD-HHMM.json), gzipped
+    # or not; a name without a date (eve.json, a pcap run's) is dated by its modification time (docs/suricata-eve.md).
+    layout=KeyLayout(name=r"(?:\.json[.-]|-){YYYY}-?{MM}-?{DD}(?:-{hh}(?::?{mm}(?::?{ss})?)?)?", lookback="2 days"),
+    glob="{*.json,*.json.gz,*.json.[0-9][0-9][0-9][0-9]*,*.json-[0-9][0-9][0-9][0-9]*}",
+    # event_id: host, flow_id, event_type, timestamp, tx_id and the event's object (transforms/suricata/parse.py)
+    key="event_id", position="line_number", identity="event_type",
+    events="one row per EVE event (event_id: host, flow, event type, time, transaction and object), the shared "
+           "fields and each type's stable ones typed, every object as JSON text, partitioned by event date (UTC)",
+    quarantine="lines of the EVE logs that could not be ingested, with the reason and the raw line",
+    stats_columns=("timestamp", "event_type", "src_ip", "dest_ip", "dest_port", "flow_id", "alert_signature_id"),
+)
+
 # Checked as it loads: an inconsistent declaration fails here, naming it (RegistryError).
 JOBS: Mapping[str, JobSpec] = check_jobs((CLOUDTRAIL_ETL, CLOUDTRAIL_ACTIVITY, CLOUDTRAIL_ALERTS, WORD_COUNT,
-                                          CLOUDTRAIL_KAFKA, COWRIE_HONEYPOT))
+                                          CLOUDTRAIL_KAFKA, COWRIE_HONEYPOT, SURICATA_EVE))
 
 # Lake tables forwarded to Kafka topics for other systems (python -m spark_jobs forward NAME; at least once,
 # keyed so that consumers drop duplicates: see spark_jobs.driver.forward).
