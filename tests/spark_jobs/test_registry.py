@@ -193,9 +193,10 @@ def test_a_table_several_jobs_write_is_declared_identically_by_each():
 def test_file_log_type_makes_cloudtrail_etls_entry_from_its_facts():
     """CLOUDTRAIL_ETL, spelled out field by field in the registry, is what file_log_type makes of a few facts:
     converting it is this call, and its module keeping only transform (its two selects are the derived ones, with
-    the same raw-text cut)."""
+    the same raw-text cut; the driver refuses a log type's module that still declares its own)."""
     from dataclasses import replace
 
+    from spark_jobs.driver.job_modules import job_module
     from spark_jobs.model.jobs import file_log_type
     from spark_jobs.registry import CLOUDTRAIL_ETL, CLOUDTRAIL_LAYOUT
     from spark_jobs.transforms import quarantine
@@ -212,6 +213,22 @@ def test_file_log_type_makes_cloudtrail_etls_entry_from_its_facts():
         catchup=CLOUDTRAIL_ETL.catchup)
     assert replace(made, log_type=None) == CLOUDTRAIL_ETL
     assert (made.log_type.parsed_position, MAX_RAW_CHARS) == ("_record_index", quarantine.MAX_RAW_CHARS)
+    with pytest.raises(ValueError) as caught:
+        job_module(made)
+    assert str(caught.value) == ("job cloudtrail_etl is a file log type: its selects come from its registry entry; "
+                                 "drop OUTPUTS from spark_jobs.jobs.cloudtrail_etl")
+
+
+def test_a_job_module_without_selects_is_refused_unless_its_entry_is_a_log_type():
+    from dataclasses import replace
+
+    from spark_jobs.driver.job_modules import job_module
+
+    with pytest.raises(ValueError) as caught:
+        job_module(replace(get_job("cowrie_honeypot"), log_type=None))
+    assert str(caught.value) == ("job cowrie_honeypot: spark_jobs.jobs.cowrie_honeypot has no OUTPUTS; give it one "
+                                 "select per table, or declare the job with file_log_type() when it is a log of files "
+                                 "with events and a quarantine")
 
 
 def test_a_log_types_job_writes_exactly_its_two_tables():
