@@ -14,7 +14,7 @@ from typing import Mapping
 from spark_jobs.model.errors import UsageError
 from spark_jobs.model.catchup import CatchupTrigger
 from spark_jobs.model.forwards import ForwardSpec
-from spark_jobs.model.jobs import JobSpec, check_jobs
+from spark_jobs.model.jobs import JobSpec, check_jobs, file_log_type
 from spark_jobs.model.kafka_connection import REDACTION_REGEX
 from spark_jobs.model.layout import KeyLayout
 from spark_jobs.model.oncall import OncallAction, check_actions
@@ -98,7 +98,7 @@ ACCOUNTS = DimensionSpec(
 # removes rows) is skipped rather than failing the stream; OPTIMIZE commits carry no data change and
 # are never read.
 EVENTS_STREAM_OPTIONS = {"maxFilesPerTrigger": "1000", "skipChangeCommits": "true"}
-# The accounts file's columns the analytics tables add to each row (spark_jobs.driver.dimensions.enrich).
+# The accounts file's columns the analytics tables add to each row (spark_jobs.transforms.enrich).
 ACCOUNT_COLUMNS = "account_name STRING, owner_team STRING, environment STRING, account_known BOOLEAN"
 # The state store transformWithStateInPandas needs (and the one that keeps large state off the heap).
 ROCKSDB = {"spark.sql.streaming.stateStore.providerClass":
@@ -252,56 +252,42 @@ CLOUDTRAIL_KAFKA = JobSpec(
     source_file_column="_source_file",
 )
 
-COWRIE_HONEYPOT = JobSpec(
-    name="cowrie_honeypot",
+COWRIE_HONEYPOT = file_log_type(
+    "cowrie", name="cowrie_honeypot", tags=("honeypot",), continuous_trigger="processing-time:30s",
     description="Cowrie SSH/telnet honeypot JSON logs -> one typed row per event (connections, logins, commands, "
                 "downloads), bad lines quarantined",
-    default_input="landing/cowrie",
-    # Cowrie rotates its log daily to cowrie.json.YYYY-MM-DD (gzipped or not), one folder per sensor.
-    source=FileSource("binaryFile", layout=KeyLayout(name=r"\.json\.{YYYY}-{MM}-{DD}", lookback="2 days")),
-    tables=(
-        TableSpec(
-            name="cowrie_events",
-            partition_by=("date",),
-            description="one row per honeypot event (event_id: sensor, session, eventid and timestamp), every "
-                        "shape's fields typed, partitioned by event date (UTC)",
-            stats_columns=("timestamp", "eventid", "session", "src_ip", "username"),
-            # One row per event (event_id: see spark_jobs.jobs.cowrie_honeypot); its date comes from the same
-            # timestamp in every delivery and bounds the merge to the batch's dates. Among one batch's
-            # deliveries of an event, the first in file and line order is kept.
-            unique_key=("event_id", "date"),
-            first_by=("_source_file", "_line_number"),
-            source_file="_source_file",
-            route="reason IS NULL",
-        ),
-        TableSpec(
-            name="cowrie_quarantine",
-            partition_by=("ingest_date",),
-            description="lines of the honeypot's logs that could not be ingested, with the reason and the raw line",
-            quarantine=True,
-            # One row per line and reason (every row has its line number, a damaged gzip's too).
-            unique_key=("source_file", "line_number", "reason"),
-            source_file="source_file",
-            route="reason IS NOT NULL",
-        ),
-    ),
-    file_source_options={
-        # Cowrie's daily rotated files (cowrie.json.2018-05-19, gzipped or not), one sub-folder per
-        # sensor; never the live cowrie.json, which is still being written.
-        "recursiveFileLookup": "true",
-        "pathGlobFilter": "{*.json.????-??-??,*.json.????-??-??.gz}",
-        "maxFilesPerTrigger": "100",
-        "latestFirst": "false",
-    },
-    schedule="@hourly",
-    tags=("cowrie", "honeypot", "streaming"),
-    continuous_trigger="processing-time:30s",
-    source_file_column="_source_file",
+    # Cowrie rotates its log daily to cowrie.json.YYYY-MM-DD (gzipped or not), one sub-folder per sensor; never the
+    # live cowrie.json, which is still being written.
+    layout=KeyLayout(name=r"\.json\.{YYYY}-{MM}-{DD}", lookback="2 days"),
+    glob="{*.json.????-??-??,*.json.????-??-??.gz}",
+    # event_id: sensor, session, eventid and timestamp (spark_jobs.transforms.cowrie.parse); eventid: what a bad line
+    # claimed. A line's number is its place (every quarantined line has one, a damaged gzip's too).
+    key="event_id", position="line_number", identity="eventid",
+    events="one row per honeypot event (event_id: sensor, session, eventid and timestamp), every shape's fields "
+           "typed, partitioned by event date (UTC)",
+    quarantine="lines of the honeypot's logs that could not be ingested, with the reason and the raw line",
+    stats_columns=("timestamp", "eventid", "session", "src_ip", "username"),
+)
+
+SURICATA_EVE = file_log_type(
+    "suricata", name="suricata_eve", tags=("ids",), continuous_trigger="processing-time:30s",
+    description="Suricata EVE JSON logs -> one typed row per event (alerts, flows, DNS, HTTP, TLS, ... stats), bad "
+                "lines quarantined",
+    # Rotated by logrotate (eve.json-YYYYMMDD, eve.json.YYYY-MM-DD) or by Suricata (eve-YYYY-MM-DD-HHMM.json), gzipped
+    # or not; a name without a date (eve.json, a pcap run's) is dated by its modification time (docs/suricata-eve.md).
+    layout=KeyLayout(name=r"(?:\.json[.-]|-){YYYY}-?{MM}-?{DD}(?:-{hh}(?::?{mm}(?::?{ss})?)?)?", lookback="2 days"),
+    glob="{*.json,*.json.gz,*.json.[0-9][0-9][0-9][0-9]*,*.json-[0-9][0-9][0-9][0-9]*}",
+    # event_id: host, flow_id, event_type, timestamp, tx_id and the event's object (transforms/suricata/parse.py)
+    key="event_id", position="line_number", identity="event_type",
+    events="one row per EVE event (event_id: host, flow, event type, time, transaction and object), the shared "
+           "fields and each type's stable ones typed, every object as JSON text, partitioned by event date (UTC)",
+    quarantine="lines of the EVE logs that could not be ingested, with the reason and the raw line",
+    stats_columns=("timestamp", "event_type", "src_ip", "dest_ip", "dest_port", "flow_id", "alert_signature_id"),
 )
 
 # Checked as it loads: an inconsistent declaration fails here, naming it (RegistryError).
 JOBS: Mapping[str, JobSpec] = check_jobs((CLOUDTRAIL_ETL, CLOUDTRAIL_ACTIVITY, CLOUDTRAIL_ALERTS, WORD_COUNT,
-                                          CLOUDTRAIL_KAFKA, COWRIE_HONEYPOT))
+                                          CLOUDTRAIL_KAFKA, COWRIE_HONEYPOT, SURICATA_EVE))
 
 # Lake tables forwarded to Kafka topics for other systems (python -m spark_jobs forward NAME; at least once,
 # keyed so that consumers drop duplicates: see spark_jobs.driver.forward).

@@ -12,17 +12,21 @@ from tests.conftest import PROJECT_ROOT
 
 def test_every_job_has_a_module_with_transform_and_one_output_per_table():
     """Every job module has the one documented shape (spark_jobs.jobs.JobModule): transform(source, job) and one
-    select(result, context) per registry table, in the registry's order; no module constants beside them."""
+    select(result, context) per registry table, in the registry's order (a file log type's module has only its
+    transform: the driver derives its selects from the registry entry); no module constants beside them."""
     import inspect
 
     from spark_jobs.driver.job_contract import JobModule
+    from spark_jobs.driver.job_modules import job_module
 
     for job in JOBS.values():
         module = __import__(job.module, fromlist=["transform"])
-        assert isinstance(module, JobModule), job.name
         assert len(inspect.signature(module.transform).parameters) == 2, job.name
-        assert list(module.OUTPUTS) == [t.name for t in job.tables]
-        for select in module.OUTPUTS.values():
+        assert hasattr(module, "OUTPUTS") == (job.log_type is None), job.name
+        loaded = job_module(job)
+        assert isinstance(loaded, JobModule) and loaded.transform is module.transform, job.name
+        assert list(loaded.OUTPUTS) == [t.name for t in job.tables]
+        for select in getattr(module, "OUTPUTS", loaded.OUTPUTS).values():
             assert len(inspect.signature(select).parameters) == 2, (job.name, select)
         for gone in ("UNIQUE_KEYS", "FIRST_BY", "NULL_SAFE_KEYS", "DELIVERY_DATE_BOUNDS", "SOURCE_FILE",
                      "TABLE_SOURCE_FILE", "TABLE_SCHEMAS", "SOURCE_SCHEMA", "ROUTE", "INPUT_ROWS"):
@@ -182,3 +186,59 @@ def test_a_table_several_jobs_write_is_declared_identically_by_each():
         check_jobs([first, other])
     assert str(caught.value) == ("job c, table shared: unique_key ('id', 'date') differs from job a's ('id',); a "
                                  "table several jobs write is one declaration: use a's TableSpec in both")
+
+
+# --- A file log type's entry (spark_jobs.model.log_types, file_log_type) ---
+
+def test_file_log_type_makes_cloudtrail_etls_entry_from_its_facts():
+    """CLOUDTRAIL_ETL, spelled out field by field in the registry, is what file_log_type makes of a few facts:
+    converting it is this call, and its module keeping only transform (its two selects are the derived ones, with
+    the same raw-text cut; the driver refuses a log type's module that still declares its own)."""
+    from dataclasses import replace
+
+    from spark_jobs.driver.job_modules import job_module
+    from spark_jobs.model.jobs import file_log_type
+    from spark_jobs.registry import CLOUDTRAIL_ETL, CLOUDTRAIL_LAYOUT
+    from spark_jobs.transforms import quarantine
+    from spark_jobs.transforms.cloudtrail.schema import MAX_RAW_CHARS
+
+    events, quarantined = CLOUDTRAIL_ETL.tables
+    made = file_log_type(
+        "cloudtrail", name="cloudtrail_etl", description=CLOUDTRAIL_ETL.description, layout=CLOUDTRAIL_LAYOUT,
+        glob=CLOUDTRAIL_ETL.file_source_options["pathGlobFilter"], files_per_trigger=1000,
+        key="eventID", position="record_index", identity="eventID", position_may_be_null=True,
+        events=events.description, quarantine=quarantined.description, stats_columns=events.stats_columns,
+        zorder_by=events.zorder_by, delivery_date_bound=events.delivery_date_bound,
+        delivery_time_bound=events.delivery_time_bound, continuous_trigger=CLOUDTRAIL_ETL.continuous_trigger,
+        catchup=CLOUDTRAIL_ETL.catchup)
+    assert replace(made, log_type=None) == CLOUDTRAIL_ETL
+    assert (made.log_type.parsed_position, MAX_RAW_CHARS) == ("_record_index", quarantine.MAX_RAW_CHARS)
+    with pytest.raises(ValueError) as caught:
+        job_module(made)
+    assert str(caught.value) == ("job cloudtrail_etl is a file log type: its selects come from its registry entry; "
+                                 "drop OUTPUTS from spark_jobs.jobs.cloudtrail_etl")
+
+
+def test_a_job_module_without_selects_is_refused_unless_its_entry_is_a_log_type():
+    from dataclasses import replace
+
+    from spark_jobs.driver.job_modules import job_module
+
+    with pytest.raises(ValueError) as caught:
+        job_module(replace(get_job("cowrie_honeypot"), log_type=None))
+    assert str(caught.value) == ("job cowrie_honeypot: spark_jobs.jobs.cowrie_honeypot has no OUTPUTS; give it one "
+                                 "select per table, or declare the job with file_log_type() when it is a log of files "
+                                 "with events and a quarantine")
+
+
+def test_a_log_types_job_writes_exactly_its_two_tables():
+    from spark_jobs.model.errors import RegistryError
+    from spark_jobs.model.jobs import JobSpec
+    from spark_jobs.model.log_types import LogType
+    from spark_jobs.model.tables import TableSpec
+
+    kind = LogType("app", key="id", position="line_number", identity="kind")
+    with pytest.raises(RegistryError) as caught:
+        JobSpec(name="j", description="", default_input="", tables=(TableSpec("app_events"),), log_type=kind)
+    assert str(caught.value) == ("job j: log_type 'app' writes the tables ['app_events', 'app_quarantine'], not "
+                                 "['app_events']; declare the job with file_log_type()")
