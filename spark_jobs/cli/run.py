@@ -17,7 +17,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trigger", help="available-now | processing-time:<duration> (default: the registry's)")
     parser.add_argument("--max-files-per-trigger", help="files per micro-batch (default: the registry's)")
     parser.add_argument("--latest-first", action="store_true", help="newest files first (for catching up on a backlog)")
-    parser.add_argument("--table-format", help="delta, the only format (kept for scripts that pass it)")
     parser.add_argument("--lease-ttl", type=float, metavar="SECONDS",
                         help="ttl of the driver's lease on the checkpoint (default: the registry's lease_ttl_seconds)")
     parser.add_argument("--max-offsets-per-trigger", help="Kafka jobs: messages per micro-batch (default: the registry's)")
@@ -39,10 +38,6 @@ def run(args: argparse.Namespace) -> int:
 
     job = get_job(args.job)
     trigger = parse_trigger(args.trigger or job.default_trigger)
-    if args.table_format not in (None, "delta"):  # accepted for scripts that pass it: every table is a Delta table
-        hint = (" (the file-sink parquet format was removed; a lake in that layout is converted by "
-                "python -m spark_jobs lake convert)" if args.table_format == "parquet" else "")
-        raise UsageError(f"unknown table format {args.table_format!r}; use one of: delta{hint}")
     options = dict(job.file_source_options)
     if args.max_files_per_trigger is not None:
         options["maxFilesPerTrigger"] = str(positive_int(args.max_files_per_trigger, "--max-files-per-trigger"))
