@@ -118,10 +118,9 @@ def staged_insert(spark: SparkSession, target: "TableTarget", frame: DataFrame, 
     written: list[str] = []
     try:
         written = [_absolute(scala, target, add.path()) for add in staged]
-        if not staged:
-            return StagedInsert(0)
+        # No row (all outside the bound): the commit still marks the batch as this writer's, as a MERGE's does.
         drop = _rows_to_leave_out(spark, target, table, written, [_absolute(scala, target, p) for p in held],
-                                  most_left_out)
+                                  most_left_out) if staged else None
         rows = sum(_records(add) for add in staged)
         actions = staged
         if drop is not None and (drop.rows or drop.whole):
