@@ -119,12 +119,12 @@ def staged_insert(spark: SparkSession, target: "TableTarget", frame: DataFrame, 
     try:
         written = [_absolute(scala, target, add.path()) for add in staged]
         # No row (all outside the bound): the commit still marks the batch as this writer's, as a MERGE's does.
-        drop = _rows_to_leave_out(spark, target, table, written, [_absolute(scala, target, p) for p in held],
-                                  most_left_out) if staged else None
+        held_paths = [_absolute(scala, target, p) for p in held]
+        drop = _rows_to_leave_out(spark, target, table, written, held_paths, most_left_out) if staged else None
         rows = sum(_records(add) for add in staged)
         actions = staged
-        if drop is not None and (drop.rows or drop.whole):
-            actions = _rewritten(spark, scala, txn, target, table, staged, written, drop)
+        if drop is not None:
+            actions = _rewritten(spark, scala, txn, target, table, staged, written, drop, held_paths)
         inserted = sum(_records(add) for add in actions)
         left_out = rows - inserted
         txn.updateSetTransaction(app_id, batch_id, scala.some(int(time.time() * 1000)))
@@ -152,19 +152,31 @@ def _rows_to_leave_out(spark: SparkSession, target: "TableTarget", table: DataFr
     """The staged rows that are a later delivery of a key in the batch, or whose key the table holds."""
     identity = list(dict.fromkeys(target.unique_key + target.first_by))
     new = _read(spark, target, table, written, identity).withColumn(_FILE, F.input_file_name())
-    first = Window.partitionBy(*target.unique_key).orderBy(*target.first_by)
-    candidates = new.withColumn(_RANK, F.row_number().over(first)).where(F.col(_RANK) > 1).drop(_RANK)
+    candidates = _ranked(target, new, keep_first=False)
     if held:
-        old = _read(spark, target, table, held, list(target.unique_key))
-        condition = [new[c].eqNullSafe(old[c]) if c in target.null_safe else new[c] == old[c]
-                     for c in target.unique_key]
-        candidates = candidates.unionByName(new.join(old, reduce(lambda a, b: a & b, condition), "left_semi"))
+        candidates = candidates.unionByName(_held_keys(spark, target, table, new, held, "left_semi"))
     found = candidates.distinct().limit(most + 1).collect()
     if not found:
         return None
     if len(found) > most:
         return _LeftOut([], whole=True)
     return _LeftOut(found)
+
+
+def _ranked(target: "TableTarget", rows: DataFrame, keep_first: bool) -> DataFrame:
+    """``rows``' first deliveries of each key by ``first_by`` (``keep_first``), or the later ones."""
+    first = Window.partitionBy(*target.unique_key).orderBy(*target.first_by)
+    rank = F.row_number().over(first)
+    return rows.withColumn(_RANK, rank).where(F.col(_RANK) == 1 if keep_first else F.col(_RANK) > 1).drop(_RANK)
+
+
+def _held_keys(spark: SparkSession, target: "TableTarget", table: DataFrame, rows: DataFrame, held: list[str],
+               how: str) -> DataFrame:
+    """``rows`` joined (``left_semi``: those whose key, ``left_anti``: those whose key is not) with the keys of the
+    table's files at ``held``."""
+    old = _read(spark, target, table, held, list(target.unique_key))
+    condition = [rows[c].eqNullSafe(old[c]) if c in target.null_safe else rows[c] == old[c] for c in target.unique_key]
+    return rows.join(old, reduce(lambda a, b: a & b, condition), how)
 
 
 def _read(spark: SparkSession, target: "TableTarget", table: DataFrame, paths: list[str],
@@ -178,15 +190,16 @@ def _read(spark: SparkSession, target: "TableTarget", table: DataFrame, paths: l
 
 
 def _rewritten(spark: SparkSession, scala: _Scala, txn, target: "TableTarget", table: DataFrame, staged: list,
-               written: list[str], drop: _LeftOut) -> list:
+               written: list[str], drop: _LeftOut, held: list[str]) -> list:
     """The staged files' actions after writing again, without the rows to leave out, the files that hold any
-    (all of them, ranked whole, when there are too many to collect)."""
+    (all of them, ranked whole and without the keys of the table's files at ``held``, when there are too many
+    rows to collect)."""
     identity = list(dict.fromkeys(target.unique_key + target.first_by))
     if drop.whole:
         affected = set(written)
-        rows = _read(spark, target, table, written, table.columns)
-        first = Window.partitionBy(*target.unique_key).orderBy(*target.first_by)
-        kept = rows.withColumn(_RANK, F.row_number().over(first)).where(F.col(_RANK) == 1).drop(_RANK)
+        kept = _ranked(target, _read(spark, target, table, written, table.columns), keep_first=True)
+        if held:
+            kept = _held_keys(spark, target, table, kept, held, "left_anti")
     else:
         affected = {row[_FILE] for row in drop.rows}
         paths = [path for path in written if _same_file(path, affected)]
