@@ -10,8 +10,9 @@ A table may declare, in the registry's ``delivery_date_bound``, that its partiti
 few days before each input file's delivery date (CloudTrail delivers an event within about 15
 minutes, so its UTC date is its file's date or the day before). The MERGE's bound is then known
 from the file names (:func:`spark_jobs.control.backfill.file_date`) before anything is read, and the batch
-is written in one pass: parse, drop the batch's later deliveries of a key (a ranking by key: one
-shuffle), insert-only MERGE of the rows within the bound. The same pass is observed with Spark's
+is written in one pass: parse, write the rows within the bound into the table uncommitted, then check
+their keys and commit once, as an insert-only MERGE would (:mod:`spark_jobs.driver.write.staged`: no
+shuffle of whole rows). The same pass is observed with Spark's
 ``Observation`` (metrics of that execution, no second read): each table's rows, and the keyed
 table's rows outside the bound. The common batch, only good events, all within the bound, ends
 there.
