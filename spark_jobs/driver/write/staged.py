@@ -44,15 +44,13 @@ import logging
 import time
 from dataclasses import dataclass
 from functools import reduce
-from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
-if TYPE_CHECKING:
-    from spark_jobs.driver.write.delta_writer import TableTarget
-
+# ``"TableTarget"`` below is :class:`spark_jobs.driver.write.delta_writer.TableTarget`, which calls this module
+# (not imported here, so that the two do not import each other).
 log = logging.getLogger("spark_jobs")
 
 _FILE = "_staged_file"
