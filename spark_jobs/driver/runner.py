@@ -32,7 +32,7 @@ from spark_jobs.control.monitoring.progress import executed
 from spark_jobs.driver.job_modules import job_module, output_schemas, table_targets
 from spark_jobs.driver.session import snapshot_partitions_per_core
 from spark_jobs.driver.source_readers import file_date_column, file_time_column, read_input
-from spark_jobs.driver.write import write_batch
+from spark_jobs.driver.write import warm_up, write_batch
 from spark_jobs.driver.lake_tools import refuse_old_layout
 from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, create_tables
 from spark_jobs.driver.write.stateful import StatefulBatchWriter
@@ -285,6 +285,8 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
     checkpoint = options.checkpoint_path(job.name)
     # Every table exists (empty) before the first batch: readers and other writers find it.
     create_tables(spark, targets, output_schemas(spark, job))
+    if job.source.kind == "files" and not job.stateful:  # while the query starts (spark_jobs.driver.write.warm_up)
+        warm_up.start(spark, targets)
     if job.source.kind == "delta":
         from spark_jobs.driver.job_modules import prepare_source
 
