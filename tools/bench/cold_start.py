@@ -62,6 +62,31 @@ frame = bare.flatten(spark.read.schema(bare.records_schema()).json(sys.argv[1]).
 frame.write.format("delta").mode("append").save(sys.argv[2])
 spark.stop()
 """
+# The profile: the same catch-up in a fresh process that also reports where its time went (the run's own
+# phases and every Spark job of it, by the step that started it).
+PROFILE = """
+import json, sys, time
+started = time.monotonic()
+from pathlib import Path
+from spark_jobs.driver.runner import run_streaming
+from spark_jobs.driver.session import build_session
+from spark_jobs.model.lake import Lake
+from spark_jobs.model.runs import RunOptions
+from spark_jobs.model.triggers import parse_trigger
+from spark_jobs.registry import get_job
+from tools.bench.probes import spark_jobs_since
+imported = time.monotonic()
+job = get_job("cloudtrail_etl")
+spark = build_session(job.name)
+session = time.monotonic()
+since = int(time.time() * 1000)
+summary = run_streaming(job, RunOptions(Path(sys.argv[1]), Lake(Path(sys.argv[2])), parse_trigger("available-now"),
+                                        dict(job.file_source_options)), spark=spark)
+ran = time.monotonic()
+jobs = spark_jobs_since(spark, since)
+print(json.dumps({"imports_s": round(imported - started, 3), "session_s": round(session - imported, 3),
+                  "run_streaming_s": round(ran - session, 3), "batches": summary.batches, "spark_jobs": jobs}))
+"""
 _BATCH_LINE = re.compile(r"batch (\d+): (\d+) input files in (\d+) ms \((.*)\)")
 
 
@@ -96,7 +121,8 @@ def _env() -> dict:
     return {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "SPARK_LOG_LEVEL": "WARN"}
 
 
-def _timed(command: list[str]) -> tuple[float, str]:
+def _timed(command: list[str], stdout: bool = False) -> tuple[float, str]:
+    """Run ``command`` in the project folder: its seconds and its stderr (``stdout``: its stdout)."""
     import subprocess
 
     started = time.monotonic()
@@ -105,7 +131,7 @@ def _timed(command: list[str]) -> tuple[float, str]:
     if done.returncode != 0:
         tail = "\n".join((done.stdout + done.stderr).splitlines()[-30:])
         raise RuntimeError(f"{' '.join(command[:5])} ... failed (exit {done.returncode}):\n{tail}")
-    return seconds, done.stderr
+    return seconds, done.stdout if stdout else done.stderr
 
 
 def _batches(log_text: str) -> list[dict]:
@@ -136,6 +162,9 @@ def _one_lake(name: str, landing: Path, lake: Path, floor_table: Path, deliverie
         jobs.append({"seconds": seconds, "batch_ms": batches[0]["ms"], "add_batch_ms": batches[0]["add_batch_ms"]})
         floor_s, _ = _timed([sys.executable, "-c", FLOOR, str(new), str(floor_table)])
         floors.append(floor_s)
+    deliveries.land(landing)
+    _, out = _timed([sys.executable, "-c", PROFILE, str(landing), str(lake)], stdout=True)
+    profile = _profile(json.loads(out.strip().splitlines()[-1]))
     for _ in range(3):
         deliveries.land(landing)
     seconds, err = _timed(_job(landing, lake, "--max-files-per-trigger", "1"))
@@ -152,7 +181,24 @@ def _one_lake(name: str, landing: Path, lake: Path, floor_table: Path, deliverie
         "first_batch": {"batches": first_batches, "first_ms": first, "warm_ms": warm,
                         "ratio": round(first / warm, 3), "goal": f"<= {GOAL_FIRST_TO_WARM}"},
         "met": job_s / floor_s <= GOAL_TO_FLOOR and first / warm <= GOAL_FIRST_TO_WARM,
+        "profile_of_a_catch_up": profile,
     }
+
+
+def _profile(found: dict) -> dict:
+    """Where a cold catch-up's time went: its process's phases, and its Spark jobs summed by the step that ran them."""
+    steps: dict[str, dict] = {}
+    for job in found["spark_jobs"]:
+        step = (job["description"] or job["name"] or "?").removeprefix("Delta: ")
+        entry = steps.setdefault(step, {"jobs": 0, "ms": 0, "executor_cpu_ms": 0})
+        entry["jobs"] += 1
+        entry["ms"] += job["ms"] or 0
+        entry["executor_cpu_ms"] += job["executor_cpu_ms"]
+    return {"imports_s": found["imports_s"], "session_s": found["session_s"],
+            "run_streaming_s": found["run_streaming_s"], "batches": found["batches"],
+            "spark_jobs": len(found["spark_jobs"]),
+            "spark_jobs_ms": sum(job["ms"] or 0 for job in found["spark_jobs"]),
+            "by_step": dict(sorted(steps.items(), key=lambda item: -item[1]["ms"]))}
 
 
 def _small_lake(spark: SparkSession, root: Path, deliveries: _Deliveries) -> tuple[Path, Path, Path]:
