@@ -30,7 +30,7 @@ from spark_jobs.control.monitoring.progress import executed
 from spark_jobs.driver.job_modules import job_module, output_schemas, table_targets
 from spark_jobs.driver.session import snapshot_partitions_per_core
 from spark_jobs.driver.source_readers import read_input
-from spark_jobs.driver.write import write_batch
+from spark_jobs.driver.write import warm_up, write_batch
 from spark_jobs.driver.lake_tools import refuse_old_layout
 from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, create_tables
 from spark_jobs.driver.write.stateful import StatefulBatchWriter
@@ -312,6 +312,7 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
     from spark_jobs.driver.session import build_session, session_conf
 
     refuse_old_layout(options.lake, [t.name for t in job.tables])  # before Spark starts: one line
+    fresh = spark is None  # a driver of its own: its JVM is cold
     spark = spark or build_session(job.name, ui=not options.trigger.available_now)
     # The input is a local folder: Spark gets each micro-batch's file statuses fastest in the driver.
     # (Past this many files it would run a Spark job of one task per file, which pays off on object
@@ -323,6 +324,8 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
     checkpoint = options.checkpoint_path(job.name)
     # Every table exists (empty) before the first batch: readers and other writers find it.
     create_tables(spark, targets, output_schemas(spark, job))
+    if fresh and job.source.kind == "files" and not job.stateful:  # while the query starts (driver/write/warm_up.py)
+        warm_up.start(spark, targets)
     if job.source.kind == "delta":
         from spark_jobs.driver.job_modules import prepare_source
 

@@ -22,7 +22,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from spark_jobs.model.jobs import JobSpec
-from spark_jobs.driver.session import job_step
+from spark_jobs.driver.session import job_step, session_conf
 from spark_jobs.driver.write.cached import count_files, write_cached
 from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, TableTarget
 from spark_jobs.driver.write.pipelined import plan_one_pass, rest_table, write_one_pass
@@ -35,6 +35,11 @@ log = logging.getLogger("spark_jobs")
 
 PIPELINED, CACHED, STATEFUL = "pipelined", "cached", "stateful"
 PLANS = (PIPELINED, CACHED, STATEFUL)
+# A pipelined batch of at most this many files runs with Spark's expressions interpreted (INTERPRETED): compiling
+# a Java class per plan (whole-stage code generation, then Janino) costs a cold driver seconds that a few
+# thousand rows never pay back (bench --only cold_start); larger batches keep the generated code.
+SMALL_BATCH_FILES = 16
+INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 
 
 @dataclass
@@ -71,7 +76,8 @@ def write_batch(frame: DataFrame, batch_id: int, *, job: JobSpec, module: JobMod
     one_pass = None if stateful is not None else plan_one_pass(writer, targets, frame, batch_id, paths=files, job=job)
     plan = STATEFUL if stateful is not None else PIPELINED if one_pass is not None else CACHED
     log.info("batch %d: plan %s", batch_id, plan)
-    with job_step(spark, f"plan {plan}"):
+    small = one_pass is not None and len(one_pass.paths) <= SMALL_BATCH_FILES
+    with job_step(spark, f"plan {plan}"), session_conf(spark, INTERPRETED if small else {}):
         if stateful is not None:
             inputs, rows = stateful.write(frame, batch_id)
             return BatchWritten(plan, inputs, rows, dict(rows))

@@ -9,9 +9,8 @@ per table. Filling and re-reading the cache costs about as much as the parse its
 A table may declare, in the registry's ``delivery_date_bound``, that its partition column lies within a
 few days before each input file's delivery date (CloudTrail delivers an event within about 15
 minutes, so its UTC date is its file's date or the day before). The MERGE's bound is then known
-from the file names (the job's key layout, :class:`~spark_jobs.model.layout.KeyLayout`) before anything is read, and the batch
-is written in one pass: parse, drop the batch's later deliveries of a key (a ranking by key: one
-shuffle), insert-only MERGE of the rows within the bound. The same pass is observed with Spark's
+from spark_jobs.model.layout import KeyLayout
+from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, TableTarget, TimeRange
 ``Observation`` (metrics of that execution, no second read): each table's rows, and the keyed
 table's rows outside the bound. The common batch, only good events, all within the bound, ends
 there.
@@ -56,7 +55,7 @@ from pyspark.sql import functions as F
 from spark_jobs.driver.session import job_step
 from spark_jobs.model.jobs import JobSpec
 from spark_jobs.model.layout import KeyLayout
-from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, TableTarget, TimeRange, rank_whole_batch
+from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, TableTarget, TimeRange
 from spark_jobs.driver.write.rows import route_column, table_rows
 
 if TYPE_CHECKING:
@@ -70,7 +69,7 @@ _OUTSIDE = "_outside_bound"
 _REST_FILES = "_rest_files"
 # The first lines of the Spark jobs' descriptions (the Spark UI; the benchmark's profile).
 STEP_LIST = "one pass: list the batch's files"
-STEP_ONE_PASS = "one pass: parse, drop later deliveries, MERGE"
+STEP_ONE_PASS = "one pass: parse, write, leave out keys held, commit"
 
 
 @dataclass
@@ -217,11 +216,8 @@ def write_one_pass(module: JobModule, job: JobSpec, writer: ExactlyOnceWriter, t
     observed = parsed.observe(observation, *[F.count_if(route == t.name).alias(t.name) for t in targets],
                               F.count_if((route == target.name) & ~inside).alias(_OUTSIDE), *named)
     source = table_rows(module, target, observed).where(inside)
-    if target.first_by:
-        source = rank_whole_batch(target, source)
     with job_step(spark, STEP_ONE_PASS):
-        inserted = writer.write(batch_id, target.name, source, {column: bound}, ranked=True,
-                                repartition=not target.first_by, time_range=timed)
+        inserted = writer.insert_staged(batch_id, target.name, source, {column: bound}, time_range=timed).inserted
     rows = {t.name: 0 for t in targets} | {target.name: inserted}
     metrics = _observed(observation)
     if metrics is None:
