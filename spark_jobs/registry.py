@@ -27,60 +27,22 @@ from spark_jobs.model.tables import DeliveryDateBound, DeliveryTimeBound, TableS
 # lookback lets discovery and the window's dedup cover every usual delay, the reconcile the rest.
 CLOUDTRAIL_LAYOUT = KeyLayout(name=r"_{YYYY}{MM}{DD}T{hh}{mm}Z[_.]", folders="{YYYY}/{MM}/{DD}", lookback="1 day")
 
-CLOUDTRAIL_ETL = JobSpec(
-    name="cloudtrail_etl",
+CLOUDTRAIL_ETL = file_log_type(
+    "cloudtrail", name="cloudtrail_etl", continuous_trigger="processing-time:10s",
     description="AWS CloudTrail log files -> typed, date-partitioned events, bad input quarantined",
-    default_input="landing/cloudtrail",
-    source=FileSource("binaryFile", layout=CLOUDTRAIL_LAYOUT),
-    tables=(
-        TableSpec(
-            name="cloudtrail_events",
-            partition_by=("date",),
-            description="one row per CloudTrail event, typed and flattened, partitioned by event date (UTC)",
-            # Compaction keeps each file a stretch of event time, which the live MERGE skips files by (below).
-            zorder_by=("eventTime",),
-            stats_columns=("eventTime", "eventSource", "eventName", "errorCode", "awsRegion", "recipientAccountId",
-                           "userIdentity_accountId", "sourceIPAddress"),
-            # One row per eventID (CloudTrail delivers some events more than once, a backfill may overlap the
-            # live stream, a file may land again under a new name); its date (from eventTime, the same in
-            # every delivery) is part of the key because the table is partitioned by it: a merge then reads
-            # only the batch's dates. Among one batch's deliveries of an event, the first in file order is kept.
-            unique_key=("eventID", "date"),
-            first_by=("_source_file", "_record_index"),
-            # An event's UTC date is its file's delivery date or the day before (CloudTrail delivers an event
-            # within about 15 minutes): the file names bound a batch's dates before it is read.
-            delivery_date_bound=DeliveryDateBound("date", 1),
-            # Within a day, its eventTime (the same in every delivery) is at most 20 minutes before its file's
-            # delivery time (the real samples: 10 at most): a batch's MERGE reads only the files of that time.
-            delivery_time_bound=DeliveryTimeBound("eventTime", minutes_before=20, minutes_after=5),
-            source_file="_source_file",
-            route="reason IS NULL",
-        ),
-        TableSpec(
-            name="cloudtrail_quarantine",
-            partition_by=("ingest_date",),
-            description="records and files that could not be ingested, with the reason and the raw text",
-            quarantine=True,
-            # One row per place in a file and reason; a file-level problem has no record_index.
-            unique_key=("source_file", "record_index", "reason"),
-            null_safe=("source_file", "record_index", "reason"),
-            source_file="source_file",
-            route="reason IS NOT NULL",
-        ),
-    ),
-    file_source_options={
-        # Read every sub-folder (AWSLogs/<account>/CloudTrail/<region>/YYYY/MM/DD/) and only
-        # finished log files: a file being written under a temp name (x.json.gz.tmp, x._COPYING_)
-        # does not match, and Spark's file source skips names starting with '.' or '_'.
-        "recursiveFileLookup": "true",
-        "pathGlobFilter": "*.{json,json.gz,jsonl,jsonl.gz,ndjson,ndjson.gz}",
-        "maxFilesPerTrigger": "1000",
-        "latestFirst": "false",
-    },
-    schedule="@hourly",
-    tags=("cloudtrail", "streaming"),
-    continuous_trigger="processing-time:10s",
-    source_file_column="_source_file",
+    layout=CLOUDTRAIL_LAYOUT, glob="*.{json,json.gz,jsonl,jsonl.gz,ndjson,ndjson.gz}", files_per_trigger=1000,
+    # One row per eventID: CloudTrail delivers some events more than once, a backfill may overlap the live stream,
+    # a file may land again under a new name. A file-level problem has no record_index.
+    key="eventID", position="record_index", identity="eventID", position_may_be_null=True,
+    events="one row per CloudTrail event, typed and flattened, partitioned by event date (UTC)",
+    quarantine="records and files that could not be ingested, with the reason and the raw text",
+    stats_columns=("eventTime", "eventSource", "eventName", "errorCode", "awsRegion", "recipientAccountId",
+                   "userIdentity_accountId", "sourceIPAddress"),
+    zorder_by=("eventTime",),  # each compacted file a stretch of event time, which the live MERGE skips files by
+    # An event's UTC date is its file's delivery date or the day before, and its eventTime (the same in every
+    # delivery) at most 20 minutes before the delivery time (the real samples: 10): a batch's MERGE reads only those.
+    delivery_date_bound=DeliveryDateBound("date", 1),
+    delivery_time_bound=DeliveryTimeBound("eventTime", minutes_before=20, minutes_after=5),
     # A run when CloudTrail delivers (its files land every few minutes), the hourly cron as a safety net.
     catchup=CatchupTrigger(on="data", poll_seconds=10),
 )

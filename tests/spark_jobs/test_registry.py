@@ -190,31 +190,31 @@ def test_a_table_several_jobs_write_is_declared_identically_by_each():
 
 # --- A file log type's entry (spark_jobs.model.log_types, file_log_type) ---
 
-def test_file_log_type_makes_cloudtrail_etls_entry_from_its_facts():
-    """CLOUDTRAIL_ETL, spelled out field by field in the registry, is what file_log_type makes of a few facts:
-    converting it is this call, and its module keeping only transform (its two selects are the derived ones, with
-    the same raw-text cut; the driver refuses a log type's module that still declares its own)."""
-    from dataclasses import replace
+def test_every_file_job_is_a_log_type_whose_module_is_its_parser_alone():
+    """cloudtrail_etl, cowrie_honeypot and suricata_eve are declared with file_log_type: their modules hold only the
+    parser's transform, and the driver refuses such a module that declares its own selects."""
+    import sys
+    import types
 
     from spark_jobs.driver.job_modules import job_module
-    from spark_jobs.model.jobs import file_log_type
-    from spark_jobs.registry import CLOUDTRAIL_ETL, CLOUDTRAIL_LAYOUT
-    from spark_jobs.transforms import quarantine
-    from spark_jobs.transforms.cloudtrail.schema import MAX_RAW_CHARS
 
-    events, quarantined = CLOUDTRAIL_ETL.tables
-    made = file_log_type(
-        "cloudtrail", name="cloudtrail_etl", description=CLOUDTRAIL_ETL.description, layout=CLOUDTRAIL_LAYOUT,
-        glob=CLOUDTRAIL_ETL.file_source_options["pathGlobFilter"], files_per_trigger=1000,
-        key="eventID", position="record_index", identity="eventID", position_may_be_null=True,
-        events=events.description, quarantine=quarantined.description, stats_columns=events.stats_columns,
-        zorder_by=events.zorder_by, delivery_date_bound=events.delivery_date_bound,
-        delivery_time_bound=events.delivery_time_bound, continuous_trigger=CLOUDTRAIL_ETL.continuous_trigger,
-        catchup=CLOUDTRAIL_ETL.catchup)
-    assert replace(made, log_type=None) == CLOUDTRAIL_ETL
-    assert (made.log_type.parsed_position, MAX_RAW_CHARS) == ("_record_index", quarantine.MAX_RAW_CHARS)
-    with pytest.raises(ValueError) as caught:
-        job_module(made)
+    logs = {name: job for name, job in JOBS.items() if job.log_type is not None}
+    assert sorted(logs) == ["cloudtrail_etl", "cowrie_honeypot", "suricata_eve"]
+    for job in logs.values():
+        module = __import__(job.module, fromlist=["transform"])
+        assert not hasattr(module, "OUTPUTS") and callable(module.transform)
+        assert list(job_module(job).OUTPUTS) == [t.name for t in job.tables]
+    events, quarantined = get_job("cloudtrail_etl").tables
+    assert (events.unique_key, quarantined.null_safe) == (("eventID", "date"), ("source_file", "record_index", "reason"))
+    keeps_its_own = types.ModuleType("spark_jobs.jobs.cloudtrail_etl")
+    keeps_its_own.transform, keeps_its_own.OUTPUTS = (lambda files, job: files), {}
+    real = sys.modules["spark_jobs.jobs.cloudtrail_etl"]
+    sys.modules["spark_jobs.jobs.cloudtrail_etl"] = keeps_its_own
+    try:
+        with pytest.raises(ValueError) as caught:
+            job_module(get_job("cloudtrail_etl"))
+    finally:
+        sys.modules["spark_jobs.jobs.cloudtrail_etl"] = real
     assert str(caught.value) == ("job cloudtrail_etl is a file log type: its selects come from its registry entry; "
                                  "drop OUTPUTS from spark_jobs.jobs.cloudtrail_etl")
 
