@@ -54,15 +54,13 @@ from spark_jobs.model.jobs import JobSpec
 from spark_jobs.model.object_store import delta_rs_options
 from spark_jobs.registry import ONCALL_ACTIONS, get_job
 from spark_jobs.control.supervision.hold import read_hold
+from spark_jobs.control.supervision.ownership import supervisor_active
 from spark_jobs.control.supervision.state import read_supervisor_state
 
 ACTIONS = tuple(ONCALL_ACTIONS)
 # Fields only some actions take: a value for another action is refused (it was meant for something else).
 ACTION_FIELDS = {"from_time": ("reprocess_from",), "table": ("rollback_table",), "table_version": ("rollback_table",)}
 MAX_REASON_CHARS = 2000
-# A supervisor refreshes supervisor.json every 30 s while it runs; older than this and it is gone.
-SUPERVISOR_FRESH_SECONDS = 120.0
-ACTIVE_SUPERVISOR_STATES = ("starting", "running", "backing_off", "held")
 # Files delivered at or after from_time, however late their names say they were delivered.
 END_OF_TIME = dt.datetime(9999, 1, 1, tzinfo=dt.timezone.utc)
 
@@ -127,14 +125,6 @@ class JobState:
 
     def driver(self) -> str:
         return self.lease.describe() if self.lease is not None else "no driver"
-
-
-def supervisor_active(state: dict | None, now: dt.datetime | None = None) -> bool:
-    """Whether ``supervisor.json`` belongs to a supervisor that still runs (an active state, refreshed lately)."""
-    if not state or state.get("state") not in ACTIVE_SUPERVISOR_STATES or not state.get("updated_at"):
-        return False
-    updated = dt.datetime.fromisoformat(state["updated_at"])
-    return ((now or dt.datetime.now(dt.timezone.utc)) - updated).total_seconds() <= SUPERVISOR_FRESH_SECONDS
 
 
 def table_versions(job: JobSpec, lake: Lake) -> dict[str, int]:

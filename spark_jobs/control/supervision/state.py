@@ -2,12 +2,12 @@
 
 ``<control>/supervisor.json`` (rewritten atomically on every change)::
 
-    {"job", "state": "starting|running|backing_off|held|stopped|given_up", "consecutive_failures",
-     "is_backing_off", "next_attempt_at", "restarts_in_window", "window_seconds", "max_restarts",
-     "last_reason", "last_exit_code", "driver_pid", "updated_at", ...}
+    {"job", "state": "starting|running|backing_off|held|waiting_for_lease|stopped|given_up",
+     "consecutive_failures", "is_backing_off", "next_attempt_at", "restarts_in_window", "window_seconds",
+     "max_restarts", "last_reason", "last_exit_code", "driver_pid", "waiting_for", "updated_at", ...}
 
 ``<control>/events.jsonl``: one JSON object per line, appended: ``time``, ``job``, ``kind``
-(``start``, ``restart``, ``give_up``, ``stop``, ``held``, ``resume``), ``reason``, ``outcome`` and the counts at that
+(``start``, ``restart``, ``give_up``, ``stop``, ``held``, ``resume``, ``lease_wait``, ``lease_free``), ``reason``, ``outcome`` and the counts at that
 moment. ``<control>`` is a local path or an fsspec URL. No pyspark here.
 """
 
@@ -24,9 +24,11 @@ from fsspec.implementations.local import LocalFileSystem
 
 SUPERVISOR_FILE = "supervisor.json"
 EVENTS_FILE = "events.jsonl"
-STATES = ("starting", "running", "backing_off", "held", "stopped", "given_up")
+STATES = ("starting", "running", "backing_off", "held", "waiting_for_lease", "stopped", "given_up")
 # "held" / "resume": supervision paused (a driver that ended is not restarted) and resumed (spark_jobs.control.supervision.hold).
-EVENT_KINDS = ("start", "restart", "give_up", "stop", "held", "resume")
+# "lease_wait" / "lease_free": another driver (a catch-up run) held the checkpoint's lease, so no driver was started
+# until it let go; neither is a failure (spark_jobs.control.supervision.ownership).
+EVENT_KINDS = ("start", "restart", "give_up", "stop", "held", "resume", "lease_wait", "lease_free")
 
 
 def utc_iso(moment: datetime | None = None) -> str:
@@ -56,6 +58,9 @@ class SupervisorState:
     :param restarts_total: restarts by this supervisor.
     :param running_since: when the current driver became healthy (ISO UTC).
     :param log_path: the drivers' log file.
+    :param waiting_for: while ``waiting_for_lease``: who holds the lease (one line for people).
+    :param waiting_since: when that wait began (ISO UTC).
+    :param lease_waits: how many times this supervisor waited for another driver's lease (none is a restart).
     """
 
     job: str
@@ -76,6 +81,9 @@ class SupervisorState:
     restarts_total: int = 0
     running_since: str | None = None
     log_path: str | None = None
+    waiting_for: str | None = None
+    waiting_since: str | None = None
+    lease_waits: int = 0
 
     def to_dict(self) -> dict:
         return asdict(self)
