@@ -131,10 +131,20 @@ def append_event(control_dir: str, event: dict) -> dict:
     """Append one event (``time`` is added when missing) to ``events.jsonl``; returns it."""
     if event.get("kind") not in EVENT_KINDS:
         raise ValueError(f"unknown event kind {event.get('kind')!r}; one of {', '.join(EVENT_KINDS)}")
-    event = {"time": utc_iso(), **event}
-    line = (json.dumps(event, sort_keys=True, default=str) + "\n").encode("utf-8")
+    return append_line(control_dir, EVENTS_FILE, event)
+
+
+def read_events(control_dir: str) -> list[dict]:
+    """Every event in ``events.jsonl``, oldest first (a torn last line is skipped)."""
+    return read_lines(control_dir, EVENTS_FILE)
+
+
+def append_line(control_dir: str, name: str, record: dict) -> dict:
+    """Append ``record`` (``time`` is added when missing) as one JSON line to ``<control_dir>/<name>``; returns it."""
+    record = {"time": utc_iso(), **record}
+    line = (json.dumps(record, sort_keys=True, default=str) + "\n").encode("utf-8")
     fs, base = _split(control_dir)
-    path = f"{base}/{EVENTS_FILE}"
+    path = f"{base}/{name}"
     if isinstance(fs, LocalFileSystem):
         os.makedirs(base, exist_ok=True)
         # One write of one line with O_APPEND: lines never interleave.
@@ -143,24 +153,24 @@ def append_event(control_dir: str, event: dict) -> dict:
             os.write(descriptor, line)
         finally:
             os.close(descriptor)
-    else:  # object stores cannot append: rewrite (one supervisor per job writes it)
+    else:  # object stores cannot append: rewrite (one writer per file at a time)
         fs.makedirs(base, exist_ok=True)
         old = fs.cat_file(path) if fs.exists(path) else b""
         fs.pipe_file(path, old + line)
-    return event
+    return record
 
 
-def read_events(control_dir: str) -> list[dict]:
-    """Every event in ``events.jsonl``, oldest first (a torn last line is skipped)."""
+def read_lines(control_dir: str, name: str) -> list[dict]:
+    """Every JSON line of ``<control_dir>/<name>``, oldest first (a torn line is skipped); none when it is missing."""
     fs, base = _split(control_dir)
     try:
-        text = fs.cat_file(f"{base}/{EVENTS_FILE}").decode("utf-8")
+        text = fs.cat_file(f"{base}/{name}").decode("utf-8")
     except FileNotFoundError:
         return []
-    events = []
+    records = []
     for line in text.splitlines():
         try:
-            events.append(json.loads(line))
+            records.append(json.loads(line))
         except ValueError:
             continue
-    return events
+    return records

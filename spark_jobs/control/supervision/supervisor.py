@@ -55,7 +55,7 @@ from spark_jobs.model.lake import PROJECT_ROOT, Lake
 from spark_jobs.model.jobs import JobSpec
 from spark_jobs.model.object_store import is_url
 from spark_jobs.model.policies import RestartPolicy
-from spark_jobs.control.supervision.driver import Driver
+from spark_jobs.control.supervision.driver import Driver, error_line
 from spark_jobs.control.supervision.hold import read_hold
 from spark_jobs.control.supervision.ownership import LEASE_HELD_EXIT_STATUS, lease_owner, live_lease
 from spark_jobs.control.supervision.policy import RestartBudget, backoff_seconds, healthy_long_enough
@@ -86,17 +86,6 @@ class _Failure:
     reason: str
     exit_code: int | None
     log_tail: str
-
-
-def _error_line(tail: str) -> str | None:
-    """The driver's own one-line error (``error: ...``), else the last exception line of its log."""
-    lines = [line.rstrip() for line in tail.splitlines() if line.strip()]
-    for line in reversed(lines):
-        if line.startswith("error:"):
-            return line[:1000]
-    if any(line.startswith("Traceback") for line in lines):  # the exception line ends a traceback
-        return next((line[:1000] for line in reversed(lines) if not line[0].isspace()), None)
-    return None
 
 
 class Supervisor:
@@ -225,7 +214,7 @@ class Supervisor:
             if code is not None:
                 self.driver.cleanup_after_exit()
                 tail = self.driver.log_tail(LOG_TAIL_LINES)
-                said = _error_line(tail)
+                said = error_line(tail)
                 ended = (f"the driver was killed by {signal.Signals(-code).name}" if code < 0 and -code in _SIGNALS
                          else f"the driver exited with status {code}")
                 return _Failure(ended + (f": {said}" if said else ""), code, tail)
