@@ -32,6 +32,31 @@ def age_text(seconds: float | None) -> str:
     return f"{seconds / 86400:.1f} d ago"
 
 
+def duration_text(seconds: float) -> str:
+    """``45 s``, ``12 min``, ``3 h 5 min``, ``2 d 4 h``."""
+    seconds = max(0, int(seconds))
+    if seconds < 120:
+        return f"{seconds} s"
+    if seconds < 7200:
+        return f"{seconds // 60} min"
+    if seconds < 172800:
+        return f"{seconds // 3600} h {seconds % 3600 // 60} min"
+    return f"{seconds // 86400} d {seconds % 86400 // 3600} h"
+
+
+def driver_text(health) -> str:
+    """The live driver in a table cell: ``pid 4711 on host h, up 12 min (continuous)``; ``-`` without one."""
+    from spark_jobs.control.checkpoint.lease import LeaseInfo
+    from spark_jobs.control.supervision.ownership import lease_owner
+
+    driver = health.driver
+    if not driver or driver.get("expired"):
+        return "-"
+    owner = lease_owner(LeaseInfo.from_dict(driver))
+    up = (datetime.fromisoformat(health.checked_at) - datetime.fromisoformat(owner.since)).total_seconds()
+    return f"pid {owner.pid} on {owner.host}, up {duration_text(up)} ({owner.kind})"
+
+
 def commit_text(health) -> str:
     if health.last_commit_time is None:
         return "never"
