@@ -11,6 +11,7 @@ from airflow.providers.standard.operators.hitl import ApprovalOperator, HITLOper
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from spark_jobs.launch.submit import SPARK_CONN_ID
+from streaming.hooks.airflow_api import API_CONN_ID
 
 # Fields of the form, in the order the audit row keeps them.
 FORM_FIELDS = ("job", "action", "from_time", "table", "table_version", "reason", "dry_run")
@@ -52,7 +53,7 @@ class OncallActionOperator(HITLOperator):
 
     ui_color = "#fde0e0"
 
-    def __init__(self, *, conn_id: str = SPARK_CONN_ID, api_conn_id: str = "airflow_api",
+    def __init__(self, *, conn_id: str = SPARK_CONN_ID, api_conn_id: str = API_CONN_ID,
                  stop_timeout: float = 300, restart_timeout: float = 600, **kwargs) -> None:
         from spark_jobs.model.oncall import MAX_APPROVAL_EXPIRY_SECONDS
 
