@@ -110,10 +110,21 @@ def supervision_text(supervisor: dict | None) -> str | None:
                     f"{supervisor.get('last_reason')})" if restarts else "")
 
 
+def duration_text(seconds: float) -> str:
+    """``45 s``, ``12 min``, ``3 h 5 min``, ``2 d 4 h``."""
+    seconds = max(0, int(seconds))
+    if seconds < 120:
+        return f"{seconds} s"
+    if seconds < 7200:
+        return f"{seconds // 60} min"
+    if seconds < 172800:
+        return f"{seconds // 3600} h {seconds % 3600 // 60} min"
+    return f"{seconds // 86400} d {seconds % 86400 // 3600} h"
+
+
 def owner_text(driver: dict | None, now: datetime) -> str:
     """Who holds the checkpoint now, with its uptime (:mod:`spark_jobs.control.supervision.ownership`)."""
     from spark_jobs.control.checkpoint.lease import LeaseInfo
-    from spark_jobs.control.monitoring.status import duration_text
     from spark_jobs.control.supervision.ownership import lease_owner
 
     if not driver or driver.get("expired"):

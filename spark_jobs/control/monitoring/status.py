@@ -32,21 +32,10 @@ def age_text(seconds: float | None) -> str:
     return f"{seconds / 86400:.1f} d ago"
 
 
-def duration_text(seconds: float) -> str:
-    """``45 s``, ``12 min``, ``3 h 5 min``, ``2 d 4 h``."""
-    seconds = max(0, int(seconds))
-    if seconds < 120:
-        return f"{seconds} s"
-    if seconds < 7200:
-        return f"{seconds // 60} min"
-    if seconds < 172800:
-        return f"{seconds // 3600} h {seconds % 3600 // 60} min"
-    return f"{seconds // 86400} d {seconds % 86400 // 3600} h"
-
-
 def driver_text(health) -> str:
     """The live driver in a table cell: ``pid 4711 on host h, up 12 min (continuous)``; ``-`` without one."""
     from spark_jobs.control.checkpoint.lease import LeaseInfo
+    from spark_jobs.control.monitoring.health import duration_text
     from spark_jobs.control.supervision.ownership import lease_owner
 
     driver = health.driver
