@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -65,6 +66,8 @@ def refused(lake, **request) -> OncallRefused:
 
 @pytest.mark.parametrize("request_, field, message", [
     (dict(job="no_such_job"), "job", "unknown job 'no_such_job'"),
+    (dict(job=None), "job", "is required: choose the job to act on (one of cloudtrail_activity, "),
+    (dict(action=None), "action", "is required: choose what to do (one of restart, stop, "),
     (dict(action="reboot"), "action", "'reboot' is not an action; one of: restart, stop, pause_supervision"),
     (dict(reason=None), "reason", "is required: say why"),
     (dict(reason="   "), "reason", "is required: say why"),
@@ -213,16 +216,25 @@ def test_reset_checkpoint_moves_the_checkpoint_to_a_backup_under_the_lease(lake)
     (checkpoint / "offsets").mkdir(parents=True)
     (checkpoint / "metadata").write_text('{"id":"q1"}')
     (checkpoint / "offsets" / "0").write_text("v1")
+    stopped = Lease.acquire(str(lake.control_path(JOB.name)), JOB.name, 60)  # the driver that ran last, stopped
+    stopped.release()
     request = check(lake, action="reset_checkpoint", airflow=None)
-    assert request.plan()[1].startswith(f"move the checkpoint {checkpoint} to {lake.control_path(JOB.name)}/backups/")
+    backup = lake.control_path(JOB.name) / "backups" / "20261123T120000.000000Z-reset" / "checkpoint"
+    take, move = request.plan()[:2]
+    assert re.fullmatch(rf"take the job's lease \(no driver can start meanwhile; no driver holds it: the last one, pid "
+                        rf"{os.getpid()} on host \S+, released it -?\d+ s ago\)", take), take
+    assert move == (f"move the checkpoint {checkpoint} to {backup} (the backup; move it back to undo, while the job "
+                    "is stopped)")  # the name it gets: the time it was asked for
 
-    done = reset_checkpoint(request, now=NOW)
+    done = reset_checkpoint(request)
 
-    backup = Path(done["backup"])
-    assert backup == lake.control_path(JOB.name) / "backups" / "20261123T120000.000000Z-reset" / "checkpoint"
+    assert Path(done["backup"]) == backup
     assert not checkpoint.exists()
     assert (backup / "metadata").read_text() == '{"id":"q1"}' and (backup / "offsets" / "0").read_text() == "v1"
     lease = read_lease(str(lake.control_path(JOB.name)))
     assert lease.released and lease.details == {"holder": "streaming_oncall reset_checkpoint"}
     error = refused(lake, action="reset_checkpoint", airflow=None)
     assert "there is no checkpoint at" in str(error)
+    checkpoint.mkdir()
+    with pytest.raises(OncallRefused, match="exists already: this request was carried out before"):
+        reset_checkpoint(request)  # the same request twice moves nothing over its own backup
