@@ -74,6 +74,10 @@ def _count(number: int, one: str, many: str | None = None) -> str:
     return f"{number:,} {one if number == 1 else many or one + 's'}"
 
 
+def _took(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
+
+
 def run_entries(job: JobSpec, lake: Lake) -> list[TimelineEntry]:
     """The catch-up and backfill runs of the job's DAGs (each try that ended)."""
     from spark_jobs.control.monitoring.runs import read_runs
@@ -83,8 +87,11 @@ def run_entries(job: JobSpec, lake: Lake) -> list[TimelineEntry]:
         at = _time(run.get("time"))
         if at is None:
             continue
-        what = f"{run.get('kind')} run {run.get('run_id')}" + (f" (try {run['try_number']})"
-                                                               if (run.get("try_number") or 1) > 1 else "")
+        started = _time(run.get("started_at"))
+        took = f", {_took((at - started).total_seconds())}" if started is not None and at >= started else ""
+        what = f"{run.get('kind')} run {run.get('run_id')}" + (f" (try {run['try_number']}{took})"
+                                                               if (run.get("try_number") or 1) > 1 else
+                                                               f" ({took[2:]})" if took else "")
         outcome = run.get("outcome")
         rows = run.get("rows") or {}
         if outcome == "succeeded":

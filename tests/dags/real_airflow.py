@@ -52,7 +52,12 @@ class RestApi(AirflowApi):
                 return None
             raise
         value = entry["value"]
-        return json.loads(value) if isinstance(value, str) else value
+        if not isinstance(value, str):
+            return value
+        try:
+            return json.loads(value)
+        except ValueError:  # a plain string
+            return value
 
 
 def wait_for(what: str, check, timeout: float = WAIT, every: float = 1.0):

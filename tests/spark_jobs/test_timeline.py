@@ -41,6 +41,7 @@ def plant(lake: Lake) -> None:
                            "outcome": "driver started"})
     record_run(control, RunRecord(job=JOB.name, kind="catch-up", dag_id="cloudtrail_etl_catchup", run_id="scheduled__1",
                                   try_number=1, outcome="succeeded", files=16, batches=6,
+                                  started_at=iso(T0 + timedelta(minutes=4, seconds=30)),
                                   rows={"cloudtrail_events": 1255, "cloudtrail_quarantine": 7}))
     record_run(control, RunRecord(job=JOB.name, kind="catch-up", dag_id="cloudtrail_etl_catchup", run_id="manual__2",
                                   try_number=1, outcome="failed",
@@ -68,7 +69,7 @@ def test_the_timeline_merges_the_records_in_time_order(tmp_path):
         (timedelta(minutes=10), "restart", "restarting in 1 s"), (timedelta(minutes=15), "catch-up", "failed"),
         (timedelta(minutes=20), "incident", "error"), (timedelta(minutes=30), "oncall", "succeeded")]
     loaded, failed = entries[1], entries[3]
-    assert loaded.summary == ("catch-up run scheduled__1: 1,255 rows into cloudtrail_events, 7 rows into "
+    assert loaded.summary == ("catch-up run scheduled__1 (30 s): 1,255 rows into cloudtrail_events, 7 rows into "
                               "cloudtrail_quarantine from 16 files in 6 micro-batches")
     assert (loaded.rows, loaded.files) == (1262, 16)
     assert failed.summary == ("catch-up run manual__2 failed: refused: input: the input folder /no/such does not "
