@@ -178,7 +178,7 @@ def form(stage, browser):
     dialog.get_by_role("button", name="Trigger").click()
     run = wait_for("alice's run from the form", lambda: [r for r in stage.admin.runs(DAG_ID)
                                                          if r["conf"].get("reason") == "sent from the form's JSON"])
-    return {"opened": opened, "filled": filled, "enabled": enabled, "run": run[0], "page": page}
+    return {"opened": opened, "filled": filled, "enabled": enabled, "run": run[0], "page": page, "browser": browser}
 
 
 @pytest.fixture(scope="module")
@@ -187,17 +187,22 @@ def self_approved(stage, form):
     run_id, detail = stage.awaiting(form["run"]["dag_run_id"])
     page = form["page"]
     page.goto(f"{stage.airflow.url}/dags/{DAG_ID}/runs/{run_id}/tasks/{TASK}/required_actions")
+    page.get_by_role("button", name="Approve").wait_for(timeout=60_000)
+    page.screenshot(path=str(stage.root / "required-action.png"), full_page=True)
     page.get_by_role("button", name="Approve").click()
-    refusal = page.get_by_text("is not a respondent for the task")
-    refusal.first.wait_for(timeout=60_000)
+    page.get_by_text("Access Denied").first.wait_for(timeout=60_000)  # the UI's words for Airflow's 403
     page.screenshot(path=str(stage.root / "self-approval.png"), full_page=True)
     shown = page.locator("body").inner_text()
+    listed = logged_in(stage, form["browser"], "bob", "/required_actions")
+    listed.get_by_text(detail["subject"]).first.wait_for(timeout=60_000)
+    listed.screenshot(path=str(stage.root / "required-actions.png"), full_page=True)
+    in_list = listed.locator("body").inner_text()
     # A viewer may not answer; the requester may not either (the request is assigned to the others).
     assert stage.vic.answer(DAG_ID, run_id, TASK, "Approve")[0] == 403
     status, answered = stage.alice.answer(DAG_ID, run_id, TASK, "Approve")
     still = [d for d in pending(stage.bob, DAG_ID) if d["task_instance"]["dag_run_id"] == run_id]
     return {"run_id": run_id, "detail": detail, "shown": shown, "api": (status, answered), "still": still,
-            "events": events(stage.lake)}
+            "in_list": in_list, "events": events(stage.lake)}
 
 
 @pytest.fixture(scope="module")
@@ -251,12 +256,17 @@ def test_the_approver_reads_the_dry_runs_plan_and_who_may_approve(self_approved)
 
 def test_the_requesters_own_approval_is_refused_on_the_page_and_the_request_stays_open(stage, self_approved):
     shown = self_approved["shown"]
-    assert "User=alice (id=alice) is not a respondent for the task." in shown  # Airflow's refusal, on the page
+    # Airflow refuses her press (the UI's toast for its 403), under the request that says why and who may approve.
+    assert "Access Denied" in shown and "You do not have permission to perform this action." in shown
     assert "alice asked for it and cannot approve it: refused, the requester cannot approve their own request" in shown
     assert "May approve: admin, bob (not alice, who asked)" in shown
     status, answered = self_approved["api"]
-    assert status == 403 and "is not a respondent for the task" in answered
-    assert len(self_approved["still"]) == 1  # still waiting for another user, in Required Actions
+    assert status == 403 and "User=alice (id=alice) is not a respondent for the task." in answered
+    assert len(self_approved["still"]) == 1  # still waiting for another user
+    # Browse > Required Actions: still "Approval Required", never an "Approval Received" by the requester.
+    listed = self_approved["in_list"]
+    assert "Approval Required" in listed and "Approval Received" not in listed
+    assert "(four eyes: not alice)" in listed
     assert self_approved["events"] == sorted(ROWS + JUNK)  # nothing rolled back
 
 
