@@ -150,7 +150,7 @@ class OncallActionOperator(HITLOperator):
             record.outcome = "refused"
             record.message = (f"refused: nobody but {record.triggered_by} may approve {request.action} (four eyes): add "
                               "a second user with the role user, op or admin to AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS "
-                              "and restart Airflow (docs/airflow.md#a-second-user), then ask again")
+                              "and restart Airflow (docs/airflow.md#the-api-connection-and-a-second-user), then ask again")
             self._audit(context, request.lake, record)
             raise AirflowFailException(f"on-call action not run: {record.message}")
         self.assigned_users = [{"id": name, "name": name} for name in may_approve] if may_approve else None
