@@ -15,7 +15,9 @@ import os
 import stat
 import subprocess
 import sys
+from contextlib import contextmanager
 from types import SimpleNamespace
+from typing import Iterator
 
 import pytest
 
@@ -61,12 +63,18 @@ def lake(tmp_path, monkeypatch):
     return Lake(tmp_path / "lake")
 
 
-def holding(lake: Lake, trigger: str) -> subprocess.Popen:
-    """A driver that holds the job's lease with ``trigger`` until killed."""
+@contextmanager
+def holding(lake: Lake, trigger: str) -> Iterator[subprocess.Popen]:
+    """A driver that holds the job's lease with ``trigger`` while the block runs."""
     process = subprocess.Popen(lease_holder(lake.control_path(JOB), -1, 0, ttl=30, trigger=trigger),
                                stdout=subprocess.PIPE, text=True)
-    assert process.stdout.readline().startswith("holding lease generation")
-    return process
+    try:
+        assert process.stdout.readline().startswith("holding lease generation")
+        yield process
+    finally:
+        process.kill()
+        process.wait()
+        process.stdout.close()
 
 
 def submit(retries: int = 2) -> tuple[JobSubmitOperator, dict]:
@@ -80,15 +88,9 @@ def submit(retries: int = 2) -> tuple[JobSubmitOperator, dict]:
 def test_a_catchup_run_refused_by_the_continuous_drivers_lease_is_skipped_saying_who_owns_the_job(lake):
     from airflow.sdk.exceptions import AirflowSkipException
 
-    driver = holding(lake, "processing-time:10s")
     operator, context = submit()
-    try:
-        with pytest.raises(AirflowSkipException) as skipped:
-            operator.execute(context)
-    finally:
-        driver.kill()
-        driver.wait()
-        driver.stdout.close()
+    with holding(lake, "processing-time:10s") as driver, pytest.raises(AirflowSkipException) as skipped:
+        operator.execute(context)
     said = str(skipped.value)
     assert said.startswith(f"{JOB} is owned by the continuous driver pid {driver.pid} on host ")
     assert said.endswith("; its files are ingested there (this run's driver was refused by its lease: exit status 3)")
@@ -99,15 +101,9 @@ def test_a_catchup_run_refused_by_the_continuous_drivers_lease_is_skipped_saying
 def test_a_lease_held_by_anyone_else_stays_a_failure_recorded_with_the_drivers_reason(lake):
     from airflow.sdk.exceptions import AirflowException
 
-    holder = holding(lake, "available-now")  # e.g. a run started by hand
     operator, context = submit(retries=2)
-    try:
-        with pytest.raises(AirflowException) as failed:
-            operator.execute(context)
-    finally:
-        holder.kill()
-        holder.wait()
-        holder.stdout.close()
+    with holding(lake, "available-now") as holder, pytest.raises(AirflowException) as failed:  # a run started by hand
+        operator.execute(context)
     assert "Error code is: 3" in str(failed.value)
     [record] = read_runs(str(lake.control_path(JOB)))
     assert (record["kind"], record["dag_id"], record["run_id"], record["try_number"], record["outcome"]) == (

@@ -20,16 +20,10 @@ def collect(lake: str | None = None, now: datetime | None = None) -> list:
 
 
 def age_text(seconds: float | None) -> str:
-    """``12 s ago``, ``4 min ago``, ``3.2 h ago``, ``2.1 d ago``; ``never`` for None."""
-    if seconds is None:
-        return "never"
-    if seconds < 120:
-        return f"{seconds:.0f} s ago"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min ago"
-    if seconds < 172800:
-        return f"{seconds / 3600:.1f} h ago"
-    return f"{seconds / 86400:.1f} d ago"
+    """``12 s ago``, ``4 min ago``, ``3 h 12 min ago``, ``2 d 4 h ago``; ``never`` for None."""
+    from spark_jobs.control.monitoring.health import duration_text
+
+    return "never" if seconds is None else f"{duration_text(round(seconds))} ago"
 
 
 def driver_text(health) -> str:
