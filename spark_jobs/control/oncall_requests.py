@@ -55,7 +55,7 @@ from spark_jobs.model.jobs import JobSpec
 from spark_jobs.model.object_store import delta_rs_options
 from spark_jobs.registry import ONCALL_ACTIONS, get_job
 from spark_jobs.control.supervision.hold import read_hold
-from spark_jobs.control.supervision.ownership import supervisor_active
+from spark_jobs.control.supervision.ownership import lease_owner, supervisor_active
 from spark_jobs.control.supervision.state import read_supervisor_state
 
 ACTIONS = tuple(ONCALL_ACTIONS)
@@ -130,7 +130,8 @@ class JobState:
         if lease is None:
             return "no driver has held it yet"
         if self.lease_live:
-            return lease.describe(now)
+            owner = lease_owner(lease)
+            return f"{lease.describe(now)}: {owner.role}{owner.started_by}"
         ago = f"{lease.heartbeat_age(now):.0f} s ago"
         ended = f"released it {ago}" if lease.released else f"is gone (its last heartbeat was {ago})"
         return f"no driver holds it: the last one, pid {lease.pid} on host {lease.host}, {ended}"
@@ -457,6 +458,9 @@ def _check_state(job: JobSpec, action: str, state: JobState, airflow: AirflowVie
     if action == "restart":
         if not state.lease_live:
             refuse(f"no driver is running (no live lease); start it with resume_supervision or by unpausing {dag}")
+        if lease_owner(state.lease).kind != "continuous":
+            refuse(f"the checkpoint is held by {lease_owner(state.lease).describe()}, not by a continuous driver: the "
+                   f"supervisor of {dag} starts its driver when that one lets go; nothing to restart")
         view = need_airflow()
         if view.paused:
             refuse(f"the driver ({state.driver()}) does not run under {dag}, which is paused: restart it where it was "

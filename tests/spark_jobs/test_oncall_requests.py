@@ -115,8 +115,9 @@ def test_a_version_whose_files_are_gone_cannot_be_rolled_back_to(lake):
                                                           "cannot be restored; choose a later version")
 
 
-def _hold_lease(lake: Lake) -> Lease:
-    return Lease.acquire(str(lake.control_path(JOB.name)), JOB.name, 30, details={"holder": "a test driver"})
+def _hold_lease(lake: Lake, trigger: str = "processing-time:10s") -> Lease:
+    """The job's lease, held as a driver of ``trigger`` (the continuous one's by default)."""
+    return Lease.acquire(str(lake.control_path(JOB.name)), JOB.name, 30, details={"trigger": trigger})
 
 
 def _supervisor(lake: Lake, state: str = "running") -> None:
@@ -129,6 +130,7 @@ def _supervisor(lake: Lake, state: str = "running") -> None:
     ("restart", "lease", replace(RUNNING, running_run_id=None, supervise_state=None),
      "has no running run whose `supervise` runs"),
     ("restart", "lease", UNREACHABLE, "Airflow cannot be asked about cloudtrail_etl_continuous: cannot reach"),
+    ("restart", "catch-up lease", RUNNING, "the checkpoint is held by the catch-up run pid "),
     ("stop", None, PAUSED, "it is already stopped: cloudtrail_etl_continuous is paused and no driver holds the lease"),
     ("stop", "lease", PAUSED, "does not run under cloudtrail_etl_continuous, which is paused: stop it where"),
     ("pause_supervision", None, None, "no supervisor is running (supervisor.json: none); nothing to pause"),
@@ -137,6 +139,7 @@ def _supervisor(lake: Lake, state: str = "running") -> None:
     ("resume_supervision", None, RUNNING, "supervision is not paused (no hold) and cloudtrail_etl_continuous is "
                                           "not paused"),
     ("reset_checkpoint", "lease", None, "a driver holds the checkpoint (pid "),
+    ("reset_checkpoint", "catch-up lease", None, "s ago, ttl 30 s): the catch-up run); stop the job first"),
     ("reset_checkpoint", "supervisor", None, "its supervisor is running (it would start a driver)"),
     ("reset_checkpoint", None, None, "there is no checkpoint at "),
 ])
@@ -144,6 +147,8 @@ def test_an_action_that_does_not_fit_the_jobs_state_is_refused(lake, action, set
     lease = None
     if setup == "lease":
         lease = _hold_lease(lake)
+    elif setup == "catch-up lease":
+        lease = _hold_lease(lake, "available-now")
     elif setup in ("supervisor", "hold"):
         _supervisor(lake)
         if setup == "hold":

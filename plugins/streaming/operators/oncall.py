@@ -292,6 +292,7 @@ class OncallActionOperator(HITLOperator):
 
     def _stop(self, request) -> dict:
         from spark_jobs.control.checkpoint.lease import read_lease
+        from spark_jobs.control.supervision.ownership import lease_owner
 
         control = str(request.lake.control_path(request.job.name))
         before = read_lease(control)
@@ -300,7 +301,8 @@ class OncallActionOperator(HITLOperator):
         deadline = time.monotonic() + self.stop_timeout
         while time.monotonic() < deadline:
             lease = read_lease(control)
-            if lease is None or lease.expired():
+            # Stopped: no live lease, or one a catch-up run holds (the continuous driver's is gone).
+            if lease is None or lease.expired() or lease_owner(lease).kind != "continuous":
                 return {"paused": request.airflow.dag_id, "driver_before": before and before.describe(),
                         "lease": lease and {"generation": lease.generation, "released": lease.released}}
             time.sleep(1)

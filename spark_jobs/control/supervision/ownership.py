@@ -61,12 +61,20 @@ class Owner:
     task_id: str | None = None
     try_number: str | None = None
 
+    @property
+    def role(self) -> str:
+        """``the continuous driver``, ``the catch-up run``, ``the on-call action`` or ``a driver``."""
+        return {"continuous": "the continuous driver", "catch-up": "the catch-up run", "on-call": "the on-call action",
+                "driver": "a driver"}[self.kind]
+
+    @property
+    def started_by(self) -> str:
+        """`` (run R of cloudtrail_etl_continuous)`` when an Airflow task started it, else empty."""
+        return f" (run {self.run_id} of {self.dag_id})" if self.dag_id and self.run_id else ""
+
     def describe(self) -> str:
         """``the continuous driver pid 123 on host h since T (run R of cloudtrail_etl_continuous)``."""
-        who = {"continuous": "the continuous driver", "catch-up": "the catch-up run", "on-call": "the on-call action",
-               "driver": "a driver"}[self.kind]
-        started = f" (run {self.run_id} of {self.dag_id})" if self.dag_id and self.run_id else ""
-        return f"{who} pid {self.pid} on host {self.host} since {self.since}{started}"
+        return f"{self.role} pid {self.pid} on host {self.host} since {self.since}{self.started_by}"
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -113,8 +113,10 @@ def test_a_driver_started_by_an_airflow_task_is_named_by_its_run(tmp_path):
 
     context = {"AIRFLOW_CTX_DAG_ID": "cloudtrail_etl_catchup", "AIRFLOW_CTX_DAG_RUN_ID": "asset_triggered__1",
                "AIRFLOW_CTX_TASK_ID": "spark_submit", "AIRFLOW_CTX_TRY_NUMBER": "1"}
-    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], env={**os.environ, **context})
+    process = subprocess.Popen([sys.executable, "-c", "import time; print('up', flush=True); time.sleep(60)"],
+                               env={**os.environ, **context}, stdout=subprocess.PIPE, text=True)
     try:
+        assert process.stdout.readline() == "up\n"  # running: its environment is in /proc (right at exec it is not)
         assert airflow_context(process.pid) == {"dag_id": "cloudtrail_etl_catchup", "run_id": "asset_triggered__1",
                                                 "task_id": "spark_submit", "try_number": "1"}
         lease = Lease.acquire(str(tmp_path), "cloudtrail_etl", 60).info
@@ -124,6 +126,7 @@ def test_a_driver_started_by_an_airflow_task_is_named_by_its_run(tmp_path):
     finally:
         process.kill()
         process.wait()
+        process.stdout.close()
     assert airflow_context(process.pid) == {}  # gone
 
 

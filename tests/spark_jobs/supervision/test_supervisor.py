@@ -225,8 +225,8 @@ def test_a_lease_held_by_a_catchup_run_is_waited_for_not_counted_and_a_crash_aft
     waiting = wait_for(lambda: [s for s in seen.states if s["state"] == "waiting_for_lease"], 30, "the wait")[0]
     assert waiting["waiting_for"].startswith(f"the catch-up run pid {catchup.pid} on host ")
     assert waiting["driver_pid"] is None  # no driver was started into the held lease
-    first = wait_for(lambda: seen.states[-1]["state"] == "running" and seen.states[-1]["driver_pid"], 60,
-                     "the driver once the catch-up run let go")
+    first = wait_for(lambda: seen.states and seen.states[-1]["state"] == "running" and seen.states[-1]["driver_pid"],
+                     60, "the driver once the catch-up run let go")
     assert catchup.wait(timeout=30) == 0
     catchup.stdout.close()
     wait_event, free_event = seen.events[1:3]
@@ -266,8 +266,8 @@ def test_a_driver_refused_by_the_lease_exit_3_waits_for_it_and_uses_none_of_the_
     stop = threading.Event()
     supervisor, seen = _supervisor(tmp_path, lease_holder(control, hold_seconds=-1, exit_code=0, ttl=2), stop=stop)
     thread, result = _in_thread(supervisor)
-    driver = wait_for(lambda: seen.states[-1]["state"] == "running" and seen.states[-1]["driver_pid"], 60,
-                      "the driver once the catch-up run let go")
+    driver = wait_for(lambda: seen.states and seen.states[-1]["state"] == "running" and seen.states[-1]["driver_pid"],
+                      60, "the driver once the catch-up run let go")
     assert catchup.wait(timeout=30) == 0
     catchup.stdout.close()
     stop.set()
