@@ -154,6 +154,9 @@ def _section(health, rows: list[dict], tables: list[str], timeline: list | None 
                   "started again at 0) are not plotted")
     owner = (f'<p class="owner" data-owner="{escape(health.owner or "")}">Owner: {escape(health.owner or "?")}'
              + (f"; supervisor: {escape(health.supervision)}" if health.supervision else "") + "</p>")
+    if health.discovery:  # how it finds its files: the window, the queue's backlog, the last reconcile
+        owner += f'<p class="owner" data-discovery="1">Input: {escape(health.discovery)}</p>'
+
     return (f'<section id="job-{escape(health.job)}" data-job="{escape(health.job)}">'
             f'<h2>{escape(health.job)} <span class="state state-{health.state}">'
             f'{escape(health.state.replace("_", " "))}</span></h2>'

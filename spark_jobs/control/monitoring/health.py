@@ -58,6 +58,7 @@ class JobHealth:
     backoff: str | None = None
     supervision: str | None = None
     owner: str | None = None
+    discovery: str | None = None
     last_batch: dict | None = None
     conditions: list[Condition] = field(default_factory=list)
     incidents: list[dict] = field(default_factory=list)
@@ -239,6 +240,7 @@ def check_job(job: JobSpec, lake_root: str | Path | None, input_path: str | None
     :param incidents: the job's open incidents (default: read from ``<lake>/control/<job>``).
     """
     from spark_jobs.control.checkpoint.inspect import inspect_checkpoint, lake_location
+    from spark_jobs.control.discovery.backlog import discovery_text
     from spark_jobs.control.monitoring.history import read_progress
     now = now or datetime.now(timezone.utc)
     lake = lake_location(lake_root)
@@ -268,5 +270,6 @@ def check_job(job: JobSpec, lake_root: str | Path | None, input_path: str | None
         backoff=_backoff(supervisor),
         supervision=supervision_text(supervisor),
         owner=owner_text(report.get("driver"), now),
+        discovery=discovery_text(report.get("discovery")),
         last_batch={**last, "timestamp": last["timestamp"].isoformat()} if last else None,
         conditions=conditions, incidents=incidents, report=report)
