@@ -11,10 +11,10 @@ import os
 import subprocess
 import sys
 
-from tests.conftest import PROJECT_ROOT
+from tests.helpers.project import PROJECT_ROOT
 
 CONFTEST = """
-from tests.fast_tier import install_guard
+from tests.helpers.fast_tier import install_guard
 
 
 def pytest_configure(config):

@@ -15,19 +15,17 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import sys
 import time
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 
-from tests.dags.approvals import running
-from tests.dags.conftest import PROJECT_ROOT, require_airflow_env
-from tests.dags.real_airflow import RestApi, wait_for
+from tests.helpers.approvals import running
+from tests.helpers.airflow_fixtures import require_airflow_env
+from tests.helpers.real_airflow import RestApi, wait_for
 
-sys.path.insert(0, str(PROJECT_ROOT / "plugins"))
-from tools.local_airflow import LocalAirflow, free_port  # noqa: E402
+from tools.local_airflow import LocalAirflow, free_port
 
 DAG_ID = "cloudtrail_etl_catchup"
 IDLE_SECONDS = 45  # more than four polls of the watcher

@@ -1,6 +1,6 @@
 """Health alerts from the checkpoint-health trigger: once when an incident opens, once when it resolves.
 
-Each test plants a job's state (:mod:`tests.spark_jobs.monitoring.plant`) and runs the trigger's own
+Each test plants a job's state (:mod:`tests.helpers.plant`) and runs the trigger's own
 poll (:meth:`CheckpointHealthTrigger.poll_once`, the step its ``run`` loop repeats in the triggerer):
 the evaluation, the incident store and Airflow's notifier (awaited, as the triggerer does) posting
 to a real webhook on 127.0.0.1. A new trigger object stands for a restarted sensor.
@@ -15,7 +15,7 @@ import pytest
 
 from streaming.notifiers import WEBHOOK_ENV
 from streaming.triggers.checkpoint_health import CheckpointHealthTrigger
-from tests.spark_jobs.monitoring.plant import JOB, PlantedLake
+from tests.helpers.plant import JOB, PlantedLake
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ driver's own reason.
 
 The driver is the real ``python -m spark_jobs run`` (its lease is taken before Spark starts: refused, it exits 3
 with its one-line error); only ``spark-submit`` is a stand-in on PATH that runs the application with this
-Python (no JVM). The lease holder is a stand-in driver (tests/spark_jobs/supervision/lease_holder.py); the task's
+Python (no JVM). The lease holder is a stand-in driver (tests/helpers/lease_holder.py); the task's
 context is the few fields the operator reads.
 """
 
@@ -25,7 +25,7 @@ from spark_jobs.control.monitoring.runs import read_runs
 from spark_jobs.launch.submit import Submission
 from spark_jobs.model.lake import Lake
 from streaming.operators.job_submit import JobSubmitOperator
-from tests.spark_jobs.supervision.helpers import lease_holder
+from tests.helpers.processes import lease_holder
 
 JOB = "cloudtrail_etl"
 STAND_IN = """#!{python}

@@ -20,8 +20,8 @@ from datetime import timedelta
 
 from tools import sample_events as se
 from spark_jobs.transforms.alert_rules import alert_id
-from tests.conftest import PROJECT_ROOT
-from tests.spark_jobs.analytics_helpers import accounts_file, events_lake, table
+from tests.helpers.project import PROJECT_ROOT
+from tests.helpers.analytics import accounts_file, events_lake, table
 
 SILENT_ACCOUNT = se.ACCOUNTS[2]
 DELIVERING = se.ACCOUNTS[:2]

@@ -14,8 +14,8 @@ import shutil
 import subprocess
 import sys
 
-from tests.conftest import PROJECT_ROOT, run_cli
-from tests.spark_jobs.conftest import source_records
+from tests.helpers.project import PROJECT_ROOT, run_cli
+from tests.helpers.cloudtrail import source_records
 
 LIVE_FOLDERS = ("invictus-ir_aws_dataset/CloudTrail", "datadog_stratus-red-team/docs/detonation-logs")
 

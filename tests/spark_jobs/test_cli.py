@@ -14,7 +14,7 @@ import pytest
 
 from tools.sample_data import write_sample_landing
 from spark_jobs.registry import JOBS
-from tests.conftest import PROJECT_ROOT, run_cli
+from tests.helpers.project import PROJECT_ROOT, run_cli
 
 
 @pytest.mark.parametrize("args, message", [

@@ -12,7 +12,7 @@ from spark_jobs.transforms.cloudtrail import reasons
 from spark_jobs.transforms.cloudtrail.schema import KNOWN_TOP_LEVEL_KEYS
 from spark_jobs.driver.job_modules import transform_batch
 from tools.sample_data import write_sample_landing
-from tests.spark_jobs.conftest import JOB, file_name, source_records
+from tests.helpers.cloudtrail import JOB, file_name, source_records
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import sys
 import zipfile
 
 from spark_jobs.launch import code_zip
-from tests.conftest import PROJECT_ROOT
+from tests.helpers.project import PROJECT_ROOT
 
 
 def make_package(root, files: dict[str, str]):

@@ -21,8 +21,8 @@ from typing import Callable
 from urllib.parse import unquote
 
 from tools.sample_data import write_sample_landing
-from tests.conftest import PROJECT_ROOT
-from tests.spark_jobs.conftest import file_name
+from tests.helpers.project import PROJECT_ROOT
+from tests.helpers.cloudtrail import file_name
 
 
 def _batch_ids(folder: Path) -> set[int]:

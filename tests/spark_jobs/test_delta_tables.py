@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 
 from spark_jobs.model.lake import Lake
 from tools.sample_data import write_sample_landing
-from tests.spark_jobs.conftest import JOB, file_name
+from tests.helpers.cloudtrail import JOB, file_name
 
 EVENTS, QUARANTINE = "cloudtrail_events", "cloudtrail_quarantine"
 COLUMNS = ["eventID", "date", "eventTime", "eventName", "_source_file", "_record_index"]

@@ -25,8 +25,8 @@ from spark_jobs.control.delta_log import restore_plan
 from spark_jobs.cli.lake import run as run_command
 from spark_jobs.driver.lake_tools import optimize, restore, vacuum
 from spark_jobs.registry import get_job, table_specs
-from tests.conftest import PROJECT_ROOT, run_cli
-from tests.spark_jobs.lake_fixtures import append, events_frame, quarantine_frame, schemas
+from tests.helpers.project import PROJECT_ROOT, run_cli
+from tests.helpers.table_rows import append, events_frame, quarantine_frame, schemas
 
 JOB = get_job("cloudtrail_etl")
 EVENTS = JOB.table("cloudtrail_events")

@@ -9,7 +9,7 @@ import sys
 import zipfile
 
 from spark_jobs.launch import code_zip
-from tests.conftest import PROJECT_ROOT
+from tests.helpers.project import PROJECT_ROOT
 from tools.sample_data import write_sample_landing
 
 # Runs the real command line in this process's interpreter and, at exit, writes the modules it loaded.

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import gzip
 import json
 from collections import Counter
 from pathlib import Path
@@ -13,7 +12,7 @@ import pytest
 
 from spark_jobs.model.lake import Lake
 from tools.sample_data import write_sample_landing
-from tests.spark_jobs.conftest import JOB, source_records
+from tests.helpers.cloudtrail import JOB, dated_delivery, source_records
 
 EVENTS, QUARANTINE = "cloudtrail_events", "cloudtrail_quarantine"
 
@@ -32,15 +31,6 @@ def _app_versions(table: Path) -> dict[str, int]:
 def _merge_predicates(table: Path) -> list[str]:
     return [h["operationParameters"]["predicate"] for h in deltalake.DeltaTable(str(table)).history()
             if h.get("operation") == "MERGE"]
-
-
-def _dated_file(folder: Path, delivered: dt.datetime, records: list[dict], token: str) -> Path:
-    """A CloudTrail delivery of ``records`` named with its delivery time, as S3 writes it."""
-    day = folder / f"{delivered:%Y/%m/%d}"
-    day.mkdir(parents=True, exist_ok=True)
-    path = day / f"111122223333_CloudTrail_eu-west-1_{delivered:%Y%m%dT%H%MZ}_{token}.json.gz"
-    path.write_bytes(gzip.compress(json.dumps({"Records": records}).encode()))
-    return path
 
 
 def _landing_files(landing: Path) -> list[Path]:
@@ -75,7 +65,7 @@ def test_a_batch_with_a_bad_record_or_an_old_event_writes_the_rest_under_a_secon
     old = dict(records[0], eventID="old-event-0001", eventTime="2020-01-01T10:00:00Z")
     no_id = {k: v for k, v in records[1].items() if k != "eventID"}
     delivered = dt.datetime(2024, 3, 2, 10, 5, tzinfo=dt.UTC)
-    _dated_file(tmp_path / "landing" / "extra", delivered, [old, no_id, dict(records[2], eventID="extra-0002")], "X1")
+    dated_delivery(tmp_path / "landing" / "extra", delivered, [old, no_id, dict(records[2], eventID="extra-0002")], "X1")
     summary = run_job(tmp_path / "landing", tmp_path / "lake")
     lake = Lake(tmp_path / "lake")
     got = tables(tmp_path / "lake")
@@ -102,7 +92,7 @@ def test_a_batch_run_again_after_its_one_pass_commit_writes_only_the_rest(spark,
                                     include_bad_files=False)
     records = source_records(_landing_files(tmp_path / "landing")[0])
     bad_time = dict(records[0], eventID="bad-time-0001", eventTime="yesterday")
-    _dated_file(tmp_path / "landing" / "extra", dt.datetime(2024, 3, 2, 10, 5), [bad_time], "X2")
+    dated_delivery(tmp_path / "landing" / "extra", dt.datetime(2024, 3, 2, 10, 5), [bad_time], "X2")
     lake = Lake(tmp_path / "lake")
     module = job_module(JOB)
     targets = table_targets(JOB, lake)
@@ -133,7 +123,7 @@ def test_a_batch_whose_events_all_fit_leaves_only_the_quarantine_to_write(tmp_pa
                                     include_bad_files=False)
     records = source_records(_landing_files(tmp_path / "landing")[0])
     no_time = {k: v for k, v in records[0].items() if k != "eventTime"}
-    _dated_file(tmp_path / "landing" / "extra", dt.datetime(2024, 3, 2, 10, 5), [no_time], "X3")
+    dated_delivery(tmp_path / "landing" / "extra", dt.datetime(2024, 3, 2, 10, 5), [no_time], "X3")
     summary = run_job(tmp_path / "landing", tmp_path / "lake")
     lake = Lake(tmp_path / "lake")
     got = tables(tmp_path / "lake")
@@ -157,12 +147,12 @@ def test_later_deliveries_in_one_batch_and_keys_the_table_holds_are_left_out_of_
     landing = tmp_path / "landing"
     base = dt.datetime(2024, 3, 2, 10, 5, tzinfo=dt.UTC)
     records = [_record_at(f"ev-{i}", base - dt.timedelta(minutes=3, seconds=i)) for i in range(6)]
-    _dated_file(landing / "a", base, records[:4], "A")
+    dated_delivery(landing / "a", base, records[:4], "A")
     run_job(landing, tmp_path / "lake")
     # One batch: B repeats ev-0 and ev-3 (both in the table) and ev-5 twice; C repeats ev-4 and ev-5.
-    _dated_file(landing / "b", base + dt.timedelta(minutes=1), [records[0], records[4], records[5], records[5],
+    dated_delivery(landing / "b", base + dt.timedelta(minutes=1), [records[0], records[4], records[5], records[5],
                                                                  records[3]], "B")
-    _dated_file(landing / "c", base + dt.timedelta(minutes=2), [records[5], records[4]], "C")
+    dated_delivery(landing / "c", base + dt.timedelta(minutes=2), [records[5], records[4]], "C")
     summary = run_job(landing, tmp_path / "lake")
     lake = Lake(tmp_path / "lake")
     events = tables(tmp_path / "lake")[EVENTS]

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from spark_jobs.transforms.cloudtrail import reasons
-from tests.spark_jobs.conftest import source_records
+from tests.helpers.cloudtrail import source_records
 
 pytestmark = pytest.mark.real_data
 INVALID_FILE = "zmallen_cloudtrail2sightings/cloudtrail.zip/aws.execution.ec2-user-data.json"

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from spark_jobs.transforms.cowrie.parse import FIELDS
-from tests.conftest import PROJECT_ROOT
-from tests.spark_jobs.jobs.test_cowrie_honeypot import EVENTS, QUARANTINE, JOB, read_tables, run
+from tests.helpers.project import PROJECT_ROOT
+from tests.helpers.cowrie import EVENTS, QUARANTINE, JOB, read_tables, run
 from tests.spark_jobs.test_crash_recovery import _batch_ids, _kill_mid_batch, _kill_with_files_uncommitted
 
 pytestmark = pytest.mark.real_data

@@ -7,7 +7,7 @@ import pytest
 
 from spark_jobs.model.errors import UsageError
 from spark_jobs.registry import JOBS, all_tables, get_job
-from tests.conftest import PROJECT_ROOT
+from tests.helpers.project import PROJECT_ROOT
 
 
 def test_every_job_has_a_module_with_transform_and_one_output_per_table():

@@ -19,8 +19,8 @@ import pytest
 
 from spark_jobs.model.lake import Lake
 from spark_jobs.driver.sql import parse_as_of_args, print_result, register_tables, run_duckdb
-from tests.conftest import PROJECT_ROOT, run_cli
-from tests.spark_jobs.lake_fixtures import append, events_frame, quarantine_frame
+from tests.helpers.project import PROJECT_ROOT, run_cli
+from tests.helpers.table_rows import append, events_frame, quarantine_frame
 
 FIRST = [f"ev-{i}" for i in range(0, 5)]
 SECOND = [f"ev-{i}" for i in range(5, 9)]

@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sys
 import threading
 import time
 from collections import Counter
@@ -42,14 +41,10 @@ from tools.sample_data import write_sample_landing
 from tools.standalone import StandaloneCluster, connection_json, executor_processes
 from spark_jobs.control.supervision.driver import group_members
 from spark_jobs.control.supervision.supervisor import Supervisor
-from tests.conftest import PROJECT_ROOT
-from tests.dags.conftest import airflow_env, migrated_db, require_airflow_env  # noqa: F401 (the DAG tests' session fixtures)
-from tests.dags.test_catchup_dag_run import CatchupRuns, tail
-from tests.spark_jobs.supervision.helpers import batch_ids, table_event_ids, wait_for
-
-PLUGINS = PROJECT_ROOT / "plugins"
-if str(PLUGINS) not in sys.path:
-    sys.path.insert(0, str(PLUGINS))
+from tests.helpers.project import PROJECT_ROOT
+from tests.helpers.airflow_fixtures import require_airflow_env
+from tests.helpers.catchup_runs import CatchupRuns, tail
+from tests.helpers.processes import batch_ids, table_event_ids, wait_for
 
 JOB = get_job("cloudtrail_etl")
 POLICY = replace(JOB.restart, initial_backoff_seconds=1, max_backoff_seconds=5, window_seconds=600, poll_seconds=0.5,

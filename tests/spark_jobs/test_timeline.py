@@ -97,7 +97,7 @@ def test_a_resolved_incident_has_two_entries_and_an_empty_lake_none(tmp_path):
 def test_the_health_page_lists_it_per_job(tmp_path):
     import sys
 
-    from tests.conftest import PROJECT_ROOT
+    from tests.helpers.project import PROJECT_ROOT
 
     sys.path.insert(0, str(PROJECT_ROOT / "plugins"))
     from streaming.health_page import _timeline
@@ -115,7 +115,7 @@ def test_the_health_page_lists_it_per_job(tmp_path):
 
 
 def test_a_runs_rows_and_files_are_its_streams_batches_since_it_started(tmp_path):
-    from tests.spark_jobs.monitoring.plant import PlantedLake
+    from tests.helpers.plant import PlantedLake
 
     planted = PlantedLake(tmp_path)
     rows = planted.progress([(1.0, 2.0)] * 3, rows={"cloudtrail_events": 10, "cloudtrail_quarantine": 1},

@@ -31,9 +31,9 @@ from spark_jobs.control.checkpoint.repair import repair_checkpoint
 from spark_jobs.model.policies import HealthThresholds
 from spark_jobs.registry import get_job
 from tools.sample_data import write_sample_landing
+from tests.helpers.project import PROJECT_ROOT
 
 JOB = get_job("cloudtrail_etl")
-PROJECT_ROOT = Path(__file__).resolve().parents[3]
 
 
 def checkpoint_of(lake: Path) -> Path:

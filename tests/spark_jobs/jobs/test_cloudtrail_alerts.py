@@ -14,7 +14,7 @@ from tools import sample_events as se
 from spark_jobs.transforms.alert_rules import alert_id
 from spark_jobs.model.errors import UsageError
 from spark_jobs.registry import get_job
-from tests.spark_jobs.analytics_helpers import streamed, table
+from tests.helpers.analytics import streamed, table
 
 JOB = get_job("cloudtrail_alerts")
 

@@ -18,7 +18,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from tests.spark_jobs.live_path.test_time_bound import _merges
+from tests.helpers.delta_log import merge_commits
 from tests.spark_jobs.test_crash_recovery import _batch_ids, _start
 from tools.sample_data import write_sample_landing
 
@@ -78,5 +78,5 @@ def test_kill_9_at_random_points_leaves_the_tables_of_an_uninterrupted_run(tmp_p
     assert len(ids) == len(set(ids)) == len(manifest.good_event_ids) == 24 * 40, where
     assert _rows(got[EVENTS]) == _rows(expected[EVENTS]), where  # row for row, every column
     assert got[QUARANTINE].count() == expected[QUARANTINE].count() == 0, where
-    assert any("eventTime" in m["predicate"] for m in _merges(events)), \
+    assert any("eventTime" in m["predicate"] for m in merge_commits(events)), \
         f"no MERGE of {events} was bounded by eventTime ({where})"

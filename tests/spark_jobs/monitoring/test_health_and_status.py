@@ -18,8 +18,8 @@ from spark_jobs.control.monitoring.conditions import Condition
 from spark_jobs.control.monitoring.health import check_job
 from spark_jobs.control.monitoring.incidents import CLEAR_CHECKS, IncidentStore
 from spark_jobs.model.policies import AlertThresholds
-from tests.conftest import run_cli
-from tests.spark_jobs.monitoring.plant import JOB, PlantedLake
+from tests.helpers.project import run_cli
+from tests.helpers.plant import JOB, PlantedLake
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from spark_jobs.control.monitoring.history import read_progress
 from spark_jobs.control.monitoring.progress import PROGRESS_TABLE, apply_retention, progress_table_path
 from tools.sample_data import write_sample_landing
 from spark_jobs.driver.sql import print_result, register_tables, run_duckdb
-from tests.spark_jobs.conftest import JOB
+from tests.helpers.cloudtrail import JOB
 
 FILES_PER_BATCH = 9
 

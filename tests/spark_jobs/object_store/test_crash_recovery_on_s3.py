@@ -11,8 +11,8 @@ from collections import Counter
 
 from spark_jobs.model.lake import as_path
 from tools.sample_data import write_sample_landing
-from tests.conftest import PROJECT_ROOT
-from tests.spark_jobs.conftest import file_name
+from tests.helpers.project import PROJECT_ROOT
+from tests.helpers.cloudtrail import file_name
 # The local test's helpers read the checkpoint and the table's folder through pathlib's API, which the
 # lake's UPath paths (s3fs underneath) give on a bucket as well.
 from tests.spark_jobs.test_crash_recovery import _batch_ids, _kills_leaving_orphans, _uncommitted_files

@@ -17,8 +17,8 @@ from collections import Counter
 import boto3
 
 from tools.sample_data import write_sample_landing
-from tests.conftest import PROJECT_ROOT
-from tests.spark_jobs.conftest import file_name
+from tests.helpers.project import PROJECT_ROOT
+from tests.helpers.cloudtrail import file_name
 from tests.spark_jobs.test_crash_recovery import _batch_ids, _kill_mid_batch
 
 VISIBILITY_SECONDS = 5

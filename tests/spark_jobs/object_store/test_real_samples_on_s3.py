@@ -18,9 +18,9 @@ from collections import defaultdict
 
 import pytest
 
-from tests.conftest import PROJECT_ROOT, run_cli
-from tests.spark_jobs.conftest import source_records
-from tests.spark_jobs.object_store.conftest import SECRET
+from tests.helpers.project import PROJECT_ROOT, run_cli
+from tests.helpers.cloudtrail import source_records
+from tests.helpers.s3_fixtures import SECRET
 
 pytestmark = pytest.mark.real_data
 INVALID_FILE = "zmallen_cloudtrail2sightings/cloudtrail.zip/aws.execution.ec2-user-data.json"

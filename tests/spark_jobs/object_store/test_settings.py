@@ -3,7 +3,6 @@ into a setting; URL lake roots and inputs; the backfill's URL roots (no JVM)."""
 
 from __future__ import annotations
 
-import sys
 
 import pytest
 
@@ -11,10 +10,9 @@ from spark_jobs.control.backfill import BackfillRefused, check_source, input_roo
 from spark_jobs.model.lake import Lake
 from spark_jobs.model.object_store import S3Settings, delta_rs_options, hadoop_conf
 from spark_jobs.registry import get_job
-from tests.conftest import PROJECT_ROOT
+from tests.helpers.project import PROJECT_ROOT
 
-sys.path.insert(0, str(PROJECT_ROOT / "plugins"))
-from streaming.aws_connection import aws_variables  # noqa: E402
+from streaming.aws_connection import aws_variables
 
 ENV = {"AWS_ENDPOINT_URL": "http://127.0.0.1:9000", "AWS_REGION": "eu-west-1", "AWS_ACCESS_KEY_ID": "AKIAX",
        "AWS_SECRET_ACCESS_KEY": "settings-secret", "AWS_CONFIG_FILE": "/nonexistent"}

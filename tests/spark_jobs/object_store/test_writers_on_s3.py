@@ -14,8 +14,8 @@ import pyarrow as pa
 import pytest
 
 from tools.sample_data import write_sample_landing
-from tests.spark_jobs.conftest import file_name
-from tests.spark_jobs.object_store.conftest import at_once
+from tests.helpers.cloudtrail import file_name
+from tests.helpers.s3_fixtures import at_once
 
 EVENTS, QUARANTINE = "cloudtrail_events", "cloudtrail_quarantine"
 

@@ -20,7 +20,7 @@ from spark_jobs.model.policies import RestartPolicy
 from spark_jobs.registry import get_job
 from spark_jobs.control.supervision.state import read_events, read_supervisor_state
 from spark_jobs.control.supervision.supervisor import Supervisor
-from tests.spark_jobs.supervision.helpers import assert_no_process_left, lease_holder, wait_for
+from tests.helpers.processes import assert_no_process_left, lease_holder, wait_for
 
 JOB = get_job("cloudtrail_etl")
 FAST = RestartPolicy(initial_backoff_seconds=0.1, multiplier=2, max_backoff_seconds=1, max_restarts=3,

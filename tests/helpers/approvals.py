@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from tests.dags.real_airflow import AirflowApiError, RestApi
+from tests.helpers.real_airflow import AirflowApiError, RestApi
 
 # Who is who in the tests: alice and bob may trigger DAGs and answer required actions (the USER role), vic may only
 # look (VIEWER), admin sets the stage.
@@ -68,7 +68,7 @@ def pending(api: UserApi, dag_id: str) -> list[dict]:
 def running(airflow, what: str, ready) -> Iterator[None]:
     """``airflow`` (a :class:`tools.local_airflow.LocalAirflow`) started, ``ready()`` awaited (``what`` names it),
     stopped at the end, and nothing it started left running."""
-    from tests.dags.real_airflow import wait_for
+    from tests.helpers.real_airflow import wait_for
     from tools.local_airflow import marked_processes
 
     try:

@@ -1,5 +1,5 @@
 """Where the suite's CPU goes, per test and per module: ``pytest --cpu-report FILE`` (``make test
-PYTEST_ARGS='--cpu-report .spark/cpu.jsonl'``), then ``python -m tests.cpu_report FILE``.
+PYTEST_ARGS='--cpu-report .spark/cpu.jsonl'``), then ``python -m tests.helpers.cpu_report FILE``.
 
 The suite is CPU-bound on 2 cores (docs/benchmarks.md, "How long the tests take"), so a module's wall time
 says little about what it costs: it waits while the other worker's drivers run. What it costs is the CPU of
@@ -148,8 +148,8 @@ class CpuReport:
 def add_option(parser) -> None:
     """The ``--cpu-report FILE`` option."""
     parser.addoption("--cpu-report", metavar="FILE",
-                     help="append each test's CPU-seconds to FILE as JSON lines (tests/cpu_report.py; "
-                          "summary: python -m tests.cpu_report FILE)")
+                     help="append each test's CPU-seconds to FILE as JSON lines (tests/helpers/cpu_report.py; "
+                          "summary: python -m tests.helpers.cpu_report FILE)")
 
 
 def install(config) -> None:
@@ -160,7 +160,7 @@ def install(config) -> None:
         config.pluginmanager.register(CpuReport(Path(path).resolve()), "cpu-report")
 
 
-# The same as a plugin of its own (``pytest -p tests.cpu_report``), for a run without this suite's conftest.
+# The same as a plugin of its own (``pytest -p tests.helpers.cpu_report``), for a run without this suite's conftest.
 pytest_addoption = add_option
 pytest_configure = install
 
@@ -197,5 +197,5 @@ def summarize(path: Path, top: int = 40) -> str:
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or not Path(sys.argv[1]).is_file():
-        sys.exit("usage: python -m tests.cpu_report FILE (the file pytest --cpu-report FILE wrote)")
+        sys.exit("usage: python -m tests.helpers.cpu_report FILE (the file pytest --cpu-report FILE wrote)")
     print(summarize(Path(sys.argv[1])))

@@ -1,18 +1,27 @@
-"""Fixtures for running the jobs in-process on the shared SparkSession and reading their tables."""
+"""The Spark fixtures: one real local SparkSession per test session, cloudtrail_etl run in it, its tables read.
+
+Using ``spark`` (or a fixture built on it) is what puts a test in the spark tier (tests/helpers/tiers.py).
+"""
 
 from __future__ import annotations
 
-import gzip
-import json
 from pathlib import Path
 
 import pytest
 
 from spark_jobs.model.lake import Lake
-from spark_jobs.registry import get_job
 from spark_jobs.model.triggers import parse_trigger
+from tests.helpers.cloudtrail import JOB
 
-JOB = get_job("cloudtrail_etl")
+
+@pytest.fixture(scope="session")
+def spark():
+    """One real local SparkSession for the in-process tests (a start costs ~10 s)."""
+    from spark_jobs.driver.session import build_session
+
+    session = build_session("tests")
+    yield session
+    session.stop()
 
 
 @pytest.fixture(scope="session")
@@ -40,20 +49,3 @@ def tables(spark):
         return {t.name: spark.read.format("delta").load(str(lake.table_path(t.name))) for t in JOB.tables}
 
     return read
-
-
-def source_records(path: Path) -> list:
-    """The records of a healthy CloudTrail file, parsed by Python's json (the test's own reader)."""
-    data = path.read_bytes()
-    if data[:2] == b"\x1f\x8b":
-        data = gzip.decompress(data)
-    text = data.decode("utf-8")
-    if path.name.endswith(".jsonl"):
-        return [json.loads(line) for line in text.splitlines() if line.strip()]
-    document = json.loads(text)
-    return document["Records"] if isinstance(document, dict) else document
-
-
-def file_name(uri: str) -> str:
-    """The file name of a ``file:/...`` URI as Spark reports it."""
-    return uri.rsplit("/", 1)[-1]

@@ -1,6 +1,10 @@
-"""Fixtures for the DAG tests: the project's DAG folder parsed once, the Airflow environment, one migrated
-metadata DB per test session (each module copies it into its own home: its runs stay apart, and the
-~5-20 s of ``airflow db migrate`` are paid once), and SQL over a module's lake in the session's Spark.
+"""The Airflow fixtures: the project's DAG folder parsed once, the Airflow environment, one migrated metadata DB per
+test session (each module copies it into its own home: its runs stay apart, and the ~5-20 s of ``airflow db
+migrate`` are paid once); and the functions the DAG tests share: SQL over a module's lake in the session's Spark,
+the parse probe in a fresh interpreter.
+
+Using ``dagbag`` or ``migrated_db`` (or a fixture built on them) is what puts a test in the airflow tier
+(tests/helpers/tiers.py).
 """
 
 from __future__ import annotations
@@ -14,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers.project import PROJECT_ROOT
+
 DAGS_FOLDER = PROJECT_ROOT / "dags"
 PARSE_PROBE = Path(__file__).with_name("parse_probe.py")
 
@@ -87,7 +92,7 @@ def lake_sql(spark, lake: Path, sql: str) -> list[dict]:
 def run_parse_probe(dags_folder: Path) -> dict:
     """Parse ``dags_folder`` in a fresh interpreter with no connections or Variables in the environment.
 
-    :returns: the report of :mod:`tests.dags.parse_probe` (import errors, DAG ids, lookups, files
+    :returns: the report of :mod:`tests.helpers.parse_probe` (import errors, DAG ids, lookups, files
         opened, pyspark and spark_jobs modules loaded).
     """
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW_CONN_", "AIRFLOW_VAR_"))}

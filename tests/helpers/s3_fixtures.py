@@ -1,4 +1,4 @@
-"""The object-store tests' S3 server: moto in server mode on 127.0.0.1 (tools/s3_server.py), one per session.
+"""The object-store fixtures: an S3 server, moto in server mode on 127.0.0.1 (tools/s3_server.py), one per session.
 
 Its clients get a distinctive secret key (:data:`SECRET`) so that the tests can grep everything a run
 left (logs, command lines, tables, pages) for it. ``s3_env`` puts the standard AWS variables in the
@@ -9,9 +9,12 @@ SDK's default credential chain the keys as JVM system properties, never as a Spa
 
 from __future__ import annotations
 
+import threading
 import uuid
 
 import pytest
+
+from tests.helpers.cloudtrail import JOB
 
 ACCESS_KEY = "AKIAOBJECTSTORETESTS"
 SECRET = "objstore-Secret-7f3Kq9ZxWv2Lm8"
@@ -72,7 +75,6 @@ def run_job_s3(s3_spark):
     from spark_jobs.model.lake import Lake, as_path
     from spark_jobs.model.runs import RunOptions
     from spark_jobs.model.triggers import parse_trigger
-    from tests.spark_jobs.conftest import JOB
 
     def run(input_url: str, lake_url: str, trigger: str = "available-now", writer: str | None = None,
             **file_options: str):
@@ -83,15 +85,11 @@ def run_job_s3(s3_spark):
     return run
 
 
-
-
 def at_once(**calls) -> dict:
     """Run each ``name=callable`` in its own thread at the same time; their results by name.
 
     :raises AssertionError: naming the calls that raised, with their exceptions.
     """
-    import threading
-
     results, errors = {}, {}
 
     def run(name, call):

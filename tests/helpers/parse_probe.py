@@ -2,7 +2,7 @@
 
 Usage (the tests run it in a fresh interpreter, so ``sys.modules`` starts empty)::
 
-    python tests/dags/parse_probe.py DAGS_FOLDER
+    python tests/helpers/parse_probe.py DAGS_FOLDER
 
 Connection and Variable lookups are replaced by functions that record the call and raise, so a
 lookup is reported even when the DAG file swallows the error. After the DagBag has parsed the

@@ -1,4 +1,4 @@
-"""Shared pieces of the supervision tests: waiting, the process table, a small driver that holds a real lease."""
+"""Shared pieces of the tests of processes: waiting, the process table, a small driver that holds a real lease."""
 
 from __future__ import annotations
 

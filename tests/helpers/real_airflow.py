@@ -10,17 +10,13 @@ without a token for an API server that lets everyone in (``SIMPLE_AUTH_MANAGER_A
 from __future__ import annotations
 
 import json
-import sys
 import time
 import urllib.error
 
 import pytest
 
-from tests.dags.conftest import PROJECT_ROOT
-
-sys.path.insert(0, str(PROJECT_ROOT / "plugins"))
-from streaming.hooks.airflow_api import AirflowApi, AirflowApiError  # noqa: E402
-from tools.local_airflow import free_port  # noqa: E402,F401  (the modules' one port finder)
+from streaming.hooks.airflow_api import AirflowApi, AirflowApiError
+from tools.local_airflow import free_port  # noqa: F401  (the modules' one port finder)
 
 WAIT = 600  # seconds any one step may take on a busy 2-core machine (a Delta batch under load: minutes)
 
