@@ -40,23 +40,23 @@ it imports nothing from Airflow, so the tests' fixture can use it too.
 from __future__ import annotations
 
 import argparse
-import fcntl
 import json
 import os
 import secrets
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-if (_PLUGINS := str(Path(__file__).resolve().parents[1] / "plugins")) not in sys.path:
-    sys.path.append(_PLUGINS)  # as Airflow puts it there; the hook's module imports nothing of Airflow at its top
+for _folder in (Path(__file__).resolve().parents[1], Path(__file__).resolve().parents[1] / "plugins"):
+    if str(_folder) not in sys.path:  # run as a script: the project (tools.ports) and the plugins, as Airflow has them
+        sys.path.append(str(_folder))  # the hook's module imports nothing of Airflow at its top
 from streaming.hooks.airflow_api import API_CONN_ID  # noqa: E402 - the on-call operator's connection
+from tools import ports  # noqa: E402
 
 COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
 HEALTH_KEYS = {"scheduler": "scheduler", "dag-processor": "dag_processor", "triggerer": "triggerer"}
@@ -195,7 +195,7 @@ class LocalAirflow:
         if running:
             raise CannotStart(f"Airflow is already running from {self.home} ({', '.join(running)}): "
                                f"`make stop` first, or choose another AIRFLOW_HOME")
-        taken = [port for port in (self.port, self.port + 1, self.port + 2) if _port_in_use(port)]
+        taken = [port for port in (self.port, self.port + 1, self.port + 2) if ports.in_use(port)]
         if taken:
             raise CannotStart(f"port {', '.join(map(str, taken))} on 127.0.0.1 is taken: choose another with "
                               f"{PORT_ENV}=<port> (Airflow uses <port>, <port>+1 and <port>+2)")
@@ -287,51 +287,28 @@ class LocalAirflow:
             return None
 
 
-# Ports this process has handed out, each held by an exclusive lock on a file until the process ends: two
-# processes picking ports at once (the test suite's two workers) never pick the same three, even before
-# either Airflow has bound them.
-_RESERVED: dict[int, object] = {}
-_RESERVATIONS = Path(tempfile.gettempdir()) / "local-airflow-ports"
-
-
-def _reserve(port: int) -> bool:
-    if port in _RESERVED:
-        return False
-    _RESERVATIONS.mkdir(exist_ok=True)
-    handle = (_RESERVATIONS / f"{port}.lock").open("w")
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.close()
-        return False
-    _RESERVED[port] = handle
-    return True
-
-
 def free_port(start: int = 28080) -> int:
-    """The first port from ``start`` (in steps of 3) with it and the next two free on 127.0.0.1, and not
-    handed out to another process (or earlier to this one) that may not have bound it yet."""
-    for port in range(start, start + 900, 3):
-        if not any(_port_in_use(p) for p in (port, port + 1, port + 2)) and _reserve(port):
-            return port
-    raise RuntimeError(f"no free port for Airflow in {start}-{start + 900}")
+    """The first port from ``start`` with it and the next two free (the API server, the worker's and the
+    triggerer's log servers), reserved for this process (:func:`tools.ports.free_port`)."""
+    return ports.free_port(start=start, run=3)
 
 
 def marked_processes(instance: str) -> dict[int, str]:
     """pid -> command line of every process of this user whose environment names ``instance``."""
-    wanted = f"{MARKER}={instance}".encode()
+    import psutil
+
     found = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+    for process in psutil.process_iter():
+        if process.pid == os.getpid():
             continue
         try:
-            if wanted not in (entry / "environ").read_bytes().split(b"\0"):
+            if process.environ().get(MARKER) != instance:
                 continue
-            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
-        except OSError:  # gone, or another user's
+            command = " ".join(process.cmdline()).strip()
+        except (psutil.Error, OSError):  # gone, a zombie, or another user's
             continue
         if command:  # a zombie has no command line and needs no signal
-            found[int(entry.name)] = command
+            found[process.pid] = command
     return found
 
 
@@ -364,18 +341,19 @@ def _group_alive(leader: int) -> bool:
     except PermissionError:
         return True
     # A group of zombies only (children not reaped yet) counts as gone.
-    return any(_pgid(pid) == leader and _state(pid) not in ("Z", None) for pid in _pids())
+    import psutil
+
+    return any(_pgid(pid) == leader and _alive(pid) for pid in psutil.pids())
 
 
-def _pids() -> list[int]:
-    return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()]
+def _alive(pid: int | None) -> bool:
+    """Whether ``pid`` runs (a zombie does not)."""
+    import psutil
 
-
-def _state(pid: int) -> str | None:
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return None
+        return pid is not None and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 def _pgid(pid: int) -> int | None:
@@ -383,17 +361,6 @@ def _pgid(pid: int) -> int | None:
         return os.getpgid(pid)
     except OSError:
         return None
-
-
-def _alive(pid: int | None) -> bool:
-    return pid is not None and _state(pid) not in (None, "Z")
-
-
-def _port_in_use(port: int) -> bool:
-    import socket
-
-    with socket.socket() as sock:
-        return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
 def _tail(text: str, lines: int = 40) -> str:

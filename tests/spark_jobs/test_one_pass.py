@@ -82,7 +82,7 @@ def test_a_batch_with_a_bad_record_or_an_old_event_writes_the_rest_under_a_secon
 
 def test_a_batch_run_again_after_its_one_pass_commit_writes_only_the_rest(spark, tmp_path, tables):
     """A crash after the one pass committed the events: the batch run again adds the quarantine, no event twice."""
-    from spark_jobs.driver.write.pipelined import write_one_pass
+    from spark_jobs.driver.write.pipelined import write_pipelined
     from spark_jobs.driver.job_modules import job_module, output_schemas, table_targets
     from spark_jobs.driver.source_readers import read_files
     from spark_jobs.driver.write import write_batch
@@ -100,7 +100,7 @@ def test_a_batch_run_again_after_its_one_pass_commit_writes_only_the_rest(spark,
     writer = ExactlyOnceWriter(spark, targets, "crash-test")
     files = read_files(spark, JOB, tmp_path / "landing", dict(JOB.file_source_options), streaming=False)
 
-    first = write_one_pass(module, JOB, writer, targets, files, 7)
+    first = write_pipelined(module, JOB, writer, targets, files, 7)
     assert (first.complete, first.files, first.rows) == (False, 3, {EVENTS: 12, QUARANTINE: 0})
     assert first.carried == {EVENTS: 12, QUARANTINE: 1}
     # ... the driver dies here; the restarted query runs batch 7 again.

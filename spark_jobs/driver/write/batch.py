@@ -25,7 +25,7 @@ from spark_jobs.model.jobs import JobSpec
 from spark_jobs.driver.session import job_step, session_conf
 from spark_jobs.driver.write.cached import count_files, write_cached
 from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, TableTarget
-from spark_jobs.driver.write.pipelined import plan_one_pass, rest_table, write_one_pass
+from spark_jobs.driver.write.pipelined import plan_pipelined, rest_table, write_pipelined
 from spark_jobs.driver.write.stateful import StatefulBatchWriter
 
 if TYPE_CHECKING:
@@ -73,20 +73,20 @@ def write_batch(frame: DataFrame, batch_id: int, *, job: JobSpec, module: JobMod
         source's manifests); ``None``: a file batch's paths are read from ``frame``.
     """
     spark = frame.sparkSession
-    one_pass = None if stateful is not None else plan_one_pass(writer, targets, frame, batch_id, paths=files, job=job)
-    plan = STATEFUL if stateful is not None else PIPELINED if one_pass is not None else CACHED
+    pipelined = None if stateful is not None else plan_pipelined(writer, targets, frame, batch_id, paths=files, job=job)
+    plan = STATEFUL if stateful is not None else PIPELINED if pipelined is not None else CACHED
     log.info("batch %d: plan %s", batch_id, plan)
-    small = one_pass is not None and len(one_pass.paths) <= SMALL_BATCH_FILES
+    small = pipelined is not None and len(pipelined.paths) <= SMALL_BATCH_FILES
     with job_step(spark, f"plan {plan}"), session_conf(spark, INTERPRETED if small else {}):
         if stateful is not None:
             inputs, rows = stateful.write(frame, batch_id)
             return BatchWritten(plan, inputs, rows, dict(rows))
-        if one_pass is None:
+        if pipelined is None:
             rest = rest_table(writer, targets, frame, batch_id)
             written = write_cached(module, job, writer, targets, frame, batch_id, rest_table=rest)
             return BatchWritten(plan, len(files) if files is not None else count_files(frame), written.rows,
                                 written.carried)
-        first = write_one_pass(module, job, writer, targets, frame, batch_id, one_pass)
+        first = write_pipelined(module, job, writer, targets, frame, batch_id, pipelined)
         if first.complete:
             return BatchWritten(plan, first.files, first.rows, dict(first.carried))
         if first.rest_files is not None:  # only the files with rows the one pass left

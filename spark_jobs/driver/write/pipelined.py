@@ -69,11 +69,11 @@ _OUTSIDE = "_outside_bound"
 _REST_FILES = "_rest_files"
 # The first lines of the Spark jobs' descriptions (the Spark UI; the benchmark's profile).
 STEP_LIST = "one pass: list the batch's files"
-STEP_ONE_PASS = "one pass: parse, write, leave out keys held, commit"
+STEP_PIPELINED = "one pass: parse, write, leave out keys held, commit"
 
 
 @dataclass
-class OnePassResult:
+class PipelinedWrite:
     """What a one-pass write did.
 
     :param table: the table it wrote (its commit holds the batch; the rest goes under the writer's ``:rest`` series).
@@ -128,7 +128,7 @@ def rest_table(writer: ExactlyOnceWriter, targets: list[TableTarget], files: Dat
 
 
 @dataclass(frozen=True)
-class OnePass:
+class PipelinedPlan:
     """A batch the pipelined pass applies to (see the module docstring), before anything is written.
 
     :param target: the bounded table.
@@ -146,8 +146,8 @@ class OnePass:
     time_range: TimeRange | None = None
 
 
-def plan_one_pass(writer: ExactlyOnceWriter, targets: list[TableTarget], files: DataFrame,
-                  batch_id: int, *, job: JobSpec, paths: list[str] | None = None) -> OnePass | None:
+def plan_pipelined(writer: ExactlyOnceWriter, targets: list[TableTarget], files: DataFrame,
+                  batch_id: int, *, job: JobSpec, paths: list[str] | None = None) -> PipelinedPlan | None:
     """Whether the pipelined pass applies to ``files``, and its bound.
 
     :param job: the registry entry (its source's key layout dates the files).
@@ -172,7 +172,7 @@ def plan_one_pass(writer: ExactlyOnceWriter, targets: list[TableTarget], files: 
         log.info("batch %d: a file has no delivery date in its name or folders: parsing into the batch's cache",
                  batch_id)
         return None
-    return OnePass(target, column, paths, bound, delivery_range(target, paths, layout))
+    return PipelinedPlan(target, column, paths, bound, delivery_range(target, paths, layout))
 
 
 def delivery_range(target: TableTarget, paths: list[str], layout: KeyLayout) -> TimeRange | None:
@@ -188,24 +188,24 @@ def delivery_range(target: TableTarget, paths: list[str], layout: KeyLayout) -> 
                      max(times) + dt.timedelta(minutes=bound.minutes_after, seconds=59.999999))
 
 
-def write_one_pass(module: JobModule, job: JobSpec, writer: ExactlyOnceWriter, targets: list[TableTarget],
-                   files: DataFrame, batch_id: int, one_pass: OnePass | None = None) -> OnePassResult | None:
+def write_pipelined(module: JobModule, job: JobSpec, writer: ExactlyOnceWriter, targets: list[TableTarget],
+                   files: DataFrame, batch_id: int, pipelined: PipelinedPlan | None = None) -> PipelinedWrite | None:
     """Write ``files`` to the bounded table in one pass, observing what else the batch holds.
 
     :param job: the registry entry (its ``source_file_column``: the rest is then written from only the
         files with rows this pass left).
-    :param one_pass: the plan :func:`plan_one_pass` made (made here when not given).
+    :param pipelined: the plan :func:`plan_pipelined` made (made here when not given).
     :returns: ``None`` when the one pass does not apply (see the module's docstring), else what it did.
     """
-    one_pass = one_pass or plan_one_pass(writer, targets, files, batch_id, job=job)
-    if one_pass is None:
+    pipelined = pipelined or plan_pipelined(writer, targets, files, batch_id, job=job)
+    if pipelined is None:
         return None
-    target, column, paths, bound = one_pass.target, one_pass.column, one_pass.paths, one_pass.bound
+    target, column, paths, bound = pipelined.target, pipelined.column, pipelined.paths, pipelined.bound
     spark = files.sparkSession
     parsed = module.transform(files, job)
     route = route_column(targets)
     inside = F.col(column).isin(bound)
-    timed = one_pass.time_range
+    timed = pipelined.time_range
     if timed is not None:
         inside = inside & F.col(timed.column).between(F.lit(timed.start), F.lit(timed.end))
     inside = F.coalesce(inside, F.lit(False))
@@ -216,14 +216,14 @@ def write_one_pass(module: JobModule, job: JobSpec, writer: ExactlyOnceWriter, t
     observed = parsed.observe(observation, *[F.count_if(route == t.name).alias(t.name) for t in targets],
                               F.count_if((route == target.name) & ~inside).alias(_OUTSIDE), *named)
     source = table_rows(module, target, observed).where(inside)
-    with job_step(spark, STEP_ONE_PASS):
+    with job_step(spark, STEP_PIPELINED):
         inserted = writer.insert_staged(batch_id, target.name, source, {column: bound}, time_range=timed).inserted
     rows = {t.name: 0 for t in targets} | {target.name: inserted}
     metrics = _observed(observation)
     if metrics is None:
         log.warning("batch %d: the one pass's metrics did not arrive in %.0f s; writing the rest from the batch's "
                     "cache", batch_id, OBSERVATION_WAIT_SECONDS)
-        return OnePassResult(target.name, False, len(paths), rows)
+        return PipelinedWrite(target.name, False, len(paths), rows)
     carried = {t.name: int(metrics[t.name]) for t in targets}
     outside = int(metrics[_OUTSIDE])
     others = sum(count for name, count in carried.items() if name != target.name)
@@ -232,7 +232,7 @@ def write_one_pass(module: JobModule, job: JobSpec, writer: ExactlyOnceWriter, t
         log.info("batch %d: %d rows outside the delivery dates (or times), %d rows for other tables (from %s "
                  "files): writing "
                  "them the cached way", batch_id, outside, others, len(rest_files) if rest_files is not None else "all")
-    return OnePassResult(target.name, not outside and not others, len(paths), rows, carried,
+    return PipelinedWrite(target.name, not outside and not others, len(paths), rows, carried,
                          done=(target.name,) if not outside else (), rest_files=rest_files)
 
 
