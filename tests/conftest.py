@@ -80,6 +80,7 @@ FAST_TIER = (
     "spark_jobs/transforms/test_json_lines.py",
     "test_cpu_report.py",
     "test_fast_tier_guard.py",
+    "test_shared_helpers.py",
 )
 TESTS = Path(__file__).resolve().parent
 # The modules that take a minute or more, longest first (a full run on 2 workers, 2026-11-26): `make test` hands

@@ -79,8 +79,8 @@ def project_env() -> dict:
 
 
 def batch_ids(folder: Path) -> set[int]:
-    """The batch ids in a checkpoint's ``offsets`` or ``commits`` folder."""
-    return {int(p.name) for p in folder.iterdir() if p.name.isdigit()} if folder.is_dir() else set()
+    """The batch ids in a checkpoint's ``offsets`` or ``commits`` folder (a Path, or the lake's UPath on a bucket)."""
+    return {int(p.name) for p in folder.glob("*") if p.name.isdigit()} if folder.is_dir() else set()
 
 
 def table_event_ids(lake: Path) -> list[str]:

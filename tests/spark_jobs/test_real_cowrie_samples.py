@@ -21,7 +21,8 @@ import pytest
 from spark_jobs.transforms.cowrie.parse import FIELDS
 from tests.helpers.project import PROJECT_ROOT
 from tests.helpers.cowrie import EVENTS, QUARANTINE, JOB, read_tables, run
-from tests.spark_jobs.test_crash_recovery import _batch_ids, _kill_mid_batch, _kill_with_files_uncommitted
+from tests.helpers.kills import kill_mid_batch, kill_with_files_uncommitted
+from tests.helpers.processes import batch_ids
 
 pytestmark = pytest.mark.real_data
 REAL_COWRIE = PROJECT_ROOT.parent / "shared" / "data" / "real" / "applogs" / "kareiva_cowrie-logs"
@@ -153,13 +154,13 @@ def test_kill_9_mid_batch_then_restart_gives_the_uninterrupted_runs_tables(real_
                                     start_new_session=True)
 
     # The first kill waits until the batch in flight has written event files it has not committed.
-    kills = [_kill_with_files_uncommitted(start(2), checkpoint, events, 2), _kill_mid_batch(start(4), checkpoint, 4, 0.5)]
+    kills = [kill_with_files_uncommitted(start(2), checkpoint, events, 2), kill_mid_batch(start(4), checkpoint, 4, 0.5)]
     assert all(in_flight == committed + 1 for committed, in_flight in kills)  # each hit a planned, uncommitted batch
 
     # The restart, in this process's SparkSession (a third JVM start would add nothing to what is proven).
     final = run(landing, lake, maxFilesPerTrigger="1")
     assert final.skipped is None and final.batches >= 1, final
-    assert _batch_ids(checkpoint / "offsets") == _batch_ids(checkpoint / "commits") == set(range(9))
+    assert batch_ids(checkpoint / "offsets") == batch_ids(checkpoint / "commits") == set(range(9))
     got, expected = _rows(read_tables(spark, lake)), _rows(read_tables(spark, reference))
     assert {name: len(rows) for name, rows in got.items()} == {EVENTS: 4148, QUARANTINE: 3}
     assert got == expected
