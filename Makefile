@@ -103,7 +103,7 @@ TEST_WORKERS ?= 2
 test: setup
 	@python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
-# The fast tier: the modules in tests/conftest.py's FAST_TIER, guarded (tests/fast_tier.py): a test in it
+# The fast tier: the tests in the fast folders of tests/helpers/tiers.py, guarded (tests/helpers/fast_tier.py): a test in it
 # that imports pyspark or starts a JVM, spark-submit or Airflow fails.
 test-fast: setup
 	@python -m pytest --fast --basetemp=.spark/pytest-fast $(PYTEST_ARGS)

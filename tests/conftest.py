@@ -1,11 +1,11 @@
 """Fixtures shared by the whole suite: one real local SparkSession, one real Kafka broker, the project's environment.
 
-Also the suite's tiers: :data:`FAST_TIER` names the test modules of the declarations and the control
-plane (no JVM, no Airflow started); ``pytest --fast`` (``make test-fast``) runs only them, under a guard
-that fails any of their tests which imports pyspark or starts a JVM, spark-submit or Airflow (see
-:mod:`tests.fast_tier`). ``make test`` runs everything, on two pytest-xdist workers (``--dist loadfile``): a
-test module's tests run on one worker, so its module fixtures are built once; each worker is one test session
-with its own SparkSession (and its own Kafka broker when its modules need one).
+Also the suite's tiers: a test's tier is where it lives (tests/helpers/tiers.py: the folders that mirror the
+parts which start no JVM and no Airflow are the fast tier, marked ``fast``); ``pytest --fast`` (``make test-fast``)
+runs only them, under a guard that fails any of their tests which imports pyspark or starts a JVM, spark-submit or
+Airflow (:mod:`tests.helpers.fast_tier`). ``make test`` runs everything, on two pytest-xdist workers
+(``--dist loadfile``): a test module's tests run on one worker, so its module fixtures are built once; each worker
+is one test session with its own SparkSession (and its own Kafka broker when its modules need one).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import pytest
 
 from tests.helpers import cpu_report
 from tests.helpers.project import PLUGINS, REAL_CLOUDTRAIL
+from tests.helpers.tiers import in_fast_tier
 
 # The suite's fixtures, by what they start: tests/helpers/<part>_fixtures.py.
 pytest_plugins = ("tests.helpers.spark_fixtures", "tests.helpers.kafka_fixtures", "tests.helpers.s3_fixtures",
@@ -47,41 +48,6 @@ TEST_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1 -Dspark.sql.codegen.wholeStage=fals
                     " -Dspark.sql.codegen.factoryMode=NO_CODEGEN")
 
 
-# The fast tier, by path under tests/: modules whose tests need no JVM and start no Airflow (declarations,
-# the control plane, the plugins' pure parts). A module listed here that imports pyspark or starts a JVM or
-# Airflow fails under `make test-fast` (tests/fast_tier.py), so the list cannot rot silently. Left out
-# though JVM-free: supervision/test_supervisor.py (it waits out a real 20 s "long healthy run") and the
-# DAG folder's parse (dags/test_dag_integrity.py: ~20-50 s of Airflow imports).
-FAST_TIER = (
-    "docker/test_airflow_entrypoint.py",
-    "plugins/test_checkpoint_health_trigger.py",
-    "plugins/test_health_alerts.py",
-    "plugins/test_landing_files_trigger.py",
-    "plugins/test_notifiers.py",
-    "plugins/test_operators.py",
-    "spark_jobs/checkpoint/test_delta_source.py",
-    "spark_jobs/control/discovery/test_discovery_planner.py",
-    "spark_jobs/checkpoint/test_lease.py",
-    "spark_jobs/checkpoint/test_logs.py",
-    "spark_jobs/kafka/test_kafka_connection.py",
-    "spark_jobs/model/test_key_layout.py",
-    "spark_jobs/monitoring/test_health_and_status.py",
-    "spark_jobs/object_store/test_settings.py",
-    "spark_jobs/supervision/test_policy_and_state.py",
-    "spark_jobs/test_catchup_plan.py",
-    "spark_jobs/test_changed_partitions.py",
-    "spark_jobs/test_oncall_approval.py",
-    "spark_jobs/test_oncall_requests.py",
-    "spark_jobs/test_priority.py",
-    "spark_jobs/test_sample_data.py",
-    "spark_jobs/test_standalone_connection.py",
-    "spark_jobs/test_timeline.py",
-    "spark_jobs/test_triggers.py",
-    "spark_jobs/transforms/test_json_lines.py",
-    "test_cpu_report.py",
-    "test_fast_tier_guard.py",
-    "test_shared_helpers.py",
-)
 TESTS = Path(__file__).resolve().parent
 # The modules that take a minute or more, longest first (a full run on 2 workers, 2026-11-26): `make test` hands
 # modules to its two workers in collection order (--no-loadscope-reorder), and these go first, so that no long
@@ -124,7 +90,7 @@ LONGEST_FIRST = (
 
 def pytest_addoption(parser):
     parser.addoption("--fast", action="store_true",
-                     help="run only the fast tier (tests/conftest.py FAST_TIER: no JVM, no Airflow), guarded")
+                     help="run only the fast tier (the folders of tests/helpers/tiers.py: no JVM, no Airflow), guarded")
     cpu_report.add_option(parser)
 
 
@@ -142,13 +108,15 @@ def pytest_configure(config):
 
 
 def _under_tests(path: Path) -> str:
-    """``path`` relative to tests/ (as FAST_TIER and LONGEST_FIRST name modules), or "" outside it."""
+    """``path`` relative to tests/ (as tests/helpers/tiers.py and LONGEST_FIRST name modules), or "" outside it."""
     path = path.resolve()
     return path.relative_to(TESTS).as_posix() if path.is_relative_to(TESTS) else ""
 
 
 def _in_fast_tier(path: Path) -> bool:
-    return _under_tests(path) in FAST_TIER
+    """The fast tier is where a test lives (tests/helpers/tiers.py FAST_FOLDERS)."""
+    relative = _under_tests(path)
+    return bool(relative) and in_fast_tier(relative)
 
 
 def pytest_ignore_collect(collection_path, config):

@@ -1,6 +1,6 @@
 """The fast tier's guard: its tests import no pyspark and start no JVM, spark-submit or Airflow.
 
-The fast tier (``make test-fast``; the modules in ``tests/conftest.py``'s ``FAST_TIER``) promises the
+The fast tier (``make test-fast``; the folders of tests/helpers/tiers.py) promises the
 declarations and the control plane checked in under a minute. A test added to it that quietly starts a
 JVM or an Airflow would break that promise without anyone noticing, so under ``pytest --fast`` it fails,
 naming what it started:
@@ -30,7 +30,7 @@ STAND_INS = ("java", "spark-submit", "spark-class", "pyspark", "airflow")
 EXIT_CODE = 97
 STAND_IN = """#!/bin/sh
 echo "$(basename "$0") $*" >> '{record}'
-echo "the fast tier starts no $(basename "$0") (tests/fast_tier.py): move this test out of FAST_TIER" >&2
+echo "the fast tier starts no $(basename "$0") (tests/helpers/fast_tier.py): move this test out of the fast folders (tests/helpers/tiers.py)" >&2
 exit {code}
 """
 
@@ -44,8 +44,8 @@ class _RefuseImports(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
         if name.split(".", 1)[0] in FORBIDDEN_MODULES:
             self.guard.record(f"import {name}")
-            raise ImportError(f"the fast tier imports no {name} (tests/fast_tier.py): move this test out of "
-                              f"FAST_TIER in tests/conftest.py")
+            raise ImportError(f"the fast tier imports no {name} (tests/helpers/fast_tier.py): move this test out of "
+                              f"the fast folders (tests/helpers/tiers.py)")
         return None
 
 
@@ -96,7 +96,7 @@ class FastTierGuard:
             if found:
                 pytest.fail(f"{item.nodeid} is in the fast tier but did, in its {phase}: "
                             f"{'; '.join(found)[:2000]} (a JVM, pyspark or Airflow belongs in the full suite: "
-                            f"take it out of FAST_TIER in tests/conftest.py)", pytrace=False)
+                            f"move it out of the fast folders of tests/helpers/tiers.py)", pytrace=False)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_setup(self, item):
