@@ -31,14 +31,14 @@ REQUIRED_ENV = ("AIRFLOW_HOME", "PYSPARK_PYTHON", "SPARK_LOCAL_DIRS")
 # and of the supervisor) reads $SPARK_SUBMIT_OPTS. A test's JVM lives for seconds to a few minutes on kilobytes
 # of data, where the JIT's optimizing compiler (C2) costs CPU it never pays back, and the suite is CPU-bound on
 # 2 cores. C1 only, measured on a quiet machine: a small catch-up run (7 batches) 81-93 -> 58 CPU-seconds;
-# tests/spark_jobs/test_crash_recovery.py 190 -> 120 CPU-seconds, 103 -> 87 s; the whole suite 38 -> 33 min. The
+# tests/spark_jobs/driver/test_crash_recovery.py 190 -> 120 CPU-seconds, 103 -> 87 s; the whole suite 38 -> 33 min. The
 # one JVM where it costs time is a session's own on heavy in-process queries (test_time_bound.py + test_one_pass.py:
 # 142 -> 130 CPU-seconds but 78 -> 94 s), a wash on a busy machine. The code and the plans are the same; only how
 # the JVM compiles them differs. (The serial collector was tried too: it changes the memory the JVM reports,
 # which a test of Spark's own message reads, for no clear gain.) A value already set is kept.
 # The same JVMs evaluate Spark SQL's expressions interpreted (whole-stage code generation off, expressions without
 # generated classes: `spark.*` system properties are SparkConf defaults, so a job's --conf still wins): profiled
-# with JFR, a third of a session JVM's CPU on tests/spark_jobs/test_delta_tables.py went to generating and
+# with JFR, a third of a session JVM's CPU on tests/spark_jobs/driver/write/test_delta_tables.py went to generating and
 # compiling (Janino) a class per plan for batches of a few rows. Measured on a quiet machine: that module's JVM
 # 145 -> 89 CPU-seconds (109 -> 74 s); test_crash_recovery.py 136 -> 114; the 30,481 real records
 # (test_real_cloudtrail_samples.py) the same. Both modes are Spark's own and give the same rows (Spark falls back
@@ -62,15 +62,15 @@ LONGEST_FIRST = (
     "dags/test_oncall_approval_run.py",
     "dags/test_catchup_airflow_backfill.py",
     "dags/test_lake_maintenance_dag_run.py",
-    "spark_jobs/test_standalone_cluster.py",
+    "dags/test_standalone_cluster.py",
     "spark_jobs/jobs/test_cloudtrail_activity.py",
-    "spark_jobs/test_delta_tables.py",
-    "spark_jobs/test_alerts_crash_recovery.py",
+    "spark_jobs/driver/write/test_delta_tables.py",
+    "spark_jobs/jobs/test_alerts_crash_recovery.py",
     "spark_jobs/kafka/test_cloudtrail_kafka_stream.py",
-    "spark_jobs/test_cli.py",
-    "spark_jobs/test_crash_recovery.py",
-    "spark_jobs/test_real_cowrie_samples.py",
-    "spark_jobs/test_lake_tools.py",
+    "spark_jobs/cli/test_cli.py",
+    "spark_jobs/driver/test_crash_recovery.py",
+    "spark_jobs/jobs/test_real_cowrie_samples.py",
+    "spark_jobs/driver/test_lake_tools.py",
     "spark_jobs/live_path/test_random_kills.py",
     "dags/test_continuous_from_s3.py",
     "spark_jobs/supervision/test_supervised_spark.py",
@@ -78,11 +78,11 @@ LONGEST_FIRST = (
     "spark_jobs/object_store/test_writers_on_s3.py",
     "spark_jobs/live_path/test_time_bound.py",
     "spark_jobs/supervision/test_lease_in_the_runner.py",
-    "spark_jobs/test_backfill_overlap.py",
-    "spark_jobs/test_one_pass.py",
+    "spark_jobs/cli/test_backfill_overlap.py",
+    "spark_jobs/driver/write/test_one_pass.py",
     "spark_jobs/object_store/test_lake_commands_on_s3.py",
     "dags/test_catchup_dag_run.py",
-    "spark_jobs/test_cloudtrail_etl_end_to_end.py",
+    "spark_jobs/jobs/test_cloudtrail_etl_end_to_end.py",
     "dags/test_kafka_catchup_dag_run.py",
     "spark_jobs/jobs/test_cloudtrail_alerts.py",
 )

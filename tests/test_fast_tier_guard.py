@@ -1,4 +1,4 @@
-"""The fast tier's guard (tests/fast_tier.py) fails a test that imports pyspark or starts a JVM or Airflow.
+"""The fast tier's guard (tests/helpers/fast_tier.py) fails a test that imports pyspark or starts a JVM or Airflow.
 
 A pytest run in a child process over three small tests, with the guard installed as ``pytest --fast``
 installs it: the one that touches nothing passes; the one that imports pyspark (and swallows the

@@ -7,7 +7,7 @@ folder); then an idle window gives no data-triggered run; one file landing start
 files gives one or two runs (events that come while a run is active are queued into the next one); no two runs
 ever overlap; another idle window gives nothing; and every event of the 21 files is in cloudtrail_events exactly
 once. "An hour with no files gives no run" is the watcher's decision proven over an hour of polls in
-tests/plugins/test_landing_files_trigger.py, plus the idle windows here with the scheduler and triggerer running.
+tests/plugins/triggers/test_landing_files_trigger.py, plus the idle windows here with the scheduler and triggerer running.
 """
 
 from __future__ import annotations

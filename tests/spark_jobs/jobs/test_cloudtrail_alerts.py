@@ -1,7 +1,7 @@
 """cloudtrail_alerts in-process: the planted patterns fire once each, nothing else fires, batch equals stream.
 
 The kill -9 and restart of a real driver, and the silence timer, are in
-tests/spark_jobs/test_alerts_crash_recovery.py.
+tests/spark_jobs/jobs/test_alerts_crash_recovery.py.
 """
 
 from __future__ import annotations

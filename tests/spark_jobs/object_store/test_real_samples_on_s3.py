@@ -2,7 +2,7 @@
 
 ``python -m spark_jobs run cloudtrail_etl --input s3a://... --lake s3a://...`` with only the standard AWS
 variables set (pointing at the local S3 server): every record once in the table or in quarantine, exactly
-as on local disk (tests/spark_jobs/test_real_cloudtrail_samples.py); a rerun adds nothing; every reader
+as on local disk (tests/spark_jobs/jobs/test_real_cloudtrail_samples.py); a rerun adds nothing; every reader
 of the lake (delta-rs, ``sql --engine duckdb``, ``checkpoint inspect``, ``status``, ``lake history``)
 reads it there; and the secret key appears in no output, no command line, no object of the lake.
 """
