@@ -50,7 +50,7 @@ def test_quarantine_holds_exactly_the_bad_items_with_reasons(landed):
     got = sorted((file_name(r.source_file), r.record_index, r.reason) for r in landed["quarantine"])
     expected = sorted((b.path.name, b.record_index, b.reason) for b in landed["manifest"].bad)
     assert got == expected
-    # every reason but a file deleted before it is read (tests/spark_jobs/discovery/test_notifications.py)
+    # every reason but a file deleted before it is read (tests/spark_jobs/object_store/test_notifications_on_s3.py)
     assert {r for _, _, r in got} == set(reasons.ALL) - {reasons.FILE_GONE}
 
 
