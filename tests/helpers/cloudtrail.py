@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import gzip
 import json
+import shutil
 from pathlib import Path
 
 from spark_jobs.registry import get_job
@@ -36,3 +37,21 @@ def dated_delivery(folder: Path, delivered: dt.datetime, records: list[dict], to
     path = day / f"111122223333_CloudTrail_eu-west-1_{delivered:%Y%m%dT%H%MZ}_{token}.json.gz"
     path.write_bytes(gzip.compress(json.dumps({"Records": records}).encode()))
     return path
+
+
+def overlapping_landings(landing: Path, files: int, records_per_file: int):
+    """Two writers' inputs that overlap: ``landing/own`` (with bad files) and ``landing/extra`` (its own good files and
+    three of own's good files again under new names, as a redelivery).
+
+    :returns: the two sample manifests (own, extra).
+    """
+    from tools.sample_data import write_sample_landing
+
+    own = write_sample_landing(landing / "own", files=files, records_per_file=records_per_file, seed=41)
+    extra = write_sample_landing(landing / "extra", files=files // 2, records_per_file=records_per_file, seed=42,
+                                 include_bad_files=False)
+    bad = {b.path.name for b in own.bad}
+    for i, path in enumerate(p for p in own.files_written if p.name not in bad):
+        if i < 3:  # a redelivery of some of the job's files under new names
+            shutil.copyfile(path, landing / "extra" / f"copy-{path.name}")
+    return own, extra

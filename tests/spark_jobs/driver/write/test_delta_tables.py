@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 
 from spark_jobs.model.lake import Lake
 from tools.sample_data import write_sample_landing
-from tests.helpers.cloudtrail import JOB, file_name
+from tests.helpers.cloudtrail import JOB, file_name, overlapping_landings
 
 EVENTS, QUARANTINE = "cloudtrail_events", "cloudtrail_quarantine"
 COLUMNS = ["eventID", "date", "eventTime", "eventName", "_source_file", "_record_index"]
@@ -187,12 +187,7 @@ def test_later_deliveries_are_dropped_the_same_way_few_or_many(spark, tmp_path):
 def test_two_writers_at_once_over_overlapping_input_are_exact(tmp_path, run_job, tables):
     """The live job and a second writer (own checkpoint, own txnAppId) commit to the same tables at once."""
     landing, lake = tmp_path / "landing", tmp_path / "lake"
-    own = write_sample_landing(landing / "own", files=6, records_per_file=12, seed=41)
-    extra = write_sample_landing(landing / "extra", files=3, records_per_file=12, seed=42, include_bad_files=False)
-    bad = {b.path.name for b in own.bad}
-    for i, path in enumerate(p for p in own.files_written if p.name not in bad):
-        if i < 3:  # a redelivery of some of the job's files under new names
-            shutil.copyfile(path, landing / "extra" / f"copy-{path.name}")
+    own, extra = overlapping_landings(landing, files=6, records_per_file=12)
     results, errors = {}, []
 
     def run(name, input_path, writer):
