@@ -31,6 +31,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Iterator
 
@@ -82,6 +83,7 @@ class History:
         return round(self.count * EVERY / dt.timedelta(days=1), 1)
 
 
+@lru_cache(maxsize=4)
 def new_file_body(events: int = 50, seed: int = 7) -> bytes:
     """The new delivery's bytes: ``events`` real-shaped CloudTrail records (fresh ids) in its 5 minutes."""
     import random
