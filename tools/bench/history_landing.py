@@ -177,21 +177,22 @@ def put_objects(client, bucket: str, keys: list[str], threads: int = 16) -> dict
 
 class PreloadedS3(LocalS3):
     """The local S3 server (:class:`~tools.s3_server.LocalS3`) with ``bucket`` holding the history of ``count``
-    objects before it answers: ``python -m tools.bench.history_landing serve`` fills moto's store in its own process,
-    then serves it with moto's threaded server.
+    objects under ``prefix`` before it answers: ``python -m tools.bench.history_landing serve`` fills moto's store in
+    its own process, then serves it with moto's threaded server.
 
     :param bucket: the bucket.
     :param count: objects in its history.
     :param log_path: the server's output (its first line says how long the fill took).
+    :param prefix: the folder the history's keys are under (``""``: the bucket's root).
     """
 
-    def __init__(self, bucket: str, count: int, log_path: Path) -> None:
+    def __init__(self, bucket: str, count: int, log_path: Path, prefix: str = "") -> None:
         super().__init__(log_path=log_path)
-        self.bucket, self.count = bucket, count
+        self.bucket, self.count, self.prefix = bucket, count, prefix
 
     def command(self) -> list[str]:
         return [sys.executable, "-m", "tools.bench.history_landing", "serve", "--port", str(self.port),
-                "--bucket", self.bucket, "--count", str(self.count)]
+                "--bucket", self.bucket, "--count", str(self.count), "--prefix", self.prefix]
 
     def fill(self) -> dict:
         """How the bucket was filled (read from the server's first line)."""
@@ -203,7 +204,7 @@ class PreloadedS3(LocalS3):
         raise RuntimeError(f"the preloaded S3 server did not say how it filled {self.bucket} (see {self.log_path})")
 
 
-def _serve(port: int, bucket: str, count: int) -> int:
+def _serve(port: int, bucket: str, count: int, prefix: str = "") -> int:
     """Fill moto's in-process store with the history, then answer S3 on loopback until SIGTERM (moto's own server)."""
     import signal
     import threading
@@ -218,7 +219,7 @@ def _serve(port: int, bucket: str, count: int) -> int:
     backend = s3_backends[DEFAULT_ACCOUNT_ID]["aws"]
     backend.create_bucket(bucket, REGION)
     for key in History(count).keys():
-        backend.put_object(bucket, key, BODY)
+        backend.put_object(bucket, f"{prefix.strip('/')}/{key}" if prefix.strip("/") else key, BODY)
     print(json.dumps({"preloaded": count, "seconds": round(time.monotonic() - started, 1)}), flush=True)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
@@ -242,11 +243,12 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--port", type=int, required=True)
     serve.add_argument("--bucket", required=True)
     serve.add_argument("--count", type=int, required=True)
+    serve.add_argument("--prefix", default="")
     args = parser.parse_args(argv)
     if args.command == "local":
         print(json.dumps(build_local(args.folder, args.count)))
         return 0
-    return _serve(args.port, args.bucket, args.count)
+    return _serve(args.port, args.bucket, args.count, args.prefix)
 
 
 if __name__ == "__main__":

@@ -1,31 +1,32 @@
 """``bench --only history_scale``: what finding new files costs once a landing holds years of deliveries.
 
 A job that has ingested every delivery of a landing, then finds one new file of 50 events. The landings are
-CloudTrail histories of 10k, 100k and 1M small files on local disk and of 1k and 100k objects in the local S3
-server (:mod:`tools.bench.history_landing`: one delivery every 5 minutes over ``N / 288`` days, cached under
-``.spark/bench/history/``); each is taken as already ingested (:mod:`tools.bench.history_state`: discovery's
-window and Spark's checkpoint files as the stream would have left them, verified against the planner itself).
-Then, per landing, repeated and interleaved across the landings (so the ratios are side by side in one run):
+CloudTrail histories (:mod:`tools.bench.history_landing`: one delivery every 5 minutes over ``N / 288`` days) of
+10k, 100k and 1M small files on local disk (cached under ``.spark/bench/history/``) and of 1k and 100k objects in
+the local S3 server (moto on loopback), each under its own prefix of one bucket (see :func:`_buckets` for why one).
+Each is taken as already ingested (:mod:`tools.bench.history_state`: discovery's window and Spark's checkpoint
+files as the stream would have left them, checked against the planner itself). Then, per landing, repeated and
+interleaved across the landings (so the ratios are side by side in one run):
 
 - **discovery per trigger** (:meth:`~spark_jobs.control.discovery.planner.Discovery.latest` in this process, on a
   copy of the discovery log): a trigger of a running stream that finds the new file (``trigger_new``, the goal's
   figure), one that finds nothing (``trigger_idle``) and the first trigger after a restart (``restart_trigger``,
   which reads the window back first): seconds, and the LIST requests sent (the store's own counter:
   ``Store.requests``; a local folder read counts as one). On the bucket, the time spent waiting for LIST
-  responses is given apart (``list_wait_s``): moto answers a LIST by scanning every key of the bucket, so its
-  responses slow down as the bucket grows, which S3 does not do;
+  responses is given apart (``list_wait_s``, and ``discovery_own_s`` the rest);
 - **restart to first commit**: a real ``python -m spark_jobs run cloudtrail_etl --trigger available-now``
   process started on that checkpoint, timed to its first commit (``commits/1`` appears) and to its exit, after
   which the new file's 50 events must be in ``cloudtrail_events`` and its manifest must hold only that file;
 - **checkpoint inspect**: the real ``python -m spark_jobs checkpoint inspect --json`` process, with a second new
-  file waiting (it must report one file waiting and every other one ingested);
+  file waiting (it must report one file waiting, every other one ingested and no problem);
 - **no-op catch-up**: the real ``run`` with nothing new, which must end without starting Spark;
 - **state**: bytes under ``<checkpoint>/discovery/`` and under the whole checkpoint after the restart.
 
 Each figure is reported as a ratio to the smallest landing of its kind (local: to 10k; bucket: to 1k), with the
 goal beside it: at most 1.3x for discovery, restart to first commit, inspect and the no-op; requests per trigger
-not growing; state at most 2x. For contrast, Spark's own file source on the 10k and 100k local landings
-(:mod:`tools.bench.file_source_listing`): what its trigger lists and the log it keeps.
+not growing; state at most 2x. Beside them: one LIST request's round trip on the S3 server, on a bucket of the
+smallest history alone and on the shared bucket (``s3_server``), and Spark's own file source on the 10k and 100k
+local landings (:mod:`tools.bench.file_source_listing`): what its trigger lists and the log it keeps.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ import statistics
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tools.bench.history_landing import BODY, History, PreloadedS3, build_local, land_local, new_file_body, put_objects
@@ -58,6 +59,9 @@ PUT_AT_MOST = 10_000
 TIME_GOAL = 1.3
 STATE_GOAL = 2.0
 DISCOVERY_REPEAT = 5  # in-process discovery samples per repetition (they take milliseconds)
+DISCOVERY_REPEAT_BUCKET = 2  # on the bucket each takes seconds (moto's LIST)
+SHARED_BUCKET = "history"
+ALONE_BUCKET = "history-alone"
 NEW_EVENTS = 50
 TIMED = ("discovery_s", "restart_first_commit_s", "inspect_s", "noop_s")
 
@@ -107,22 +111,31 @@ class Landing:
     def bucket(self) -> str:
         return self.root.split("://", 1)[1].split("/", 1)[0]
 
+    @property
+    def prefix(self) -> str:
+        """The folder of the landing in its bucket, with its ``/`` (``""``: the bucket's root)."""
+        path = self.root.split("://", 1)[1].partition("/")[2].strip("/")
+        return f"{path}/" if path else ""
+
     def land(self, key: str, body: bytes) -> None:
         if self.client is not None:
-            self.client.put_object(Bucket=self.bucket, Key=key, Body=body)
+            self.client.put_object(Bucket=self.bucket, Key=self.prefix + key, Body=body)
         else:
             land_local(Path(self.root), key, body)
 
     def remove(self, key: str) -> None:
         if self.client is not None:
-            self.client.delete_object(Bucket=self.bucket, Key=key)
+            self.client.delete_object(Bucket=self.bucket, Key=self.prefix + key)
         else:  # and the folders landing it made (a trigger lists every folder there is)
             path = Path(self.root) / key
             path.unlink(missing_ok=True)
             for folder in path.parents:
-                if folder == Path(self.root) or any(folder.iterdir()):
+                if folder == Path(self.root):
                     break
-                folder.rmdir()
+                if folder.is_dir():
+                    if any(folder.iterdir()):
+                        break
+                    folder.rmdir()
 
     def full_key(self, key: str) -> str:
         return f"{self.root.rstrip('/')}/{key}" if self.client is not None else f"file:{self.root}/{key}"
@@ -233,13 +246,15 @@ def _measure_discovery(landing: Landing, scratch: Path, repeat: int) -> None:
         shutil.rmtree(scratch / f"restarted-{sample}")
 
 
-def _measure_list_request(landing: Landing, samples: int = 10) -> None:
-    """One LIST request's round trip on the bucket: the newest day folder of the newest delivery's region."""
-    prefix = History.key_at(0).rsplit("/", 1)[0] + "/"
+def _list_request_s(client, bucket: str, prefix: str, samples: int = 10) -> list[float]:
+    """Round trips of one LIST request: the newest delivery's day folder under ``prefix``."""
+    folder = prefix + History.key_at(0).rsplit("/", 1)[0] + "/"
+    seconds = []
     for _ in range(samples):
         started = time.perf_counter()
-        landing.client.list_objects_v2(Bucket=landing.bucket, Prefix=prefix, Delimiter="/")
-        landing.add("list_request_s", time.perf_counter() - started)
+        client.list_objects_v2(Bucket=bucket, Prefix=folder, Delimiter="/")
+        seconds.append(time.perf_counter() - started)
+    return seconds
 
 
 def _wait_for(path: Path, process: subprocess.Popen, timeout: float) -> float:
@@ -321,9 +336,8 @@ def _repetition(landing: Landing, rep: int) -> None:
     lake = landing.folder / f"lake-{rep}"
     shutil.rmtree(lake, ignore_errors=True)
     shutil.copytree(landing.template, lake)
-    _measure_discovery(landing, landing.folder / "scratch", DISCOVERY_REPEAT)
-    if landing.client is not None:
-        _measure_list_request(landing)
+    _measure_discovery(landing, landing.folder / "scratch", DISCOVERY_REPEAT if landing.client is None else
+                       DISCOVERY_REPEAT_BUCKET)
     try:
         _measure_restart(landing, lake, landing.folder / f"restart-{rep}.log")
         _measure_inspect(landing, lake)
@@ -360,32 +374,69 @@ def _local(count: int, work: Path, cache: Path) -> Landing:
     return Landing("local", count, str(landing), work / f"local-{count}", build, env)
 
 
-def _bucket(count: int, work: Path, servers: list) -> Landing:
-    folder = work / f"s3-{count}"
-    folder.mkdir(parents=True, exist_ok=True)
-    bucket = f"history-{count}"
-    if count <= PUT_AT_MOST:
-        import boto3
-        import botocore.config
+def _buckets(counts: tuple[int, ...], work: Path, servers: list) -> tuple[list[Landing], dict]:
+    """The bucket histories, each under its own prefix (``h<count>/``) of one bucket of one S3 server, and how that
+    server answers a LIST.
 
-        server = LocalS3(log_path=folder / "s3-server.log").start()
-        servers.append(server)
-        server.create_bucket(bucket)
-        client = boto3.client("s3", endpoint_url=server.endpoint, region_name=server.environment()["AWS_REGION"],
-                              aws_access_key_id=server.access_key, aws_secret_access_key=server.secret_key,
-                              config=botocore.config.Config(max_pool_connections=32))
-        build = put_objects(client, bucket, list(History(count).keys()))
-    else:
-        server = PreloadedS3(bucket, count, folder / "s3-server.log")
+    One bucket because moto answers a LIST by going through every key of the bucket (``list_objects`` in
+    ``moto/s3/models.py``): in buckets of their own, the larger history's every request would be slower for that
+    alone, which S3 does not do. In one bucket each request costs the server the same for both, and what differs
+    is what the product does. The smallest history also goes alone into a bucket of its own, and one LIST on each
+    bucket is timed, to show that cost. The largest history is preloaded (:class:`PreloadedS3`), the others PUT.
+    """
+    import boto3
+    import botocore.config
+
+    folder = work / "s3"
+    folder.mkdir(parents=True, exist_ok=True)
+    large = [c for c in counts if c > PUT_AT_MOST]
+    if len(large) > 1:
+        raise ValueError(f"one bucket history of more than {PUT_AT_MOST} objects at most (preloaded), got {large}")
+    builds = {}
+    if large:
+        server = PreloadedS3(SHARED_BUCKET, large[0], folder / "s3-server.log", prefix=f"h{large[0]}")
         started = time.monotonic()
         server.start(timeout=600)
         servers.append(server)
-        build = {**server.fill(), "until_answering_s": round(time.monotonic() - started, 1)}
-        client = server.client()
-    log.info("history s3-%d: %s", count, build)
+        builds[large[0]] = {**server.fill(), "until_answering_s": round(time.monotonic() - started, 1)}
+    else:
+        server = LocalS3(log_path=folder / "s3-server.log").start()
+        servers.append(server)
+        server.create_bucket(SHARED_BUCKET)
+    client = boto3.client("s3", endpoint_url=server.endpoint, region_name=server.environment()["AWS_REGION"],
+                          aws_access_key_id=server.access_key, aws_secret_access_key=server.secret_key,
+                          config=botocore.config.Config(max_pool_connections=32))
+    for count in counts:
+        if count not in builds:
+            builds[count] = put_objects(client, SHARED_BUCKET, [f"h{count}/{key}" for key in History(count).keys()])
+    server.create_bucket(ALONE_BUCKET)
+    alone = put_objects(client, ALONE_BUCKET, list(History(min(counts)).keys()))
     env = {**os.environ, **server.environment()}
     env.pop("LAKE_ROOT", None)
-    return Landing("s3", count, f"s3a://{bucket}", folder, build, env, client=client)
+    landings = []
+    for count in counts:
+        log.info("history s3-%d: %s", count, builds[count])
+        landings.append(Landing("s3", count, f"s3a://{SHARED_BUCKET}/h{count}", work / f"s3-{count}",
+                                {**builds[count], "bucket_objects": sum(counts)}, env, client=server.client()))
+    probe = {"client": client, "buckets": {ALONE_BUCKET: min(counts), SHARED_BUCKET: sum(counts)}, "alone": alone,
+             "samples": {ALONE_BUCKET: [], SHARED_BUCKET: []}}
+    return landings, probe
+
+
+def _probe_lists(probe: dict) -> None:
+    for bucket, samples in probe["samples"].items():
+        prefix = "" if bucket == ALONE_BUCKET else f"h{probe['buckets'][ALONE_BUCKET]}/"
+        samples += _list_request_s(probe["client"], bucket, prefix)
+
+
+def _server_figures(probe: dict) -> dict:
+    medians = {bucket: _median(samples) for bucket, samples in probe["samples"].items()}
+    return {"list_request_s": {f"{bucket} ({probe['buckets'][bucket]:,} objects)": medians[bucket]
+                               for bucket in medians},
+            "ratio": round(medians[SHARED_BUCKET] / medians[ALONE_BUCKET], 2) if medians[ALONE_BUCKET] else None,
+            "what": "one LIST of a day folder (72 keys) with Delimiter '/', timed from this process: the same "
+                    "request on a bucket holding only the smallest history and on the bucket holding every history",
+            "put": probe["alone"]}
 
 
 def _figures(landing: Landing) -> dict:
@@ -398,10 +449,10 @@ def _figures(landing: Landing) -> dict:
         "inspect_s": medians["inspect_s"], "noop_s": medians["noop_s"],
         "state_discovery_bytes": medians["state_discovery_bytes"], "checkpoint_bytes": medians["checkpoint_bytes"],
         "medians": medians, "samples": landing.samples, "checks": sorted(set(landing.checks)),
-        **({"list_request_s": medians["list_request_s"],
+        **({"discovery_list_wait_s": medians["trigger_new_list_wait_s"],
             "discovery_own_s": _median([s - w for s, w in zip(landing.samples["trigger_new_s"],
                                                              landing.samples["trigger_new_list_wait_s"])])}
-           if "list_request_s" in medians else {}),
+           if "trigger_new_list_wait_s" in medians else {}),
     }
 
 
@@ -411,7 +462,7 @@ RATIO_GOALS = {"discovery_s": TIME_GOAL, "restart_first_commit_s": TIME_GOAL, "i
 
 
 # Reported beside the goals, without one: the restart's whole process, and on a bucket what moto's LIST costs.
-RATIO_INFO = ("restart_exit_s", "list_request_s", "discovery_own_s")
+RATIO_INFO = ("restart_exit_s", "discovery_list_wait_s", "discovery_own_s")
 
 
 def _ratios(big: dict, small: dict) -> dict:
@@ -451,7 +502,10 @@ def measure_history_scale(run_dir: Path, repeat: int = 3, local: tuple[int, ...]
     servers: list = []
     try:
         landings = [_local(count, work, cache) for count in local]
-        landings += [_bucket(count, work, servers) for count in buckets]
+        probe = None
+        if buckets:
+            in_buckets, probe = _buckets(buckets, work, servers)
+            landings += in_buckets
         for landing in landings:
             landing.folder.mkdir(parents=True, exist_ok=True)
             for key in (History.new_key(), History.key_at(-2)):  # left by an interrupted run
@@ -461,12 +515,16 @@ def measure_history_scale(run_dir: Path, repeat: int = 3, local: tuple[int, ...]
             for landing in landings:
                 log.info("history_scale: repetition %d of %d on %s", rep + 1, repeat, landing.name)
                 _repetition(landing, rep)
+            if probe:
+                _probe_lists(probe)
     finally:
         for server in servers:
             server.stop()
     section: dict = {"what": __doc__.split("\n\n")[0], "repeat": repeat, "discovery_samples": repeat * DISCOVERY_REPEAT}
     figures = {kind: {str(l.count): _figures(l) for l in landings if l.where == kind} for kind in ("local", "s3")}
     section.update(figures)
+    if probe:
+        section["s3_server"] = _server_figures(probe)
     ratios, table = {}, []
     for kind, scales in (("local", local), ("s3", buckets)):
         if len(scales) >= 2:
