@@ -45,6 +45,7 @@ from pathlib import Path
 
 from tools.bench.history_landing import BODY, History, PreloadedS3, build_local, land_local, new_file_body, put_objects
 from tools.bench.history_state import JOB, write_ingested_state
+from tools.bench.launches import _summary, timed
 from tools.s3_server import LocalS3
 from spark_jobs.model.lake import PROJECT_ROOT
 
@@ -146,21 +147,6 @@ class Landing:
 
 def _command(landing: Landing, lake: Path, *args: str) -> list[str]:
     return [sys.executable, "-m", "spark_jobs", *args, JOB.name, "--input", landing.root, "--lake", str(lake)]
-
-
-def _timed(command: list[str], env: dict, timeout: float = 900) -> tuple[float, str]:
-    started = time.monotonic()
-    done = subprocess.run(command, cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=timeout)
-    seconds = time.monotonic() - started
-    if done.returncode != 0:
-        tail = "\n".join((done.stdout + done.stderr).splitlines()[-30:])
-        raise RuntimeError(f"{' '.join(command[2:5])} ... failed (exit {done.returncode}):\n{tail}")
-    return seconds, done.stdout
-
-
-def _summary(stdout: str) -> dict:
-    lines = [line for line in stdout.splitlines() if line.startswith("{")]
-    return json.loads(lines[-1]) if lines else {}
 
 
 class _TimedClient:
@@ -310,7 +296,7 @@ def _measure_inspect(landing: Landing, lake: Path) -> None:
     second = History.key_at(-2)
     landing.land(second, b"x" * 64)
     try:
-        seconds, out = _timed(_command(landing, lake, "checkpoint", "inspect") + ["--json"], landing.env)
+        seconds, out = timed(_command(landing, lake, "checkpoint", "inspect") + ["--json"], landing.env)
     finally:
         landing.remove(second)
     report = json.loads(out)
@@ -324,7 +310,7 @@ def _measure_inspect(landing: Landing, lake: Path) -> None:
 
 
 def _measure_noop(landing: Landing, lake: Path) -> None:
-    seconds, out = _timed(_command(landing, lake, "run") + ["--trigger", "available-now"], landing.env)
+    seconds, out = timed(_command(landing, lake, "run") + ["--trigger", "available-now"], landing.env)
     summary = _summary(out)
     if summary.get("batches") != 0 or not summary.get("skipped"):
         raise AssertionError(f"{landing.name}: the no-op run started Spark or ran batches: {summary}")
@@ -512,7 +498,8 @@ def measure_history_scale(run_dir: Path, repeat: int = 3, local: tuple[int, ...]
                 landing.remove(key)
             _prepare_state(landing)
         for rep in range(repeat):
-            for landing in landings:
+            # forth, then back: a load that drifts during a round weighs on every landing alike
+            for landing in (landings if rep % 2 == 0 else landings[::-1]):
                 log.info("history_scale: repetition %d of %d on %s", rep + 1, repeat, landing.name)
                 _repetition(landing, rep)
             if probe:
