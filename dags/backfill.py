@@ -23,6 +23,9 @@ folders), into the same tables the live stream feeds:
    nothing; overlapping the live job or another backfill adds nothing (one row per eventID, Delta's
    idempotent writes). Its log shows `progress: N of M files (P%), rows ..., ETA ...` per batch.
 
+Every try of `spark_submit` that ends, and a refused request, is a line of the job's run record
+(`<lake>/control/<job>/runs.jsonl`: the rows and files loaded, or the reason it failed), on the job's timeline.
+
 Several backfills may run at once (each its own checkpoint); the same request twice at once is
 refused by the checkpoint's lease (exit 3). Who may run it: whoever may trigger this DAG (Airflow's
 own permissions: DAG Runs "create" on this DAG, the `User` role and above in the FAB auth manager).
@@ -33,13 +36,13 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import DAG, Param, task
 
 from spark_jobs.launch.submit import Submission
 from spark_jobs.model.jobs import JobSpec
 from spark_jobs.registry import JOBS
 from streaming.dag_parts import retrying_default_args
+from streaming.operators.job_submit import JobSubmitOperator
 
 # A killed backfill loses nothing (its checkpoint resumes it); months of logs may take hours.
 DEFAULT_ARGS = retrying_default_args(execution_timeout=timedelta(hours=12))
@@ -87,16 +90,18 @@ def build_backfill_dag(job: JobSpec) -> DAG:
     ) as dag:
 
         @task(task_id="check_request", retries=0)
-        def check_request(params=None) -> dict:
+        def check_request(params=None, ti=None, dag_run=None) -> dict:
             """Check the form (refused: fail naming the field, run nothing) and list the files."""
             from airflow.sdk.exceptions import AirflowFailException
 
             from spark_jobs.control.backfill import BackfillRefused, check_request as check, list_files
+            from streaming.operators.job_submit import record_try
 
             try:
                 request = check(job.name, params["source"], params["date_from"], params["date_to"],
                                 params["max_files_per_trigger"], params["dry_run"])
             except BackfillRefused as exc:
+                record_try({"ti": ti, "dag_run": dag_run}, job.name, "backfill", reason=f"refused: {exc}")
                 raise AirflowFailException(f"backfill refused, nothing was run: {exc}") from None
             listing = list_files(request)
             summary = {"writer": request.writer, "source": str(request.source), "dry_run": request.dry_run,
@@ -114,8 +119,11 @@ def build_backfill_dag(job: JobSpec) -> DAG:
             return not checked["dry_run"]
 
         checked = check_request()
-        submit = SparkSubmitOperator(
+        submit = JobSubmitOperator(
             task_id="spark_submit",
+            job=job.name,
+            kind="backfill",
+            plan_task_id="check_request",
             # The checked request's arguments, as a list: nothing from the raw form.
             **Submission.of("{{ ti.xcom_pull(task_ids='check_request')['args'] }}",
                             name=f"{job.name}_backfill").operator_kwargs(),

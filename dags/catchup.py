@@ -24,6 +24,15 @@ so the live checkpoint is left alone; a backfill run whose interval holds no fil
 (`spark_submit` skipped). Several backfill runs may run at once (`--max-active-runs`): each has its
 own checkpoint, and the tables keep one row per event.
 
+**While `<job>_continuous` runs, it owns the job**: a scheduled, manual or data-triggered run whose checkpoint
+the continuous driver holds (or whose continuous supervisor is active: starting, backing off, waiting) ends at
+`plan` as a success that says so ("cloudtrail_etl is owned by the continuous driver pid N on host H since T; its
+files are ingested there", also in XCom `owned_by`): `spark_submit` is skipped, no retry, no failed run. A run
+whose spark-submit still loses the race for the lease (exit status 3) to the continuous driver is skipped the same
+way. A catch-up run that holds the lease when the continuous driver starts is waited for by the supervisor (not a
+failed restart). Every try of `spark_submit` that ends, and a refused `plan`, is a line of the job's run record
+(`<lake>/control/<job>/runs.jsonl`: rows and files loaded, or the reason it failed), shown on the job's timeline.
+
 `max_active_runs=1` because two runs on one checkpoint must never overlap. spark-submit inherits
 the worker's environment (the Makefile's: `PATH` with `spark-submit`, `PYSPARK_PYTHON`, `LAKE_ROOT`,
 `<JOB>_INPUT`), and the `spark_default` connection names the master. Each table the job writes is
@@ -36,15 +45,14 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import DAG, Asset, Param, task
 
-from spark_jobs.control.discovery.settings import uses_discovery
 from spark_jobs.launch.submit import Submission
 from spark_jobs.model.jobs import JobSpec
 from spark_jobs.registry import JOBS
 from streaming.dag_parts import catchup_schedule, input_folder_param, retrying_default_args
 from streaming.job_connections import pass_job_connection
+from streaming.operators.job_submit import JobSubmitOperator
 
 # A killed run loses nothing (the checkpoint resumes it), so a stuck run is stopped.
 DEFAULT_ARGS = retrying_default_args(execution_timeout=timedelta(hours=3))
@@ -95,23 +103,35 @@ def build_catchup_dag(job: JobSpec) -> DAG:
                 description="A new checkpoint skips the files delivered before this time: 'now', or an ISO-8601 "
                             "time (UTC). Its history is not listed; load it with the backfill DAG. Ignored once the "
                             "job has a checkpoint.",
-            )} if uses_discovery(job) else {}),
+            )} if job.discovers_files else {}),
         },
     ) as dag:
 
         @task.short_circuit(task_id="plan")
-        def plan(params=None, dag_run=None, data_interval_start=None, data_interval_end=None) -> dict | None:
-            """The live job, or (a run of Airflow's backfill) the files of this data interval; nothing to do: skip."""
+        def plan(params=None, dag_run=None, data_interval_start=None, data_interval_end=None,
+                 ti=None) -> dict | None:
+            """The live job, or (a run of Airflow's backfill) the files of this data interval; nothing to do, or the
+            continuous job owns the checkpoint: skip."""
             from airflow.sdk.exceptions import AirflowFailException
 
             from spark_jobs.control.backfill import BackfillRefused
             from spark_jobs.control.catchup_plan import plan_run
+            from spark_jobs.control.supervision.ownership import continuous_owner
+            from spark_jobs.model.lake import Lake
+            from streaming.operators.job_submit import record_try
 
             try:
                 planned = plan_run(job.name, params["input"], params["max_files_per_trigger"], dag_run.run_type,
                                    (data_interval_start, data_interval_end), params.get("start_at"))
             except BackfillRefused as exc:
+                record_try({"ti": ti, "dag_run": dag_run}, job.name, "catch-up", reason=f"refused: {exc}")
                 raise AirflowFailException(f"refused, nothing was run: {exc}") from None
+            if planned["kind"] == "live":
+                owner = continuous_owner(job.name, str(Lake.at().control_path(job.name)))
+                if owner is not None:
+                    print(f"{owner}: nothing to do in this run (spark_submit is skipped)")
+                    ti.xcom_push(key="owned_by", value=owner)
+                    return None
             if planned["kind"] == "backfill":
                 print(f"backfill run of {job.name} for [{planned['time_from']}, {planned['time_to']}): "
                       f"{planned['files']} files delivered in the interval ({planned['out_of_range']} outside it, "
@@ -121,8 +141,11 @@ def build_catchup_dag(job: JobSpec) -> DAG:
                 return None
             return planned
 
-        submit = SparkSubmitOperator(
+        submit = JobSubmitOperator(
             task_id="spark_submit",
+            job=job.name,
+            kind="catch-up",
+            plan_task_id="plan",
             # python -m spark_jobs <plan's args> on spark_default, with the pinned jars and the Delta and class
             # archive conf (spark_jobs.launch.submit: paths only, nothing is read while parsing).
             **Submission.of(PLANNED_ARGS, name=job.name).operator_kwargs(),

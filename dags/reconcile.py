@@ -23,7 +23,6 @@ from datetime import datetime, timedelta, timezone
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import DAG, Param
 
-from spark_jobs.control.discovery.settings import uses_discovery
 from spark_jobs.launch.submit import Submission
 from spark_jobs.model.jobs import JobSpec
 from spark_jobs.registry import JOBS
@@ -69,5 +68,5 @@ def build_reconcile_dag(job: JobSpec) -> DAG:
 
 
 for _job in JOBS.values():
-    if uses_discovery(_job):
+    if _job.discovers_files:
         globals()[f"{_job.name}_reconcile"] = build_reconcile_dag(_job)

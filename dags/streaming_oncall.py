@@ -1,8 +1,10 @@
 """
 # streaming_oncall: on-call actions on a streaming job, from a form, checked and audited
 
-Trigger it with its form: **Job**, **Action**, the fields the action needs, a **Reason** (required),
-**Dry run** (say exactly what would happen, do nothing).
+Trigger it with its form: choose the **Job** and the **Action** (neither has a default), fill in the fields the
+action needs and a **Reason** (required), **Dry run** (say exactly what would happen, do nothing). The form or its
+JSON (Advanced options) may leave a field empty: the task checks every field and refuses naming the one that is
+missing or wrong. The DAG is unpaused when it is created (it runs only when triggered).
 
 | action | what it does |
 |---|---|
@@ -17,11 +19,15 @@ Trigger it with its form: **Job**, **Action**, the fields the action needs, a **
 **Four eyes**: `reprocess_from`, `reset_checkpoint` and `rollback_table` (not their dry runs) wait for a second
 user's approval: the task shows the dry run's plan as a required action (**Browse > Required Actions**, or the REST
 API `PATCH /api/v2/dags/streaming_oncall/dagRuns/<run>/taskInstances/act/-1/hitlDetails` with
-`{"chosen_options": ["Approve"]}`), and runs only after another user than the requester chose **Approve**. The
-requester's own approval is refused (nothing runs); **Reject** runs nothing (the task is skipped); a request nobody
-answers expires after the registry's time (`ONCALL_ACTION_SPECS[...].approval_expires_after_seconds`, 4 h) and runs
-nothing (the task fails). An approved request is checked again against the job's state of that moment before it
-runs. `restart`, `stop`, `pause_supervision` and `resume_supervision` run at once.
+`{"chosen_options": ["Approve"]}`), and runs only after another user than the requester chose **Approve**. With the
+simple auth manager the request is assigned to every other user allowed to answer ("May approve" in it): Airflow
+refuses the requester's own answer ("... is not a respondent for the task") and the request stays open; with no such
+user it is refused at once. Where Airflow cannot list the users, the requester's own approval is refused when the
+task resumes (nothing runs; the task fails with "refused: the requester cannot approve their own request").
+**Reject** runs nothing (the task is skipped); a request nobody answers expires after the registry's time
+(`ONCALL_ACTION_SPECS[...].approval_expires_after_seconds`, 4 h) and runs nothing (the task fails). An approved
+request is checked again against the job's state of that moment before it runs. `restart`, `stop`,
+`pause_supervision` and `resume_supervision` run at once.
 
 Every field is checked before anything runs (`spark_jobs.control.oncall_requests.check_request`); a refusal fails the
 task with a message naming the field. Only checked values reach spark-submit (an argument list, no
@@ -53,21 +59,26 @@ TABLES = sorted({table.name for job in JOBS.values() for table in job.tables})
 
 
 def oncall_params() -> dict[str, Param]:
-    """The trigger form: typed fields, titles, descriptions; the rest is checked by the task."""
+    """The trigger form: typed fields, titles, descriptions; no default job or action (the person chooses), and an
+    empty field shows as such, never as ``null``. A field may be left empty in the form and in its JSON alike (the UI
+    marks no field required: Airflow 3.3's form keeps "This field is required" under a field filled through the JSON
+    editor); the task refuses a missing or wrong one naming it (``check_request``)."""
     return {
-        "job": Param(sorted(JOBS)[0], type="string", enum=sorted(JOBS), title="Job",
-                     description="The registry job to act on."),
-        "action": Param(type="string", enum=list(ONCALL_ACTIONS), values_display=dict(ONCALL_ACTIONS), title="Action",
-                        description="What to do (see the DAG's documentation)."),
+        "job": Param(None, type=["null", "string"], enum=[None, *sorted(JOBS)], values_display={"null": "(choose)"},
+                     title="Job", description="Required: the registry job to act on."),
+        "action": Param(None, type=["null", "string"], enum=[None, *ONCALL_ACTIONS],
+                        values_display={"null": "(choose)", **ONCALL_ACTIONS}, title="Action",
+                        description="Required: what to do (see the DAG's documentation)."),
         "from_time": Param(None, type=["null", "string"], format="date-time", title="From time (UTC)",
                            description="reprocess_from only: replay the input files delivered at or after this "
                                        "time (the time in the CloudTrail object name)."),
-        "table": Param(None, type=["null", "string"], enum=[None, *TABLES], title="Table",
+        "table": Param(None, type=["null", "string"], enum=[None, *TABLES],
+                       values_display={"null": "(none: rollback_table only)"}, title="Table",
                        description="rollback_table only: the table to roll back."),
         "table_version": Param(None, type=["null", "integer"], minimum=0, title="Table version",
                                description="rollback_table only: the Delta version to bring back "
                                            "(python -m spark_jobs lake history --table T)."),
-        "reason": Param(type="string", minLength=1, maxLength=2000, title="Reason",
+        "reason": Param(None, type=["null", "string"], minLength=1, maxLength=2000, title="Reason",
                         description="Required: why (kept in the audit table ops_audit)."),
         "dry_run": Param(False, type="boolean", title="Dry run",
                          description="Say exactly what would happen; do nothing."),
@@ -81,6 +92,8 @@ with DAG(
     schedule=None,
     start_date=datetime(2025, 1, 1, tzinfo=timezone.utc),
     catchup=False,
+    # Ready when the night comes: it runs only when triggered, and the trigger form offers no "unpause" box to miss.
+    is_paused_upon_creation=False,
     max_active_runs=1,
     default_args={"owner": "data-platform", "retries": 0, "execution_timeout": timedelta(hours=6)},
     tags=["oncall", "operations"],

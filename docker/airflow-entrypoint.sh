@@ -5,8 +5,10 @@
 #                                            lake and landing folders, land the sample logs if the landing is empty
 #   airflow-entrypoint.sh api-server|scheduler|dag-processor|triggerer
 #
-# The login (SimpleAuthManager) is the user in AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS with the password
-# $AIRFLOW_ADMIN_PASSWORD from .env, written where the API server reads it; never baked into the image.
+# The login (SimpleAuthManager) is the first user in AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS with the password
+# $AIRFLOW_ADMIN_PASSWORD from .env, and the service user of the connection airflow_api ($AIRFLOW_CONN_AIRFLOW_API:
+# its login and password, $AIRFLOW_SERVICE_PASSWORD from .env) with its own, both written where the API server reads
+# them (other users get a generated one, printed in the api-server's log); never baked into the image.
 set -euo pipefail
 
 # .env.example's placeholder left in .env: stop with the name of the secret, before anything starts.
@@ -31,9 +33,23 @@ case "${1:-}" in
     ;;
   api-server)
     refuse_placeholder AIRFLOW_ADMIN_PASSWORD "$AIRFLOW_ADMIN_PASSWORD"
+    refuse_placeholder AIRFLOW_SERVICE_PASSWORD "${AIRFLOW_CONN_AIRFLOW_API:-}"
     umask 077
-    python -c 'import json, os; user = os.environ["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS"].split(":")[0]; \
-print(json.dumps({user: os.environ["AIRFLOW_ADMIN_PASSWORD"]}))' > "$AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE"
+    python - <<'PY'
+import json, os
+path = os.environ["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE"]
+try:  # other users keep the passwords Airflow generated for them at an earlier start
+    passwords = json.load(open(path))
+except (OSError, ValueError):
+    passwords = {}
+passwords[os.environ["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS"].split(":")[0]] = os.environ["AIRFLOW_ADMIN_PASSWORD"]
+api = json.loads(os.environ.get("AIRFLOW_CONN_AIRFLOW_API") or "{}")
+if api.get("login"):
+    passwords[api["login"]] = api["password"]
+with open(path, "w") as handle:
+    os.fchmod(handle.fileno(), 0o600)  # before a secret is in it, whoever made the file
+    json.dump(passwords, handle)
+PY
     exec airflow api-server
     ;;
   scheduler|dag-processor|triggerer)

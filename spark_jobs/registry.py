@@ -14,7 +14,7 @@ from typing import Mapping
 from spark_jobs.model.errors import UsageError
 from spark_jobs.model.catchup import CatchupTrigger
 from spark_jobs.model.forwards import ForwardSpec
-from spark_jobs.model.jobs import JobSpec, check_jobs
+from spark_jobs.model.jobs import JobSpec, check_jobs, file_log_type
 from spark_jobs.model.kafka_connection import REDACTION_REGEX
 from spark_jobs.model.layout import KeyLayout
 from spark_jobs.model.oncall import OncallAction, check_actions
@@ -27,60 +27,22 @@ from spark_jobs.model.tables import DeliveryDateBound, DeliveryTimeBound, TableS
 # lookback lets discovery and the window's dedup cover every usual delay, the reconcile the rest.
 CLOUDTRAIL_LAYOUT = KeyLayout(name=r"_{YYYY}{MM}{DD}T{hh}{mm}Z[_.]", folders="{YYYY}/{MM}/{DD}", lookback="1 day")
 
-CLOUDTRAIL_ETL = JobSpec(
-    name="cloudtrail_etl",
+CLOUDTRAIL_ETL = file_log_type(
+    "cloudtrail", name="cloudtrail_etl", continuous_trigger="processing-time:10s",
     description="AWS CloudTrail log files -> typed, date-partitioned events, bad input quarantined",
-    default_input="landing/cloudtrail",
-    source=FileSource("binaryFile", layout=CLOUDTRAIL_LAYOUT),
-    tables=(
-        TableSpec(
-            name="cloudtrail_events",
-            partition_by=("date",),
-            description="one row per CloudTrail event, typed and flattened, partitioned by event date (UTC)",
-            # Compaction keeps each file a stretch of event time, which the live MERGE skips files by (below).
-            zorder_by=("eventTime",),
-            stats_columns=("eventTime", "eventSource", "eventName", "errorCode", "awsRegion", "recipientAccountId",
-                           "userIdentity_accountId", "sourceIPAddress"),
-            # One row per eventID (CloudTrail delivers some events more than once, a backfill may overlap the
-            # live stream, a file may land again under a new name); its date (from eventTime, the same in
-            # every delivery) is part of the key because the table is partitioned by it: a merge then reads
-            # only the batch's dates. Among one batch's deliveries of an event, the first in file order is kept.
-            unique_key=("eventID", "date"),
-            first_by=("_source_file", "_record_index"),
-            # An event's UTC date is its file's delivery date or the day before (CloudTrail delivers an event
-            # within about 15 minutes): the file names bound a batch's dates before it is read.
-            delivery_date_bound=DeliveryDateBound("date", 1),
-            # Within a day, its eventTime (the same in every delivery) is at most 20 minutes before its file's
-            # delivery time (the real samples: 10 at most): a batch's MERGE reads only the files of that time.
-            delivery_time_bound=DeliveryTimeBound("eventTime", minutes_before=20, minutes_after=5),
-            source_file="_source_file",
-            route="reason IS NULL",
-        ),
-        TableSpec(
-            name="cloudtrail_quarantine",
-            partition_by=("ingest_date",),
-            description="records and files that could not be ingested, with the reason and the raw text",
-            quarantine=True,
-            # One row per place in a file and reason; a file-level problem has no record_index.
-            unique_key=("source_file", "record_index", "reason"),
-            null_safe=("source_file", "record_index", "reason"),
-            source_file="source_file",
-            route="reason IS NOT NULL",
-        ),
-    ),
-    file_source_options={
-        # Read every sub-folder (AWSLogs/<account>/CloudTrail/<region>/YYYY/MM/DD/) and only
-        # finished log files: a file being written under a temp name (x.json.gz.tmp, x._COPYING_)
-        # does not match, and Spark's file source skips names starting with '.' or '_'.
-        "recursiveFileLookup": "true",
-        "pathGlobFilter": "*.{json,json.gz,jsonl,jsonl.gz,ndjson,ndjson.gz}",
-        "maxFilesPerTrigger": "1000",
-        "latestFirst": "false",
-    },
-    schedule="@hourly",
-    tags=("cloudtrail", "streaming"),
-    continuous_trigger="processing-time:10s",
-    source_file_column="_source_file",
+    layout=CLOUDTRAIL_LAYOUT, glob="*.{json,json.gz,jsonl,jsonl.gz,ndjson,ndjson.gz}", files_per_trigger=1000,
+    # One row per eventID: CloudTrail delivers some events more than once, a backfill may overlap the live stream,
+    # a file may land again under a new name. A file-level problem has no record_index.
+    key="eventID", position="record_index", identity="eventID", position_may_be_null=True,
+    events="one row per CloudTrail event, typed and flattened, partitioned by event date (UTC)",
+    quarantine="records and files that could not be ingested, with the reason and the raw text",
+    stats_columns=("eventTime", "eventSource", "eventName", "errorCode", "awsRegion", "recipientAccountId",
+                   "userIdentity_accountId", "sourceIPAddress"),
+    zorder_by=("eventTime",),  # each compacted file a stretch of event time, which the live MERGE skips files by
+    # An event's UTC date is its file's delivery date or the day before, and its eventTime (the same in every
+    # delivery) at most 20 minutes before the delivery time (the real samples: 10): a batch's MERGE reads only those.
+    delivery_date_bound=DeliveryDateBound("date", 1),
+    delivery_time_bound=DeliveryTimeBound("eventTime", minutes_before=20, minutes_after=5),
     # A run when CloudTrail delivers (its files land every few minutes), the hourly cron as a safety net.
     catchup=CatchupTrigger(on="data", poll_seconds=10),
 )
@@ -98,7 +60,7 @@ ACCOUNTS = DimensionSpec(
 # removes rows) is skipped rather than failing the stream; OPTIMIZE commits carry no data change and
 # are never read.
 EVENTS_STREAM_OPTIONS = {"maxFilesPerTrigger": "1000", "skipChangeCommits": "true"}
-# The accounts file's columns the analytics tables add to each row (spark_jobs.driver.dimensions.enrich).
+# The accounts file's columns the analytics tables add to each row (spark_jobs.transforms.enrich).
 ACCOUNT_COLUMNS = "account_name STRING, owner_team STRING, environment STRING, account_known BOOLEAN"
 # The state store transformWithStateInPandas needs (and the one that keeps large state off the heap).
 ROCKSDB = {"spark.sql.streaming.stateStore.providerClass":
@@ -252,56 +214,42 @@ CLOUDTRAIL_KAFKA = JobSpec(
     source_file_column="_source_file",
 )
 
-COWRIE_HONEYPOT = JobSpec(
-    name="cowrie_honeypot",
+COWRIE_HONEYPOT = file_log_type(
+    "cowrie", name="cowrie_honeypot", tags=("honeypot",), continuous_trigger="processing-time:30s",
     description="Cowrie SSH/telnet honeypot JSON logs -> one typed row per event (connections, logins, commands, "
                 "downloads), bad lines quarantined",
-    default_input="landing/cowrie",
-    # Cowrie rotates its log daily to cowrie.json.YYYY-MM-DD (gzipped or not), one folder per sensor.
-    source=FileSource("binaryFile", layout=KeyLayout(name=r"\.json\.{YYYY}-{MM}-{DD}", lookback="2 days")),
-    tables=(
-        TableSpec(
-            name="cowrie_events",
-            partition_by=("date",),
-            description="one row per honeypot event (event_id: sensor, session, eventid and timestamp), every "
-                        "shape's fields typed, partitioned by event date (UTC)",
-            stats_columns=("timestamp", "eventid", "session", "src_ip", "username"),
-            # One row per event (event_id: see spark_jobs.jobs.cowrie_honeypot); its date comes from the same
-            # timestamp in every delivery and bounds the merge to the batch's dates. Among one batch's
-            # deliveries of an event, the first in file and line order is kept.
-            unique_key=("event_id", "date"),
-            first_by=("_source_file", "_line_number"),
-            source_file="_source_file",
-            route="reason IS NULL",
-        ),
-        TableSpec(
-            name="cowrie_quarantine",
-            partition_by=("ingest_date",),
-            description="lines of the honeypot's logs that could not be ingested, with the reason and the raw line",
-            quarantine=True,
-            # One row per line and reason (every row has its line number, a damaged gzip's too).
-            unique_key=("source_file", "line_number", "reason"),
-            source_file="source_file",
-            route="reason IS NOT NULL",
-        ),
-    ),
-    file_source_options={
-        # Cowrie's daily rotated files (cowrie.json.2018-05-19, gzipped or not), one sub-folder per
-        # sensor; never the live cowrie.json, which is still being written.
-        "recursiveFileLookup": "true",
-        "pathGlobFilter": "{*.json.????-??-??,*.json.????-??-??.gz}",
-        "maxFilesPerTrigger": "100",
-        "latestFirst": "false",
-    },
-    schedule="@hourly",
-    tags=("cowrie", "honeypot", "streaming"),
-    continuous_trigger="processing-time:30s",
-    source_file_column="_source_file",
+    # Cowrie rotates its log daily to cowrie.json.YYYY-MM-DD (gzipped or not), one sub-folder per sensor; never the
+    # live cowrie.json, which is still being written.
+    layout=KeyLayout(name=r"\.json\.{YYYY}-{MM}-{DD}", lookback="2 days"),
+    glob="{*.json.????-??-??,*.json.????-??-??.gz}",
+    # event_id: sensor, session, eventid and timestamp (spark_jobs.transforms.cowrie.parse); eventid: what a bad line
+    # claimed. A line's number is its place (every quarantined line has one, a damaged gzip's too).
+    key="event_id", position="line_number", identity="eventid",
+    events="one row per honeypot event (event_id: sensor, session, eventid and timestamp), every shape's fields "
+           "typed, partitioned by event date (UTC)",
+    quarantine="lines of the honeypot's logs that could not be ingested, with the reason and the raw line",
+    stats_columns=("timestamp", "eventid", "session", "src_ip", "username"),
+)
+
+SURICATA_EVE = file_log_type(
+    "suricata", name="suricata_eve", tags=("ids",), continuous_trigger="processing-time:30s",
+    description="Suricata EVE JSON logs -> one typed row per event (alerts, flows, DNS, HTTP, TLS, ... stats), bad "
+                "lines quarantined",
+    # Rotated by logrotate (eve.json-YYYYMMDD, eve.json.YYYY-MM-DD) or by Suricata (eve-YYYY-MM-DD-HHMM.json), gzipped
+    # or not; a name without a date (eve.json, a pcap run's) is dated by its modification time (docs/suricata-eve.md).
+    layout=KeyLayout(name=r"(?:\.json[.-]|-){YYYY}-?{MM}-?{DD}(?:-{hh}(?::?{mm}(?::?{ss})?)?)?", lookback="2 days"),
+    glob="{*.json,*.json.gz,*.json.[0-9][0-9][0-9][0-9]*,*.json-[0-9][0-9][0-9][0-9]*}",
+    # event_id: host, flow_id, event_type, timestamp, tx_id and the event's object (transforms/suricata/parse.py)
+    key="event_id", position="line_number", identity="event_type",
+    events="one row per EVE event (event_id: host, flow, event type, time, transaction and object), the shared "
+           "fields and each type's stable ones typed, every object as JSON text, partitioned by event date (UTC)",
+    quarantine="lines of the EVE logs that could not be ingested, with the reason and the raw line",
+    stats_columns=("timestamp", "event_type", "src_ip", "dest_ip", "dest_port", "flow_id", "alert_signature_id"),
 )
 
 # Checked as it loads: an inconsistent declaration fails here, naming it (RegistryError).
 JOBS: Mapping[str, JobSpec] = check_jobs((CLOUDTRAIL_ETL, CLOUDTRAIL_ACTIVITY, CLOUDTRAIL_ALERTS, WORD_COUNT,
-                                          CLOUDTRAIL_KAFKA, COWRIE_HONEYPOT))
+                                          CLOUDTRAIL_KAFKA, COWRIE_HONEYPOT, SURICATA_EVE))
 
 # Lake tables forwarded to Kafka topics for other systems (python -m spark_jobs forward NAME; at least once,
 # keyed so that consumers drop duplicates: see spark_jobs.driver.forward).

@@ -74,6 +74,7 @@ FAST_TIER = (
     "spark_jobs/test_standalone_connection.py",
     "spark_jobs/test_timeline.py",
     "spark_jobs/test_triggers.py",
+    "spark_jobs/transforms/test_json_lines.py",
     "test_cpu_report.py",
     "test_fast_tier_guard.py",
 )

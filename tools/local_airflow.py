@@ -20,6 +20,19 @@ grace period; the scheduler's task supervisors forward the SIGTERM to the tasks,
 stops their drivers after the micro-batch), then any process still carrying the marker (a driver
 whose task was killed), then the API server, so nothing this instance started is left running.
 
+**Users and the API connection** (Airflow's simple auth manager): the people are the users of
+``AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS`` (``admin:admin`` when unset; e.g. ``admin:admin,alice:user``). Before the
+API server starts, ``start`` gives every user without one a generated password in the auth manager's passwords file
+(``$AIRFLOW_HOME/simple_auth_manager_passwords.json.generated``, mode 0600; Airflow keeps the passwords it finds
+there and so prints none to its log), and ``make airflow`` prints each person's login. It also adds a service user
+of its own, :data:`SERVICE_USER` (role ``user``: it may pause, unpause and clear DAGs, nothing more), never a
+person's login, and hands its password to every component as the connection ``airflow_api``
+(``AIRFLOW_CONN_AIRFLOW_API`` in their environment: neither a command line nor a log; Airflow masks it in task
+logs): the on-call actions ``restart``, ``stop`` and ``resume_supervision`` reach Airflow's REST API with it. A
+connection ``airflow_api`` you define yourself in the environment is kept. The API server reads the users when it
+starts: a user added later needs ``make stop`` and ``make airflow`` (its password is then printed, and in the file).
+The tests' instances that let everyone in (``SIMPLE_AUTH_MANAGER_ALL_ADMINS``) get no service user.
+
 This module is not an Airflow plugin (``plugins/.airflowignore`` keeps Airflow from importing it);
 it imports nothing from Airflow, so the tests' fixture can use it too.
 """
@@ -27,24 +40,39 @@ it imports nothing from Airflow, so the tests' fixture can use it too.
 from __future__ import annotations
 
 import argparse
-import fcntl
 import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+for _folder in (Path(__file__).resolve().parents[1], Path(__file__).resolve().parents[1] / "plugins"):
+    if str(_folder) not in sys.path:  # run as a script: the project (tools.ports) and the plugins, as Airflow has them
+        sys.path.append(str(_folder))  # the hook's module imports nothing of Airflow at its top
+from streaming.hooks.airflow_api import API_CONN_ID  # noqa: E402 - the on-call operator's connection
+from tools import ports  # noqa: E402
+
 COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
 HEALTH_KEYS = {"scheduler": "scheduler", "dag-processor": "dag_processor", "triggerer": "triggerer"}
 MARKER = "STREAMING_AIRFLOW_INSTANCE"
 DEFAULT_PORT = 8080
 PORT_ENV = "AIRFLOW_PORT"
+USERS_ENV = "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS"
+PASSWORDS_FILE_ENV = "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE"
+ALL_ADMINS_ENV = "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS"
+DEFAULT_USERS = "admin:admin"  # the simple auth manager's own default
+# The on-call operator's own login to Airflow's REST API (role "user": edit DAGs and their runs, no admin rights).
+SERVICE_USER, SERVICE_ROLE = "streaming_service", "user"
+
+
+LOG_LEVEL_ENV = "AIRFLOW_LOG_LEVEL"  # `make airflow`'s components log at this level (default INFO)
+API_CONN_ENV = f"AIRFLOW_CONN_{API_CONN_ID.upper()}"
 
 
 class CannotStart(RuntimeError):
@@ -86,7 +114,67 @@ class LocalAirflow:
 
     @property
     def component_env(self) -> dict[str, str]:
-        return {**self.env, "AIRFLOW_HOME": str(self.home), **port_settings(self.port), MARKER: str(self.home)}
+        return {**self.env, "AIRFLOW_HOME": str(self.home), **port_settings(self.port), **self._users_env(),
+                MARKER: str(self.home)}
+
+    # -- users ------------------------------------------------------------------------------------
+
+    @property
+    def passwords_file(self) -> Path:
+        """The simple auth manager's passwords file (``$AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE``)."""
+        return Path(self.env.get(PASSWORDS_FILE_ENV) or self.home / "simple_auth_manager_passwords.json.generated")
+
+    @property
+    def all_admins(self) -> bool:
+        return str(self.env.get(ALL_ADMINS_ENV, "")).lower() in ("true", "1")
+
+    def users(self) -> dict[str, str]:
+        """Every user of the simple auth manager (name -> role), the service user included (none when everyone is
+        let in)."""
+        found = {}
+        for entry in (self.env.get(USERS_ENV) or DEFAULT_USERS).split(","):
+            name, _, role = entry.strip().partition(":")
+            if name:
+                found[name] = role.split(":")[0] or "viewer"
+        if not self.all_admins:
+            found.setdefault(SERVICE_USER, SERVICE_ROLE)
+        return found
+
+    def _users_env(self) -> dict[str, str]:
+        """The users' setting with the service user, and the ``airflow_api`` connection as that user."""
+        if self.all_admins:
+            return {}
+        users = {USERS_ENV: ",".join(f"{name}:{role}" for name, role in self.users().items())}
+        if API_CONN_ENV in self.env:
+            return users
+        password = self.passwords().get(SERVICE_USER)
+        if password is None:  # before start() wrote it: no connection yet
+            return users
+        connection = {"conn_type": "http", "host": self.url, "login": SERVICE_USER, "password": password}
+        return {**users, API_CONN_ENV: json.dumps(connection)}
+
+    def passwords(self) -> dict[str, str]:
+        """The passwords file (empty when there is none yet)."""
+        try:
+            found = json.loads(self.passwords_file.read_text() or "{}")
+        except (OSError, ValueError):
+            return {}
+        return found if isinstance(found, dict) else {}
+
+    def ensure_passwords(self) -> list[str]:
+        """Give every user without one a generated password in the passwords file (0600), before the API server
+        starts (Airflow keeps them and prints none). :returns: the users that got one."""
+        found = self.passwords()
+        missing = [name for name in self.users() if name not in found]
+        if missing:
+            found.update({name: secrets.token_urlsafe(12) for name in missing})
+            self.passwords_file.parent.mkdir(parents=True, exist_ok=True)
+            temp = self.passwords_file.with_name(f".{self.passwords_file.name}.tmp")
+            descriptor = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(descriptor, "w") as handle:
+                handle.write(json.dumps(found) + "\n")
+            os.replace(temp, self.passwords_file)
+        return missing
 
     def pid_file(self, component: str) -> Path:
         return self.home / f"{component}.pid"
@@ -107,11 +195,13 @@ class LocalAirflow:
         if running:
             raise CannotStart(f"Airflow is already running from {self.home} ({', '.join(running)}): "
                                f"`make stop` first, or choose another AIRFLOW_HOME")
-        taken = [port for port in (self.port, self.port + 1, self.port + 2) if _port_in_use(port)]
+        taken = [port for port in (self.port, self.port + 1, self.port + 2) if ports.in_use(port)]
         if taken:
             raise CannotStart(f"port {', '.join(map(str, taken))} on 127.0.0.1 is taken: choose another with "
                               f"{PORT_ENV}=<port> (Airflow uses <port>, <port>+1 and <port>+2)")
         (self.home / "logs").mkdir(parents=True, exist_ok=True)
+        if not self.all_admins:
+            self.ensure_passwords()
         migrate = subprocess.run(["airflow", "db", "migrate"], env=self.component_env, capture_output=True,
                                  text=True, timeout=300)
         if migrate.returncode != 0:
@@ -150,13 +240,9 @@ class LocalAirflow:
         raise RuntimeError(f"Airflow at {self.url} was not healthy after {timeout:.0f} s (last health: "
                            f"{health}); see {self.home / 'logs'}/*.out")
 
-    def password(self) -> str | None:
-        """The admin's password that SimpleAuthManager generated, if it did."""
-        path = self.home / "simple_auth_manager_passwords.json.generated"
-        try:
-            return json.loads(path.read_text()).get("admin")
-        except (OSError, ValueError):
-            return None
+    def password(self, user: str = "admin") -> str | None:
+        """A user's password from the simple auth manager's passwords file, if it has one."""
+        return self.passwords().get(user)
 
     # -- stop -------------------------------------------------------------------------------------
 
@@ -201,51 +287,28 @@ class LocalAirflow:
             return None
 
 
-# Ports this process has handed out, each held by an exclusive lock on a file until the process ends: two
-# processes picking ports at once (the test suite's two workers) never pick the same three, even before
-# either Airflow has bound them.
-_RESERVED: dict[int, object] = {}
-_RESERVATIONS = Path(tempfile.gettempdir()) / "local-airflow-ports"
-
-
-def _reserve(port: int) -> bool:
-    if port in _RESERVED:
-        return False
-    _RESERVATIONS.mkdir(exist_ok=True)
-    handle = (_RESERVATIONS / f"{port}.lock").open("w")
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.close()
-        return False
-    _RESERVED[port] = handle
-    return True
-
-
 def free_port(start: int = 28080) -> int:
-    """The first port from ``start`` (in steps of 3) with it and the next two free on 127.0.0.1, and not
-    handed out to another process (or earlier to this one) that may not have bound it yet."""
-    for port in range(start, start + 900, 3):
-        if not any(_port_in_use(p) for p in (port, port + 1, port + 2)) and _reserve(port):
-            return port
-    raise RuntimeError(f"no free port for Airflow in {start}-{start + 900}")
+    """The first port from ``start`` with it and the next two free (the API server, the worker's and the
+    triggerer's log servers), reserved for this process (:func:`tools.ports.free_port`)."""
+    return ports.free_port(start=start, run=3)
 
 
 def marked_processes(instance: str) -> dict[int, str]:
     """pid -> command line of every process of this user whose environment names ``instance``."""
-    wanted = f"{MARKER}={instance}".encode()
+    import psutil
+
     found = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+    for process in psutil.process_iter():
+        if process.pid == os.getpid():
             continue
         try:
-            if wanted not in (entry / "environ").read_bytes().split(b"\0"):
+            if process.environ().get(MARKER) != instance:
                 continue
-            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
-        except OSError:  # gone, or another user's
+            command = " ".join(process.cmdline()).strip()
+        except (psutil.Error, OSError):  # gone, a zombie, or another user's
             continue
         if command:  # a zombie has no command line and needs no signal
-            found[int(entry.name)] = command
+            found[process.pid] = command
     return found
 
 
@@ -278,18 +341,19 @@ def _group_alive(leader: int) -> bool:
     except PermissionError:
         return True
     # A group of zombies only (children not reaped yet) counts as gone.
-    return any(_pgid(pid) == leader and _state(pid) not in ("Z", None) for pid in _pids())
+    import psutil
+
+    return any(_pgid(pid) == leader and _alive(pid) for pid in psutil.pids())
 
 
-def _pids() -> list[int]:
-    return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()]
+def _alive(pid: int | None) -> bool:
+    """Whether ``pid`` runs (a zombie does not)."""
+    import psutil
 
-
-def _state(pid: int) -> str | None:
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return None
+        return pid is not None and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 def _pgid(pid: int) -> int | None:
@@ -297,17 +361,6 @@ def _pgid(pid: int) -> int | None:
         return os.getpgid(pid)
     except OSError:
         return None
-
-
-def _alive(pid: int | None) -> bool:
-    return pid is not None and _state(pid) not in (None, "Z")
-
-
-def _port_in_use(port: int) -> bool:
-    import socket
-
-    with socket.socket() as sock:
-        return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
 def _tail(text: str, lines: int = 40) -> str:
@@ -324,7 +377,9 @@ def main(argv: list[str] | None = None) -> int:
     if not home:
         print("error: AIRFLOW_HOME is not set: run `make airflow` / `make stop`", file=sys.stderr)
         return 2
-    airflow = LocalAirflow(Path(home).resolve(), args.port)
+    # The task logs people read in the UI (an on-call action's plan and result) are written at INFO.
+    env = {**os.environ, "AIRFLOW__LOGGING__LOGGING_LEVEL": os.environ.get(LOG_LEVEL_ENV) or "INFO"}
+    airflow = LocalAirflow(Path(home).resolve(), args.port, env)
     if args.action == "stop":
         stopped = airflow.stop()
         for pid, command in stopped:
@@ -345,10 +400,30 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     print(f"Airflow is healthy after {time.monotonic() - started:.0f} s")
     print(f"  UI:     {airflow.url}/")
-    print(f"  login:  admin / {airflow.password() or '(see ' + str(airflow.home) + '/simple_auth_manager_passwords.json.generated)'}")
+    for line in login_lines(airflow):
+        print(line)
     print(f"  logs:   {airflow.home / 'logs'}/<component>.out; pids: {airflow.home}/<component>.pid")
     print("  stop:   make stop")
     return 0
+
+
+def login_lines(airflow: LocalAirflow) -> list[str]:
+    """What ``make airflow`` prints about the logins: each person's, and the service user's without its password."""
+    if airflow.all_admins:
+        return ["  login:  none needed (SIMPLE_AUTH_MANAGER_ALL_ADMINS lets everyone in)"]
+    people = {name: role for name, role in airflow.users().items() if name != SERVICE_USER}
+    lines = [f"  login:  {name} / {airflow.password(name) or '(not generated yet)'}  (role {role})"
+             for name, role in people.items()]
+    lines.append(f"          passwords: {airflow.passwords_file}; users: ${USERS_ENV} (a user added there needs "
+                 "`make stop` and `make airflow`)")
+    if API_CONN_ENV in airflow.env:
+        lines.append(f"  API:    the connection {API_CONN_ID} from your environment (on-call restart, stop, "
+                     "resume_supervision)")
+    else:
+        lines.append(f"  API:    the connection {API_CONN_ID} logs in as the service user {SERVICE_USER} (role "
+                     f"{SERVICE_ROLE}; its password is only in the passwords file) for the on-call restart, stop and "
+                     "resume_supervision")
+    return lines
 
 
 if __name__ == "__main__":

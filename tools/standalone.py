@@ -209,18 +209,17 @@ class StandaloneCluster:
 
 def executor_processes(app_id: str | None = None) -> dict[int, str]:
     """pid -> command line of every live executor JVM on this machine (of ``app_id`` only, when given)."""
+    import psutil
+
     found = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+    for process in psutil.process_iter():
         try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
+            words = [word for word in process.cmdline() if word]
+        except psutil.Error:
             continue
-        words = [a.decode(errors="replace") for a in argv if a]
         if EXECUTOR_CLASS not in words:
             continue
         if app_id is not None and (words + [""])[words.index("--app-id") + 1 if "--app-id" in words else -1] != app_id:
             continue
-        found[int(entry.name)] = " ".join(words)
+        found[process.pid] = " ".join(words)
     return found

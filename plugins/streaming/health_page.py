@@ -8,11 +8,13 @@ behind the login otherwise): the UI's session cookie, or a bearer token from ``P
 
 Routes (under the prefix):
 
-- ``/``: every registry job: state, last commit and its age, backlog, restarts and the supervisor's
-  backoff, the alert conditions with what to do, per job the plots of its ``streaming_progress``
-  history (server-rendered SVG: no JavaScript, nothing fetched from the internet; refreshes every 30 s) and
-  its timeline: incidents, starts, restarts, give-ups and on-call actions with their requester and approver, in
-  time order (:mod:`spark_jobs.control.timeline`, from the supervisor's events, the incidents and ``ops_audit``);
+- ``/``: every registry job: state, last commit and its age, backlog, the driver that owns the checkpoint now
+  (the continuous driver or a catch-up run: pid, host, uptime), restarts and what the supervisor does (running,
+  backing off, waiting for a catch-up run's lease), the alert conditions with what to do, per job the plots of its
+  ``streaming_progress`` history (server-rendered SVG: no JavaScript, nothing fetched from the internet; the
+  current checkpoint's micro-batches only; refreshes every 30 s) and its timeline: catch-up and backfill runs with
+  the rows and files they loaded or why they failed, incidents, starts, restarts, give-ups, waits for the lease and
+  on-call actions with their requester and approver, in time order (:mod:`spark_jobs.control.timeline`);
 - ``/job/<job>`` and ``/dag/<dag_id>``: one job;
 - ``/api/status``: the same summary as ``python -m spark_jobs status --json``;
 - ``/api/jobs/<job>/progress?limit=N``: the job's newest progress rows as JSON;
@@ -49,7 +51,9 @@ padding:5px 10px;text-align:left;vertical-align:top} .jobs th{background:#f7fafc
 .timeline{margin:6px 0 0;padding-left:20px} .timeline li{margin:2px 0} .timeline time{color:#4a5568;
 font-family:ui-monospace,monospace;font-size:12px;margin-right:6px} .tl-kind{font-weight:600;margin-right:4px}
 .tl-restart .tl-kind,.tl-incident .tl-kind{color:#c05621} .tl-give_up .tl-kind{color:#c53030}
-.tl-oncall .tl-kind{color:#2b6cb0} .tl-resolved .tl-kind{color:#2f855a}
+.tl-oncall .tl-kind{color:#2b6cb0} .tl-resolved .tl-kind{color:#2f855a} .tl-lease_wait .tl-kind{color:#6b46c1}
+.tl-catch-up .tl-kind,.tl-backfill .tl-kind{color:#2f855a} .tl-failed .tl-kind,.tl-retrying .tl-kind{color:#c53030}
+.owner{margin:2px 0 8px;color:#2d3748}
 .legend{font-size:11px;color:#4a5568} .key{margin-right:10px} .key i{display:inline-block;width:10px;height:3px;
 margin:0 4px 3px 0;vertical-align:middle}
 """
@@ -72,11 +76,13 @@ def job_for_dag(dag_id: str):
 def _supervisor_cell(health) -> str:
     if health.supervisor is None:
         return "none"
-    return f"{escape(health.supervisor.get('state') or '?')}<br><small>{escape(health.backoff or '')}</small>"
+    state = health.supervisor.get("state") or "?"
+    said = health.supervision if health.supervision and health.supervision != state else ""
+    return f"{escape(state.replace('_', ' '))}<br><small>{escape(said)}</small>"
 
 
 def _row(health) -> str:
-    from spark_jobs.control.monitoring.status import commit_text, restarts_text
+    from spark_jobs.control.monitoring.status import commit_text, driver_text, restarts_text
 
     alerts = ", ".join(sorted({c.code for c in health.conditions})) or "none"
     return (f'<tr data-job="{escape(health.job)}" data-state="{health.state}" '
@@ -86,6 +92,7 @@ def _row(health) -> str:
             f'<td><span class="state state-{health.state}">{escape(health.state.replace("_", " "))}</span></td>'
             f'<td>{escape(commit_text(health))}<br><small>{escape(health.last_commit_time or "")}</small></td>'
             f'<td>{"?" if health.backlog_files is None else health.backlog_files}{_consumer_lag(health)}</td>'
+            f'<td class="driver">{escape(driver_text(health))}</td>'
             f'<td>{escape(restarts_text(health))}'
             f'{"" if health.restarts_total is None else f"<br><small>{health.restarts_total} in all</small>"}</td>'
             f'<td>{_supervisor_cell(health)}</td><td class="alerts">{escape(alerts)}</td></tr>')
@@ -101,22 +108,32 @@ def _consumer_lag(health) -> str:
             f'{escape(parts)}</small>')
 
 
+def _timeline_label(entry) -> str:
+    label = entry.kind.replace("_", " ")
+    if entry.kind in ("catch-up", "backfill"):
+        return f"{label} failed" if entry.outcome in ("failed", "retrying") else label
+    return label
+
+
 def _timeline(entries: list) -> str:
-    """The job's timeline, oldest first (each entry's kind, time, requester and approver as data attributes)."""
+    """The job's timeline, oldest first (each entry's kind, time, outcome, requester and approver, a run's rows and
+    files as data attributes)."""
     if not entries:
-        return ('<p class="note timeline-empty">Timeline: nothing recorded yet (no incident, restart or on-call '
-                'action)</p>')
+        return ('<p class="note timeline-empty">Timeline: nothing recorded yet (no catch-up or backfill run, incident, '
+                'restart or on-call action)</p>')
     items = "".join(
-        f'<li class="tl-{escape(e.kind)}" data-kind="{escape(e.kind)}" data-at="{escape(e.at.isoformat())}" '
+        f'<li class="tl-{escape(e.kind)} tl-{escape(e.outcome or "")}" data-kind="{escape(e.kind)}" '
+        f'data-at="{escape(e.at.isoformat())}" '
         f'data-requested-by="{escape(e.requested_by or "")}" data-decided-by="{escape(e.decided_by or "")}" '
-        f'data-outcome="{escape(e.outcome or "")}"><time>{escape(e.at.strftime("%Y-%m-%d %H:%M:%S"))}</time>'
-        f'<span class="tl-kind">{escape(e.kind.replace("_", " "))}</span>{escape(e.summary)}</li>' for e in entries)
-    return (f'<h4>Timeline <small>(incidents, supervisor events, on-call actions; UTC, oldest first)</small></h4>'
-            f'<ol class="timeline">{items}</ol>')
+        f'data-outcome="{escape(e.outcome or "")}" data-rows="{"" if e.rows is None else e.rows}" '
+        f'data-files="{"" if e.files is None else e.files}"><time>{escape(e.at.strftime("%Y-%m-%d %H:%M:%S"))}</time>'
+        f'<span class="tl-kind">{escape(_timeline_label(e))}</span>{escape(e.summary)}</li>' for e in entries)
+    return (f'<h4>Timeline <small>(catch-up and backfill runs, incidents, supervisor events, on-call actions; UTC, '
+            f'oldest first)</small></h4><ol class="timeline">{items}</ol>')
 
 
 def _section(health, rows: list[dict], tables: list[str], timeline: list | None = None) -> str:
-    from spark_jobs.control.monitoring.plots import job_charts, render
+    from spark_jobs.control.monitoring.plots import current_generation, job_charts, render
 
     conditions = "".join(
         f'<div class="cond {c.severity}" data-condition="{c.code}"><b>{escape(c.code)}</b> '
@@ -128,13 +145,24 @@ def _section(health, rows: list[dict], tables: list[str], timeline: list | None 
     ui = (driver.get("details") or {}).get("spark_ui")
     links = f' · Spark UI <a href="{escape(ui)}">{escape(ui)}</a> (Prometheus: {escape(ui)}/metrics/prometheus/)' \
         if ui and health.state in ("healthy", "lagging", "stalled") else ""
+    rows, earlier = current_generation(rows)
     charts = "".join(render(chart) for chart in job_charts(rows, tables))
-    shown = f"the last {len(rows)} micro-batches" if rows else "no micro-batch recorded yet"
+    shown = (f"the last {len(rows)} micro-batches of the current checkpoint (query {rows[-1].get('query_id')})"
+             if rows else "no micro-batch recorded yet")
+    if earlier:
+        shown += (f"; {earlier} earlier micro-batches of a previous checkpoint (before it was reset, its batch ids "
+                  "started again at 0) are not plotted")
+    owner = (f'<p class="owner" data-owner="{escape(health.owner or "")}">Owner: {escape(health.owner or "?")}'
+             + (f"; supervisor: {escape(health.supervision)}" if health.supervision else "") + "</p>")
+    if health.discovery:  # how it finds its files: the window, the queue's backlog, the last reconcile
+        owner += f'<p class="owner" data-discovery="1">Input: {escape(health.discovery)}</p>'
+
     return (f'<section id="job-{escape(health.job)}" data-job="{escape(health.job)}">'
             f'<h2>{escape(health.job)} <span class="state state-{health.state}">'
             f'{escape(health.state.replace("_", " "))}</span></h2>'
-            f'<p class="sub">{escape(health.reason)}{links}</p>{conditions}{incidents}'
-            f'<p class="note">Plots: {shown} (streaming_progress)</p><div class="charts">{charts}</div>'
+            f'<p class="sub">{escape(health.reason)}{links}</p>{owner}{conditions}{incidents}'
+            f'<p class="note plots-note" data-earlier-batches="{earlier}">Plots: {shown} (streaming_progress)</p>'
+            f'<div class="charts">{charts}</div>'
             f'{"" if timeline is None else _timeline(timeline)}</section>')
 
 
@@ -144,8 +172,8 @@ def render_page(healths: list, progress: dict[str, list[dict]], lake: str, title
     from spark_jobs.registry import JOBS
 
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    head = ("<tr><th>job</th><th>state</th><th>last commit</th><th>backlog (files)</th><th>restarts (window)</th>"
-            "<th>supervisor</th><th>alerts</th></tr>")
+    head = ("<tr><th>job</th><th>state</th><th>last commit</th><th>backlog (files)</th><th>driver</th>"
+            "<th>restarts (window)</th><th>supervisor</th><th>alerts</th></tr>")
     rows = "".join(_row(h) for h in healths)
     sections = "".join(_section(h, progress.get(h.job, []), [t.name for t in JOBS[h.job].tables],
                                 None if timelines is None else timelines.get(h.job, [])) for h in healths)

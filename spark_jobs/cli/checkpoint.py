@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 
+from spark_jobs.control.discovery.backlog import discovery_text
 from spark_jobs.model.errors import UsageError
 from spark_jobs.registry import JOBS, get_job
 
@@ -127,33 +128,6 @@ def _backlog(report: dict) -> str:
     return f"{backlog} files waiting, {report['in_flight_files']} in flight, {report['ingested_files']} ingested"
 
 
-def _discovery(found: dict | None) -> str | None:
-    """The discovery line: how the stream finds files, its window, what the last look cost, the queue, the move."""
-    if not found:
-        return None
-    window, listing = found["window"], found["listing"]
-    text = (f"{listing.get('mode', 'listing')}; window: {window['stems']} stems, {window['files_remembered']} files "
-            f"remembered, newest delivery {window['newest_delivery'] or 'none'}, oldest cut "
-            f"{window['oldest_cut'] or 'none'} (lookback {window['lookback_seconds']:g} s)")
-    if listing.get("mode") == "listing":
-        text += f"; this look: {listing.get('requests')} folder reads, {listing.get('seconds')} s"
-    queue = found.get("queue")
-    if queue:
-        age = queue.get("oldest_message_age_seconds")
-        text += (f"; queue: {queue.get('visible')} messages waiting, {queue.get('in_flight')} received"
-                 + (f", the oldest had waited {age:g} s" if age is not None else ""))
-    if window.get("start_at"):
-        text += f"; started at {window['start_at']}"
-    if window.get("migrated"):
-        moved = window["migrated"]
-        text += f"; moved from Spark's file source at its batch {moved['log_offset']} ({moved['files']} files), {moved['at']}"
-    reconcile = found.get("last_reconcile")
-    if reconcile:
-        text += (f"; last reconcile {reconcile['at']}: {reconcile['listed']} listed, {reconcile['missed']} missed and "
-                 "ingested")
-    return text
-
-
 def format_report(report: dict) -> str:
     """The inspection for people."""
     backlog = report["backlog_files"]
@@ -163,7 +137,7 @@ def format_report(report: dict) -> str:
         ("query id", report["query_id"] or "unknown"),
         ("batches", _batches(report)),
         ("input", f"{report['input']}: " + _backlog(report)),
-        ("discovery", _discovery(report.get("discovery"))),
+        ("discovery", discovery_text(report.get("discovery"))),
         ("watermark", (report["watermark"] or {}).get("batch_watermark") or "none"),
         ("state", ", ".join(f"operator {o['id']} {'/'.join(o['names']) or ''} {o['partitions']} partitions, "
                             f"version {o['latest_version']}" for o in report["state"]["operators"])

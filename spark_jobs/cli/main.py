@@ -70,11 +70,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except Exception as exc:  # noqa: BLE001 - the one place failures become an exit status
         from spark_jobs.control.checkpoint.lease import LeaseHeld
+        from spark_jobs.control.supervision.ownership import LEASE_HELD_EXIT_STATUS
         from spark_jobs.driver.runner import JobFailed
 
         if isinstance(exc, LeaseHeld):  # another live driver writes through this checkpoint
             print(f"error: {exc}", file=sys.stderr)
-            return 3
+            return LEASE_HELD_EXIT_STATUS
         if isinstance(exc, JobFailed):
             print(f"error: {exc}", file=sys.stderr)
             return 1

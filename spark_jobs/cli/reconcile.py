@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
     import time
 
     from spark_jobs.control.discovery import reconcile
-    from spark_jobs.control.discovery.settings import run_settings, uses_discovery
+    from spark_jobs.control.discovery.settings import run_settings
     from spark_jobs.model.errors import UsageError
     from spark_jobs.model.lake import Lake
     from spark_jobs.model.runs import RunOptions
@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     from spark_jobs.registry import get_job
 
     job = get_job(args.job)
-    if not uses_discovery(job):
+    if not job.discovers_files:
         raise UsageError(f"job {job.name} does not discover files by a key layout ({job.source.describe()}): there is "
                          "no window to reconcile")
     from spark_jobs.driver.runner import resolve_input

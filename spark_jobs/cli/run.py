@@ -17,7 +17,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trigger", help="available-now | processing-time:<duration> (default: the registry's)")
     parser.add_argument("--max-files-per-trigger", help="files per micro-batch (default: the registry's)")
     parser.add_argument("--latest-first", action="store_true", help="newest files first (for catching up on a backlog)")
-    parser.add_argument("--table-format", help="delta, the only format (kept for scripts that pass it)")
     parser.add_argument("--lease-ttl", type=float, metavar="SECONDS",
                         help="ttl of the driver's lease on the checkpoint (default: the registry's lease_ttl_seconds)")
     parser.add_argument("--max-offsets-per-trigger", help="Kafka jobs: messages per micro-batch (default: the registry's)")
@@ -27,6 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "with backfill")
     parser.add_argument("--lookback", metavar="DURATION", help="a file job's discovery window behind the newest "
                         "delivery (e.g. '6 hours'; default: $<JOB>_LOOKBACK, else the key layout's)")
+    parser.add_argument("--standby", action="store_true", help="a continuous run: start, warm up, wait for the "
+                        "checkpoint's lease and take over the moment it is free (a warm standby of a running driver)")
     parser.add_argument("--queue-url", help="a file job on a bucket: read its S3 event notifications from this SQS "
                         "queue instead of listing (default: $<JOB>_QUEUE_URL)")
 
@@ -37,10 +38,6 @@ def run(args: argparse.Namespace) -> int:
 
     job = get_job(args.job)
     trigger = parse_trigger(args.trigger or job.default_trigger)
-    if args.table_format not in (None, "delta"):  # accepted for scripts that pass it: every table is a Delta table
-        hint = (" (the file-sink parquet format was removed; a lake in that layout is converted by "
-                "python -m spark_jobs lake convert)" if args.table_format == "parquet" else "")
-        raise UsageError(f"unknown table format {args.table_format!r}; use one of: delta{hint}")
     options = dict(job.file_source_options)
     if args.max_files_per_trigger is not None:
         options["maxFilesPerTrigger"] = str(positive_int(args.max_files_per_trigger, "--max-files-per-trigger"))
@@ -62,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     if args.lease_ttl is not None and args.lease_ttl <= 0:
         raise UsageError(f"--lease-ttl must be a number of seconds > 0, got {args.lease_ttl:g}")
     run_options = RunOptions(resolve_input(job, args.input, args.lake), Lake.at(args.lake), trigger, options,
-                             lease_ttl_seconds=args.lease_ttl, **discovery_arguments(job, args))
+                             lease_ttl_seconds=args.lease_ttl, standby=args.standby, **discovery_arguments(job, args))
     configure_logging()
     summary = run_streaming(job, run_options)
     print(summary.to_json())
@@ -77,9 +74,7 @@ def discovery_arguments(job, args: argparse.Namespace) -> dict:
     given = {"start_at": args.start_at, "lookback": args.lookback, "queue_url": args.queue_url}
     if not any(given.values()):
         return {}
-    from spark_jobs.control.discovery.settings import uses_discovery
-
-    if not uses_discovery(job):
+    if not job.discovers_files:
         flags = ", ".join(f"--{k.replace('_', '-')}" for k, v in given.items() if v)
         raise UsageError(f"{flags}: job {job.name} does not discover files by a key layout ({job.source.describe()})")
     import datetime as dt

@@ -2,15 +2,17 @@
 
 The same summary as the health page in the Airflow UI (both call
 :func:`spark_jobs.control.monitoring.health.check_job`): state, last commit and its age, backlog, the
-supervisor's restarts and backoff, the conditions that raise alerts (with what to do) and the open
-incidents. No Spark and no Airflow: it reads the checkpoint, the control files and
+driver that holds the checkpoint (pid, host, uptime, and whether it is the continuous driver or a catch-up
+run), the supervisor's restarts and what it does, the conditions that raise alerts (with what to do) and the
+open incidents. No Spark and no Airflow: it reads the checkpoint, the control files and
 ``streaming_progress`` (delta-rs), in about a second. Exit status 0 whatever the health (it is a
 report), 2 for a bad value.
 
 Example::
 
-    JOB             STATE     LAST COMMIT              BACKLOG  RESTARTS  SUPERVISOR
-    cloudtrail_etl  lagging   12 s ago (batch 41)      312      1/5       running, not backing off
+    JOB             STATE    LAST COMMIT          BACKLOG  DRIVER                                     RESTARTS  SUPERVISOR
+    cloudtrail_etl  lagging  12 s ago (batch 41)  312      pid 4711 on etl-1, up 3 h 5 min (continuous)  1/5  running; ...
+      owner: the continuous driver pid 4711 on host etl-1 since 2026-11-27T00:02:11.120+00:00 (run ... of ...)
       falling_behind [warning] cloudtrail_etl is falling behind: its last 5 micro-batches processed ...
           do: see which part of the batch duration grew (health page); ...
 """
@@ -21,7 +23,7 @@ import argparse
 import json
 from datetime import datetime, timezone
 
-from spark_jobs.control.monitoring.status import collect, commit_text, restarts_text
+from spark_jobs.control.monitoring.status import collect, commit_text, driver_text, restarts_text
 
 HELP = "every job's health: state, last commit, backlog, restarts, alerts"
 
@@ -31,20 +33,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="one JSON object: {lake, checked_at, jobs: [...]}")
 
 
-def supervisor_text(health) -> str:
-    supervisor = health.supervisor
-    if supervisor is None:
-        return "none"
-    if supervisor.get("is_backing_off"):
-        return f"{supervisor.get('state')}, next attempt {supervisor.get('next_attempt_at')}"
-    return f"{supervisor.get('state')}, {supervisor.get('consecutive_failures', 0)} consecutive failures"
-
-
 def format_table(jobs: list, lake: str) -> str:
-    """The terminal view: one line per job, then its conditions and open incidents."""
-    header = ("JOB", "STATE", "LAST COMMIT", "BACKLOG", "RESTARTS", "SUPERVISOR")
+    """The terminal view: one line per job, then who owns it, its conditions and open incidents."""
+    header = ("JOB", "STATE", "LAST COMMIT", "BACKLOG", "DRIVER", "RESTARTS", "SUPERVISOR")
     lines = [header] + [(h.job, h.state, commit_text(h), "?" if h.backlog_files is None else str(h.backlog_files),
-                         restarts_text(h), supervisor_text(h)) for h in jobs]
+                         driver_text(h), restarts_text(h), h.supervision or "none") for h in jobs]
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     out = [f"lake {lake}"]
     for index, line in enumerate(lines):
@@ -54,6 +47,8 @@ def format_table(jobs: list, lake: str) -> str:
         health = jobs[index - 1]
         if health.reason not in {c.summary for c in health.conditions}:
             out.append(f"  {health.reason}")
+        if health.driver and not health.driver.get("expired"):
+            out.append(f"  owner: {health.owner}")
         for condition in health.conditions:
             out.append(f"  {condition.code} [{condition.severity}] {condition.summary}")
             out.append(f"      do: {condition.action}")

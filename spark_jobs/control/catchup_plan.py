@@ -85,11 +85,10 @@ def _start_at(job, value: str) -> str:
 
     :raises BackfillRefused: (field ``start_at``) otherwise.
     """
-    from spark_jobs.control.discovery.settings import uses_discovery
     from spark_jobs.model.errors import UsageError
     from spark_jobs.model.times import parse_utc, utc_iso
 
-    if not uses_discovery(job):
+    if not job.discovers_files:
         raise BackfillRefused("start_at", f"{job.name} does not discover its files by a key layout: it has no start")
     if value.strip().lower() == "now":
         return "now"

@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 
 from spark_jobs.control.checkpoint.listing import list_input
 from spark_jobs.control.checkpoint.store import Location
-from spark_jobs.control.discovery.settings import uses_discovery
 from spark_jobs.registry import get_job
 
 
@@ -33,7 +32,7 @@ def landing_names(job_name: str, folder: str, lake_root: str | None = None) -> f
     without a key layout every file Spark's file source would list; a folder that does not exist (yet) holds
     none. Blocking: the trigger calls it in a thread."""
     job = get_job(job_name)
-    if uses_discovery(job):
+    if job.discovers_files:
         from spark_jobs.control.discovery.backlog import waiting_files
         from spark_jobs.control.discovery.settings import discovery_settings
         from spark_jobs.model.lake import Lake

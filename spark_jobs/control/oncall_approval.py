@@ -5,9 +5,13 @@ answer decides (no Airflow, no pyspark).
 ``PATCH /api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/-1/hitlDetails``): the request's body is
 the dry run's plan (:func:`approval_body`), its options ``Approve`` / ``Reject``, and it waits
 :func:`approval_expiry` (the registry's :attr:`~spark_jobs.model.oncall.OncallAction.approval_expires_after_seconds`).
-Airflow's HITL has an allow-list of respondents (``assigned_users``) but no way to exclude one, and the
-approvers are whoever the auth manager lets edit the DAG's HITL details; so the answer is checked here when the
-task resumes (:func:`decide`): the requester's own approval is refused (nothing runs, the refusal is audited).
+Airflow's HITL has an allow-list of respondents (``assigned_users``) but no way to exclude one. With the simple auth
+manager (``make airflow``, ``docker-compose.yml``) the users are known, so the request names every other user who may
+answer (:func:`approvers`: a role that may edit DAGs, not the requester, not the service user of the API connection):
+Airflow itself refuses the requester's own answer (HTTP 403 "... is not a respondent for the task", shown on the
+page where they pressed Approve) and the request stays open for another user. With another auth manager, or one that
+lets everyone in, the approvers cannot be listed: the answer is checked when the task resumes (:func:`decide`), the
+requester's own approval is refused (nothing runs, the refusal is audited, the task fails saying so).
 
 A drill or a test may shorten the expiry with ``$STREAMING_ONCALL_APPROVAL_EXPIRY`` (seconds; it can only
 shorten it: a longer value is ignored).
@@ -23,6 +27,8 @@ from spark_jobs.registry import ONCALL_ACTION_SPECS
 
 APPROVE, REJECT = "Approve", "Reject"
 EXPIRY_ENV = "STREAMING_ONCALL_APPROVAL_EXPIRY"
+# The simple auth manager's roles that may answer a DAG's required actions (edit rights on the DAG).
+ANSWERING_ROLES = ("user", "op", "admin")
 
 
 def needs_approval(action: str) -> bool:
@@ -53,18 +59,40 @@ def approval_expiry(action: str, environ: dict | None = None) -> dt.timedelta:
     return dt.timedelta(seconds=seconds)
 
 
+def approvers(users: str, requester: str | None, service_user: str | None = None) -> list[str]:
+    """Who may approve a request of ``requester``: the users of the simple auth manager's setting ``users``
+    (``name:role,...``, as ``AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS``) whose role may answer required actions,
+    except the requester and ``service_user`` (the API connection's login: not a person)."""
+    found = []
+    for entry in users.split(","):
+        name, _, role = entry.strip().partition(":")
+        if name and role.split(":")[0].lower() in ANSWERING_ROLES and name not in (requester, service_user):
+            found.append(name)
+    return found
+
+
 def approval_subject(job: str, action: str, requester: str | None) -> str:
-    return f"Approve {action} of {job}, asked by {requester or 'an unknown user'}?"
+    who = requester or "an unknown user"
+    return f"Approve {action} of {job}, asked by {who}? (four eyes: not {who})"
 
 
 def approval_body(plan: list[str], *, requester: str | None, reason: str, expires_at: dt.datetime,
-                  audit_id: str) -> str:
-    """What the approver reads (Markdown): who asks and why, the dry run's plan, when the request expires."""
-    steps = "\n".join(f"{number}. {line}" for number, line in enumerate(plan, 1))
-    return (f"**Requested by** {requester or 'an unknown user'}  \n**Reason**: {reason}  \n"
+                  audit_id: str, may_approve: list[str] | None = None) -> str:
+    """What the approver reads (Markdown): who asks and why, who may approve, the dry run's plan, when the request
+    expires. The plan's lines are escaped (a ``<`` would start an HTML tag the page drops)."""
+    steps = "\n".join(f"{number}. {_markdown(line)}" for number, line in enumerate(plan, 1))
+    who = requester or "an unknown user"
+    allowed = (f"**May approve**: {', '.join(may_approve)} (not {who}, who asked)  \n" if may_approve else "")
+    return (f"**Requested by** {who}  \n**Reason**: {_markdown(reason)}  \n{allowed}"
             f"**Expires at** {_iso(expires_at)} (then nothing runs)  \n**Audit id** `{audit_id}`\n\n"
             f"What approving does (the dry run's plan):\n\n{steps}\n\n"
-            "The requester cannot approve their own request. Reject: nothing runs.")
+            f"{who} asked for it and cannot approve it: refused, the requester cannot approve their own request "
+            "(four eyes). Reject: nothing runs.")
+
+
+def _markdown(text: str) -> str:
+    """``text`` shown as it is in Markdown: HTML's angle brackets escaped."""
+    return text.replace("\\", "\\\\").replace("<", "\\<").replace(">", "\\>")
 
 
 @dataclass(frozen=True)
@@ -97,8 +125,8 @@ class Decision:
             return (f"approval: the requester is unknown, so {self.by}'s approval cannot be told from their own "
                     "(four eyes): nothing was run; ask again as a logged-in user")
         if self.decision == "self_approval":
-            return (f"approval: {self.by} requested this action and cannot approve it (four eyes): nothing was run; "
-                    "ask again and have another user approve")
+            return (f"refused: the requester cannot approve their own request: {self.by} requested this action and "
+                    "cannot approve it (four eyes): nothing was run; ask again and have another user approve")
         return f"approved by {self.by} (requested by {requester})"
 
 

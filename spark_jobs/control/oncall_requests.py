@@ -20,7 +20,8 @@ action               fits when                                    does
                      or after ``from_time``                       partitions holding their rows: one Delta
                                                                   commit per table (:mod:`spark_jobs.driver.reprocess`)
 ``reset_checkpoint`` the job is stopped (no live lease, no        moves the checkpoint to ``<lake>/control/
-                     active supervisor) and has a checkpoint      <job>/backups/<time>-reset/checkpoint`` while
+                     active supervisor) and has a checkpoint      <job>/backups/TIME-reset/checkpoint`` (TIME: when
+                                                                  it was asked for, as its plan says) while
                                                                   holding the job's lease; the next run starts
                                                                   fresh and re-reads every input file, which
                                                                   adds nothing (one row per key)
@@ -54,15 +55,13 @@ from spark_jobs.model.jobs import JobSpec
 from spark_jobs.model.object_store import delta_rs_options
 from spark_jobs.registry import ONCALL_ACTIONS, get_job
 from spark_jobs.control.supervision.hold import read_hold
+from spark_jobs.control.supervision.ownership import lease_owner, supervisor_active
 from spark_jobs.control.supervision.state import read_supervisor_state
 
 ACTIONS = tuple(ONCALL_ACTIONS)
 # Fields only some actions take: a value for another action is refused (it was meant for something else).
 ACTION_FIELDS = {"from_time": ("reprocess_from",), "table": ("rollback_table",), "table_version": ("rollback_table",)}
 MAX_REASON_CHARS = 2000
-# A supervisor refreshes supervisor.json every 30 s while it runs; older than this and it is gone.
-SUPERVISOR_FRESH_SECONDS = 120.0
-ACTIVE_SUPERVISOR_STATES = ("starting", "running", "backing_off", "held")
 # Files delivered at or after from_time, however late their names say they were delivered.
 END_OF_TIME = dt.datetime(9999, 1, 1, tzinfo=dt.timezone.utc)
 
@@ -125,16 +124,17 @@ class JobState:
                    hold=read_hold(control), checkpoint=lake.checkpoint_path(job.name),
                    checkpoint_exists=lake.checkpoint_path(job.name).is_dir(), versions=table_versions(job, lake))
 
-    def driver(self) -> str:
-        return self.lease.describe() if self.lease is not None else "no driver"
-
-
-def supervisor_active(state: dict | None, now: dt.datetime | None = None) -> bool:
-    """Whether ``supervisor.json`` belongs to a supervisor that still runs (an active state, refreshed lately)."""
-    if not state or state.get("state") not in ACTIVE_SUPERVISOR_STATES or not state.get("updated_at"):
-        return False
-    updated = dt.datetime.fromisoformat(state["updated_at"])
-    return ((now or dt.datetime.now(dt.timezone.utc)) - updated).total_seconds() <= SUPERVISOR_FRESH_SECONDS
+    def driver(self, now: dt.datetime | None = None) -> str:
+        """The driver that holds the checkpoint, or that held it last (and that it no longer does), for people."""
+        lease = self.lease
+        if lease is None:
+            return "no driver has held it yet"
+        if self.lease_live:
+            owner = lease_owner(lease)
+            return f"{lease.describe(now)}: {owner.role}{owner.started_by}"
+        ago = f"{lease.heartbeat_age(now):.0f} s ago"
+        ended = f"released it {ago}" if lease.released else f"is gone (its last heartbeat was {ago})"
+        return f"no driver holds it: the last one, pid {lease.pid} on host {lease.host}, {ended}"
 
 
 def table_versions(job: JobSpec, lake: Lake) -> dict[str, int]:
@@ -224,7 +224,13 @@ class OncallRequest:
     replay: ReplayPlan | None = None
     restore: object | None = None  # spark_jobs.control.delta_log.RestorePlan
     airflow: AirflowView | None = None
+    requested_at: dt.datetime | None = None
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def backup(self) -> Path:
+        """Where ``reset_checkpoint`` moves the checkpoint: named by the time it was asked for."""
+        return backup_path(self.lake, self.job, self.requested_at or dt.datetime.now(dt.timezone.utc))
 
     def parameters(self) -> dict:
         """The checked values, for the audit row."""
@@ -272,9 +278,9 @@ class OncallRequest:
                 steps.append(f"unpause {dag}: a new run starts the driver from the same checkpoint")
             return steps
         if self.action == "reset_checkpoint":
-            return [f"take the job's lease (no driver can start meanwhile; none holds it: {state.driver()})",
-                    f"move the checkpoint {state.checkpoint} to {control}/backups/<UTC time>-reset/checkpoint "
-                    "(the backup; move it back to undo, while the job is stopped)",
+            return [f"take the job's lease (no driver can start meanwhile; {state.driver()})",
+                    f"move the checkpoint {state.checkpoint} to {self.backup} (the backup; move it back to undo, "
+                    "while the job is stopped)",
                     "release the lease: the next run starts a new checkpoint (a new query id) and reads every input "
                     "file again",
                     "the tables stay exact: events are merged on eventID (insert-only), quarantine rows on "
@@ -318,7 +324,7 @@ class OncallRequest:
 
 def check_request(job, action, reason, dry_run=False, from_time=None, table=None, table_version=None, *,
                   lake: Lake, airflow: AirflowView | None = None, input_path: str | None = None,
-                  now: dt.datetime | None = None) -> OncallRequest:
+                  now: dt.datetime | None = None, requested_at: dt.datetime | None = None) -> OncallRequest:
     """Check every field and the job's state; the first problem is refused.
 
     :param job: a registry job's name.
@@ -333,13 +339,20 @@ def check_request(job, action, reason, dry_run=False, from_time=None, table=None
         of a stopped job).
     :param input_path: the job's input folder (default: ``$<JOB>_INPUT``, else the registry's).
     :param now: the current time (for tests).
+    :param requested_at: when it was asked for (names a ``reset_checkpoint``'s backup; default ``now``).
     :raises OncallRefused: naming the field and what to do.
     """
+    from spark_jobs.registry import JOBS
+
     now = now or dt.datetime.now(dt.timezone.utc)
+    if job in (None, ""):
+        raise OncallRefused("job", f"is required: choose the job to act on (one of {', '.join(sorted(JOBS))})")
     try:
         spec = get_job(str(job))
     except UsageError as exc:
         raise OncallRefused("job", str(exc)) from None
+    if action in (None, ""):
+        raise OncallRefused("action", f"is required: choose what to do (one of {', '.join(ACTIONS)})")
     if action not in ACTIONS:
         raise OncallRefused("action", f"{action!r} is not an action; one of: {', '.join(ACTIONS)}")
     if not isinstance(reason, str) or not reason.strip():
@@ -360,7 +373,8 @@ def check_request(job, action, reason, dry_run=False, from_time=None, table=None
     elif action == "rollback_table":
         values.update(_check_rollback(spec, lake, table, table_version))
     _check_state(spec, action, state, airflow)
-    return OncallRequest(spec, action, reason.strip(), dry_run, lake, state, airflow=airflow, **values)
+    return OncallRequest(spec, action, reason.strip(), dry_run, lake, state, airflow=airflow,
+                         requested_at=requested_at or now, **values)
 
 
 def check_reprocess(job: JobSpec, lake: Lake, from_time, input_path: str | None, now: dt.datetime) -> dict:
@@ -443,6 +457,9 @@ def _check_state(job: JobSpec, action: str, state: JobState, airflow: AirflowVie
     if action == "restart":
         if not state.lease_live:
             refuse(f"no driver is running (no live lease); start it with resume_supervision or by unpausing {dag}")
+        if lease_owner(state.lease).kind != "continuous":
+            refuse(f"the checkpoint is held by {lease_owner(state.lease).describe()}, not by a continuous driver: the "
+                   f"supervisor of {dag} starts its driver when that one lets go; nothing to restart")
         view = need_airflow()
         if view.paused:
             refuse(f"the driver ({state.driver()}) does not run under {dag}, which is paused: restart it where it was "
@@ -477,15 +494,25 @@ def _check_state(job: JobSpec, action: str, state: JobState, airflow: AirflowVie
             refuse(f"there is no checkpoint at {state.checkpoint}: nothing to reset")
 
 
-def reset_checkpoint(request: OncallRequest, now: dt.datetime | None = None) -> dict:
-    """Move the job's checkpoint to a backup while holding its lease (no driver can start meanwhile).
+def backup_path(lake: Lake, job: JobSpec, at: dt.datetime) -> Path:
+    """``<lake>/control/<job>/backups/<at: 20261127T091914.287387Z>-reset/checkpoint``."""
+    at = at.astimezone(dt.timezone.utc)
+    return lake.control_path(job.name) / "backups" / f"{at:%Y%m%dT%H%M%S.%fZ}-reset" / "checkpoint"
 
+
+def reset_checkpoint(request: OncallRequest, now: dt.datetime | None = None) -> dict:
+    """Move the job's checkpoint to its backup (:attr:`OncallRequest.backup`, the name its plan showed) while holding
+    its lease (no driver can start meanwhile).
+
+    :param now: names the backup when the request has no ``requested_at``.
     :returns: the checkpoint and its backup.
-    :raises OncallRefused: a driver took the lease since the check.
+    :raises OncallRefused: a driver took the lease since the check, or the backup exists already.
     """
     job, lake = request.job, request.lake
-    now = now or dt.datetime.now(dt.timezone.utc)
     control = lake.control_path(job.name)
+    backup = backup_path(lake, job, request.requested_at or now or dt.datetime.now(dt.timezone.utc))
+    if backup.exists():
+        raise OncallRefused("action", f"the backup {backup} exists already: this request was carried out before")
     try:
         lease = Lease.acquire(str(control), job.name, job.health.lease_ttl_seconds,
                               details={"holder": "streaming_oncall reset_checkpoint"})
@@ -494,7 +521,6 @@ def reset_checkpoint(request: OncallRequest, now: dt.datetime | None = None) -> 
                                       "stop the job first") from None
     try:
         lease.start_heartbeat()
-        backup = control / "backups" / f"{now:%Y%m%dT%H%M%S.%fZ}-reset" / "checkpoint"
         backup.parent.mkdir(parents=True, exist_ok=True)
         lease.check()
         shutil.move(str(request.state.checkpoint), str(backup))

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -58,7 +57,6 @@ DECISIONS = ("approved", "rejected", "expired", "self_approval")
 # Columns added after the first release of the table (nullable; older rows read null).
 APPROVAL_COLUMNS = ("decision", "decided_by", "decided_at", "expires_at")
 # The same columns as Spark DDL: the Spark engine's empty view before the first row is written.
-WRITE_ATTEMPTS = 5
 
 
 def arrow_schema():
@@ -146,22 +144,15 @@ def append(lake: Lake, record: AuditRecord) -> dict:
     :returns: the row as written.
     """
     import pyarrow as pa
-    from deltalake import write_deltalake
+
+    from spark_jobs.control import delta_append
 
     row = record.to_row()
     table = pa.Table.from_pylist([row], schema=arrow_schema())
     path = audit_path(lake)
-    for attempt in range(WRITE_ATTEMPTS):
-        try:
-            write_deltalake(str(path), table, mode="append", schema_mode="merge",
-                            storage_options=delta_rs_options(path), configuration={"delta.enableDeletionVectors": "false"})
-            return row
-        except Exception as exc:  # noqa: BLE001 - a lost commit race: the next attempt re-reads the log
-            if attempt + 1 == WRITE_ATTEMPTS:
-                raise
-            log.warning("ops_audit: commit attempt %d failed (%s), retrying", attempt + 1, exc)
-            time.sleep(0.2 * (attempt + 1))
-    raise AssertionError("unreachable")
+    delta_append.append(str(path), table, schema_mode="merge", storage_options=delta_rs_options(path),
+                        configuration={"delta.enableDeletionVectors": "false"})
+    return row
 
 
 def read_rows(lake: Lake) -> list[dict]:

@@ -26,7 +26,8 @@ from __future__ import annotations
 import logging
 import os
 import re
-from pathlib import Path
+
+import psutil
 
 from spark_jobs.model.errors import UsageError
 
@@ -50,26 +51,25 @@ def parse_priority(text: str) -> tuple[int, bool]:
 
 def _threads(pid: int) -> list[int]:
     try:
-        return sorted(int(tid) for tid in os.listdir(f"/proc/{pid}/task") if tid.isdigit())
-    except OSError:
+        return sorted(thread.id for thread in psutil.Process(pid).threads())
+    except psutil.Error:
         return []
 
 
 def _is_spark_submit_jvm(pid: int) -> bool:
     try:
-        command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
+        command = psutil.Process(pid).cmdline()
+    except psutil.Error:
         return False
-    return any(part.endswith(b"java") for part in command[:1]) and b"org.apache.spark.deploy.SparkSubmit" in command
+    return command[:1] != [] and command[0].endswith("java") and "org.apache.spark.deploy.SparkSubmit" in command
 
 
 def thread_nice(tid: int) -> int | None:
-    """The nice value of one thread (``/proc/<tid>/stat``), or ``None`` when it is gone."""
+    """The nice value of one thread (Linux keeps it per thread), or ``None`` when it is gone."""
     try:
-        text = Path(f"/proc/{tid}/stat").read_text()
+        return os.getpriority(os.PRIO_PROCESS, tid)
     except OSError:
         return None
-    return int(text[text.rindex(")") + 2:].split()[16])
 
 
 def is_lowered(tid: int, nice: int, idle: bool) -> bool:

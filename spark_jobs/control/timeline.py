@@ -1,8 +1,11 @@
-"""One look at last night: a job's timeline of incidents, supervisor events (starts, restarts, give-ups, stops,
-holds) and on-call actions (who asked, who approved), in time order, from the records that already exist.
+"""One look at last night: a job's timeline of catch-up and backfill runs (what each loaded, or why it failed),
+incidents, supervisor events (starts, restarts, give-ups, stops, holds, waits for another driver's lease) and
+on-call actions (who asked, who approved), in time order, from the records that already exist.
 
-Sources, all beside the checkpoint or in the lake (nothing new is recorded for the timeline):
+Sources, all beside the checkpoint or in the lake:
 
+- ``<lake>/control/<job>/runs.jsonl``: every try of a catch-up or backfill run that ended, with the files and rows
+  its micro-batches recorded in ``streaming_progress``, or its reason (:mod:`spark_jobs.control.monitoring.runs`);
 - ``<lake>/control/<job>/events.jsonl``: the supervisor's events (:mod:`spark_jobs.control.supervision.state`);
 - ``<lake>/control/<job>/incidents.json``: open incidents and the last resolved ones
   (:mod:`spark_jobs.control.monitoring.incidents`): an entry when one opened and one when it resolved;
@@ -31,13 +34,16 @@ class TimelineEntry:
     """One thing that happened to a job.
 
     :param at: when (UTC).
-    :param kind: ``incident`` | ``resolved`` | ``start`` | ``restart`` | ``give_up`` | ``stop`` | ``held`` |
-        ``resume`` | ``oncall`` (a supervisor event's own kind for the supervisor's).
+    :param kind: ``catch-up`` | ``backfill`` (a run) | ``incident`` | ``resolved`` | ``start`` | ``restart`` |
+        ``give_up`` | ``stop`` | ``held`` | ``resume`` | ``lease_wait`` | ``lease_free`` | ``oncall`` (a supervisor
+        event's own kind for the supervisor's).
     :param summary: one line for people.
     :param requested_by: an on-call action's requester.
     :param decided_by: who approved or rejected it.
-    :param outcome: an on-call action's outcome (``succeeded``, ``rejected``, ...), an incident's severity, or a
-        supervisor event's outcome.
+    :param outcome: a run's or an on-call action's outcome (``succeeded``, ``failed``, ``rejected``, ...), an
+        incident's severity, or a supervisor event's outcome.
+    :param rows: the rows a run loaded (every table).
+    :param files: the input files a run read.
     """
 
     at: datetime
@@ -46,6 +52,8 @@ class TimelineEntry:
     requested_by: str | None = None
     decided_by: str | None = None
     outcome: str | None = None
+    rows: int | None = None
+    files: int | None = None
 
     def to_dict(self) -> dict:
         return {**asdict(self), "at": self.at.isoformat()}
@@ -60,6 +68,44 @@ def _time(text) -> datetime | None:
         except ValueError:
             return None
     return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+def _count(number: int, one: str, many: str | None = None) -> str:
+    return f"{number:,} {one if number == 1 else many or one + 's'}"
+
+
+def _took(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
+
+
+def run_entries(job: JobSpec, lake: Lake) -> list[TimelineEntry]:
+    """The catch-up and backfill runs of the job's DAGs (each try that ended)."""
+    from spark_jobs.control.monitoring.runs import read_runs
+
+    entries = []
+    for run in read_runs(str(lake.control_path(job.name))):
+        at = _time(run.get("time"))
+        if at is None:
+            continue
+        started = _time(run.get("started_at"))
+        took = f", {_took((at - started).total_seconds())}" if started is not None and at >= started else ""
+        what = f"{run.get('kind')} run {run.get('run_id')}" + (f" (try {run['try_number']}{took})"
+                                                               if (run.get("try_number") or 1) > 1 else
+                                                               f" ({took[2:]})" if took else "")
+        outcome = run.get("outcome")
+        rows = run.get("rows") or {}
+        if outcome == "succeeded":
+            loaded = ", ".join(f"{_count(count, 'row')} into {table}" for table, count in rows.items() if count)
+            files = run.get("files") or 0
+            summary = (f"{what}: {loaded or 'no row'} from {_count(files, 'file')} in "
+                       f"{_count(run.get('batches') or 0, 'micro-batch', 'micro-batches')}" if files or loaded
+                       else f"{what}: nothing new to read")
+        else:
+            summary = (f"{what} failed" + (" (Airflow tries it again)" if outcome == "retrying" else "")
+                       + f": {run.get('reason') or 'no reason recorded'}")
+        entries.append(TimelineEntry(at, str(run.get("kind")), summary, outcome=outcome,
+                                     rows=sum(rows.values()), files=run.get("files")))
+    return entries
 
 
 def supervisor_entries(job: JobSpec, lake: Lake) -> list[TimelineEntry]:
@@ -119,7 +165,7 @@ def job_timeline(job: JobSpec, lake: Lake, limit: int = TIMELINE_ENTRIES) -> lis
     """The job's newest ``limit`` entries, oldest first. A source that cannot be read is left out (logged):
     the page shows what can be read."""
     entries: list[TimelineEntry] = []
-    for source in (supervisor_entries, incident_entries, oncall_entries):
+    for source in (run_entries, supervisor_entries, incident_entries, oncall_entries):
         try:
             entries += source(job, lake)
         except Exception as exc:  # noqa: BLE001 - one unreadable record must not hide the others

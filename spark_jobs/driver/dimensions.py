@@ -14,7 +14,8 @@ the DataFrame is made, and keeps its length; a stream-static join against it kee
 listing (a renamed-over file that grew is read only up to its old length). Reading the file in each
 micro-batch and joining it there (a broadcast join of the batch with the small table) uses what the
 file says now. Parsing it with the standard library gives errors that name the line; a bad update
-does not stop the stream: the last good version is used and the error is logged every batch.
+does not stop the stream: the last good version is used and the error is logged every batch. The join
+itself is a job's, in its select (:func:`spark_jobs.transforms.enrich.enrich`).
 """
 
 from __future__ import annotations
@@ -166,19 +167,3 @@ def dimension_frame(spark, dimension: Dimension):
     schema = StructType([StructField(c, StringType()) for c in (spec.key, *spec.columns)])
     return spark.createDataFrame([(key, *values) for key, values in sorted(dimension.rows.items())], schema)
 
-
-def enrich(frame, dimension_rows, on: str, known_column: str):
-    """``frame`` with the dimension's columns joined on ``on`` (a left join: every row is kept) and
-    ``known_column`` true where the dimension knows the key, false where it does not (NULL key too).
-
-    :param frame: a batch DataFrame.
-    :param dimension_rows: :func:`dimension_frame`'s result.
-    :param on: the column of ``frame`` that holds the key.
-    :param known_column: the name of the flag column.
-    """
-    from pyspark.sql import functions as F
-
-    key = dimension_rows.columns[0]
-    looked_up = dimension_rows.withColumn("_known", F.lit(True))
-    joined = frame.join(F.broadcast(looked_up), frame[on] == looked_up[key], "left").drop(looked_up[key])
-    return joined.withColumn(known_column, F.coalesce(F.col("_known"), F.lit(False))).drop("_known")

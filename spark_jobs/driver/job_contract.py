@@ -2,8 +2,10 @@
 
 :class:`JobModule` is the one shape of every module in :mod:`spark_jobs.jobs` (stateless and stateful); the
 driver loads it by name (:func:`spark_jobs.driver.job_modules.job_module`) and writes what its selects return
-(:mod:`spark_jobs.driver.write`). :class:`BatchContext` is what a stateful job's selects get for each micro-batch.
-See :mod:`spark_jobs.jobs` for a job module's shape in full.
+(:mod:`spark_jobs.driver.write`), each conformed to its table's declared schema, if any. :class:`BatchContext` is
+what a stateful job's selects get for each micro-batch. This module is the one part of the driver a job module
+imports (``.importlinter``); its building blocks are in :mod:`spark_jobs.transforms`. See :mod:`spark_jobs.jobs`
+for a job module's shape in full.
 """
 
 from __future__ import annotations
@@ -50,7 +52,9 @@ Select = Callable[[DataFrame, "Optional[BatchContext]"], DataFrame]
 class JobModule(Protocol):
     """The shape of a job module (see the module docstring).
 
-    :ivar OUTPUTS: one select per table of the job's registry entry, in the registry's order.
+    :ivar OUTPUTS: one select per table of the job's registry entry, in the registry's order. A file log type's
+        module holds only ``transform``: the driver derives its two selects from its registry entry
+        (:func:`spark_jobs.driver.job_modules.job_module`).
     """
 
     OUTPUTS: Mapping[str, Select]

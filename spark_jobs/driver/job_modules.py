@@ -1,38 +1,86 @@
 """A job's module and its tables as the driver sees them: the module, the write targets, the schemas.
 
-:func:`job_module` imports ``spark_jobs.jobs.<job>`` (a :class:`~spark_jobs.jobs.JobModule`: its
-``transform`` and ``OUTPUTS``); :func:`table_targets` turns the registry's tables into write targets; :func:`output_schemas` gives
-each table's schema (to create it empty before the first batch); :func:`transform_batch` computes
-every table in batch, nothing written (tests, tools).
+:func:`job_module` imports ``spark_jobs.jobs.<job>`` and gives what the driver writes from (a
+:class:`~spark_jobs.driver.job_contract.JobModule`: the module's ``transform`` and one select per table, the
+module's ``OUTPUTS`` or, for a file log type, derived from its declaration, each conformed to its table's declared
+schema); :func:`table_targets` turns the registry's tables into write targets;
+:func:`output_schemas` gives each table's schema (to create it empty before the first batch); :func:`transform_batch`
+computes every table in batch, nothing written (tests, tools).
 """
 
 from __future__ import annotations
 
 import importlib
 import logging
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from types import MappingProxyType
+from typing import Callable, Mapping
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from spark_jobs.model.jobs import JobSpec
 from spark_jobs.model.lake import Lake
+from spark_jobs.model.tables import TableSpec
 from spark_jobs.registry import all_tables
+from spark_jobs.driver.job_contract import Select
 from spark_jobs.driver.source_readers import read_files, read_source, source_schema
 from spark_jobs.driver.write.delta_writer import TableTarget, create_tables
-from spark_jobs.driver.write.rows import table_rows, table_schema
-
-if TYPE_CHECKING:
-    from spark_jobs.driver.job_contract import JobModule
+from spark_jobs.driver.write.rows import table_rows
+from spark_jobs.transforms.conform import conform, table_schema
+from spark_jobs.transforms.quarantine import log_type_selects
 
 log = logging.getLogger("spark_jobs")
 
 
-def job_module(job: JobSpec) -> "JobModule":
-    """The module with the job's ``transform`` and ``OUTPUTS`` (:class:`~spark_jobs.jobs.JobModule`)."""
-    return importlib.import_module(job.module)
+@dataclass(frozen=True)
+class LoadedJob:
+    """A job's module as the driver writes from it (a :class:`~spark_jobs.driver.job_contract.JobModule`).
+
+    :param transform: the module's ``transform``.
+    :param OUTPUTS: one select per table of the registry entry, in its order; a table that declares a ``schema``
+        gets its select's rows conformed to it (its columns, their order and types).
+    """
+
+    transform: Callable[[DataFrame, JobSpec], DataFrame]
+    OUTPUTS: Mapping[str, Select]
+
+
+def job_module(job: JobSpec) -> LoadedJob:
+    """The job's module (``spark_jobs.jobs.<job>``) as the driver writes from it: its ``transform`` and its selects
+    (a file log type's from its registry entry: :func:`~spark_jobs.transforms.quarantine.log_type_selects`).
+
+    :raises ValueError: for a module without a select for one of the job's tables, or a file log type's module
+        that declares selects of its own, naming the module and the fix.
+    """
+    module = importlib.import_module(job.module)
+    selects = getattr(module, "OUTPUTS", None)
+    if job.log_type is not None:
+        if selects is not None:
+            raise ValueError(f"job {job.name} is a file log type: its selects come from its registry entry; drop "
+                             f"OUTPUTS from {job.module}")
+        selects = log_type_selects(job.log_type)
+    elif selects is None:
+        raise ValueError(f"job {job.name}: {job.module} has no OUTPUTS; give it one select per table, or declare the "
+                         "job with file_log_type() when it is a log of files with events and a quarantine")
+    missing = [t.name for t in job.tables if t.name not in selects]
+    if missing:
+        raise ValueError(f"job {job.name}: {job.module}.OUTPUTS has no select for table {missing[0]}; give it one "
+                         "(keyed by the table's name, in the registry's order)")
+    return LoadedJob(module.transform, MappingProxyType({t.name: _conforming(selects[t.name], t) for t in job.tables}))
+
+
+def _conforming(select: Select, table: TableSpec) -> Select:
+    """``select``, its rows conformed to ``table``'s declared schema when it declares one."""
+    if table.schema is None:
+        return select
+    schema = table_schema(table.schema)
+
+    def conformed(rows: DataFrame, context=None) -> DataFrame:
+        return conform(select(rows, context), schema)
+
+    return conformed
 
 
 def table_targets(job: JobSpec, lake: Lake) -> list[TableTarget]:

@@ -30,7 +30,7 @@ from spark_jobs.control.monitoring.progress import executed
 from spark_jobs.driver.job_modules import job_module, output_schemas, table_targets
 from spark_jobs.driver.session import snapshot_partitions_per_core
 from spark_jobs.driver.source_readers import read_input
-from spark_jobs.driver.write import write_batch
+from spark_jobs.driver.write import warm_up, write_batch
 from spark_jobs.driver.lake_tools import refuse_old_layout
 from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, create_tables
 from spark_jobs.driver.write.stateful import StatefulBatchWriter
@@ -241,11 +241,17 @@ def run_streaming(job: JobSpec, options: RunOptions, spark: SparkSession | None 
     from spark_jobs.control.checkpoint.lease import Lease
 
     started = time.monotonic()
+    details = {"checkpoint": str(options.checkpoint_path(job.name)), "trigger": options.trigger.spec}
+
+    def acquire() -> Lease:
+        return Lease.acquire(str(options.control_path(job.name)), options.stream_name(job.name),
+                             options.lease_ttl_seconds or job.health.lease_ttl_seconds, details=dict(details))
+
+    if options.standby:
+        return _run_standby(job, options, spark, acquire, details, started)
     # The single-writer lease, before anything else (LeaseHeld: another driver is live; exit 3).
     # Its pid is this Python driver's: the one a supervisor sends SIGTERM to for a graceful stop.
-    details = {"checkpoint": str(options.checkpoint_path(job.name)), "trigger": options.trigger.spec}
-    lease = Lease.acquire(str(options.control_path(job.name)), options.stream_name(job.name),
-                          options.lease_ttl_seconds or job.health.lease_ttl_seconds, details=dict(details))
+    lease = acquire()
     keeper = _LeaseKeeper(lease, details).start()
     from spark_jobs.control.nothing_new import nothing_to_do
 
@@ -264,6 +270,40 @@ def run_streaming(job: JobSpec, options: RunOptions, spark: SparkSession | None 
         keeper.finish()
 
 
+def _run_standby(job: JobSpec, options: RunOptions, spark: SparkSession | None, acquire, details: dict,
+                 started: float) -> RunSummary:
+    """A warm standby (:mod:`spark_jobs.driver.standby`): session, tables and a warm-up first, then the lease as soon
+    as it is free, then the query as any driver runs it. A signal before the lease ends it at once."""
+    from spark_jobs.driver import standby
+    from spark_jobs.driver.session import build_session
+
+    if options.trigger.available_now:
+        raise UsageError("--standby is for a continuous run (a processing-time trigger): an available-now run ends")
+    refuse_old_layout(options.lake, [t.name for t in job.tables])
+    stopper = _GracefulStop()
+    stopper.install()  # until the query starts, a signal exits at once: a standby holds nothing
+    try:
+        spark = spark or build_session(job.name, ui=True)
+        warm = standby.warm_up(spark, job, options)
+        standby.announce(options, job, warm)
+        log.info("standby for %s: warm in %.1f s; waiting for the checkpoint's lease", job.name, warm)
+        lease = standby.wait_for_lease(acquire, stopped=lambda: stopper.signal_name is not None)
+        standby.withdraw(options, job)
+        if lease is None:
+            return RunSummary(job=job.name, trigger=options.trigger.spec, stopped_by=stopper.signal_name,
+                              seconds=round(time.monotonic() - started, 2))
+        log.info("standby for %s: took the lease (generation %s) %.1f s after it started", job.name,
+                 getattr(lease.info, "generation", "?"), time.monotonic() - started)
+        keeper = _LeaseKeeper(lease, details).start()
+        try:
+            return _run_query(job, options, spark, keeper, stopper, started)
+        finally:
+            keeper.finish()
+    finally:
+        standby.withdraw(options, job)
+        stopper.restore()
+
+
 def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, keeper: _LeaseKeeper,
                stopper: "_GracefulStop", started: float) -> RunSummary:
     """The body of :func:`run_streaming`, run while this driver holds the lease."""
@@ -272,6 +312,7 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
     from spark_jobs.driver.session import build_session, session_conf
 
     refuse_old_layout(options.lake, [t.name for t in job.tables])  # before Spark starts: one line
+    fresh = spark is None  # a driver of its own: its JVM is cold
     spark = spark or build_session(job.name, ui=not options.trigger.available_now)
     # The input is a local folder: Spark gets each micro-batch's file statuses fastest in the driver.
     # (Past this many files it would run a Spark job of one task per file, which pays off on object
@@ -283,16 +324,18 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
     checkpoint = options.checkpoint_path(job.name)
     # Every table exists (empty) before the first batch: readers and other writers find it.
     create_tables(spark, targets, output_schemas(spark, job))
+    if fresh and job.source.kind == "files" and not job.stateful:  # while the query starts (driver/write/warm_up.py)
+        warm_up.start(spark, targets)
     if job.source.kind == "delta":
         from spark_jobs.driver.job_modules import prepare_source
 
         prepare_source(spark, job, options.input_path)
     summary = RunSummary(job=job.name, trigger=options.trigger.spec, rows={t.name: 0 for t in job.tables})
     per_run: dict = {}  # made on the first batch: the writer
-    from spark_jobs.control.discovery.settings import run_settings, uses_discovery
+    from spark_jobs.control.discovery.settings import run_settings
 
     # A job reading through discovery: each batch's files are known from its manifests, before anything is read.
-    discovery = run_settings(job, options) if uses_discovery(job) else None
+    discovery = run_settings(job, options) if job.discovers_files else None
     batch_files: dict[int, int] = {}
     batch_rows: dict[int, tuple[dict[str, int], dict[str, int]]] = {}  # carried and inserted, per batch
 

@@ -63,9 +63,9 @@ def read_files(spark: SparkSession, job: JobSpec, input_path: Path, options: dic
 
 def read_input(spark: SparkSession, job: JobSpec, options: "RunOptions", streaming: bool) -> DataFrame:
     """The job's source (the registry's ``source``) over ``options.input_path``, streaming or batch."""
-    from spark_jobs.control.discovery.settings import run_settings, uses_discovery
+    from spark_jobs.control.discovery.settings import run_settings
 
-    if streaming and uses_discovery(job):
+    if streaming and job.discovers_files:
         from spark_jobs.driver import landing_source
 
         landing_source.register(spark)

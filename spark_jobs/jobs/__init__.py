@@ -16,7 +16,10 @@ micro-batch; each table's ``route`` (registry) picks its rows of the result and 
 ``context=None``. A stateful job's ``transform`` runs on the stream (its state lives in the
 checkpoint) and each select gets the batch's
 :class:`~spark_jobs.driver.job_contract.BatchContext` (watermark, batch time, dimensions, settings,
-the batch's source rows). The driver writes the tables (:mod:`spark_jobs.driver.write`).
+the batch's source rows). The driver conforms a select's rows to its table's declared ``schema`` and
+writes the tables (:mod:`spark_jobs.driver.write`). Of the driver, a job module imports only
+:mod:`spark_jobs.driver.job_contract`; its building blocks (``conformed``, ``enrich``, windows, parsers)
+are in :mod:`spark_jobs.transforms`.
 """
 
 from spark_jobs.driver.job_contract import BatchContext, JobModule, Select

@@ -39,9 +39,9 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from spark_jobs.driver.write.rows import conformed, table_schema
 from spark_jobs.driver.job_contract import BatchContext
-from spark_jobs.driver.dimensions import enrich
+from spark_jobs.transforms.conform import table_schema
+from spark_jobs.transforms.enrich import enrich
 from spark_jobs.transforms.windows import WINDOW_KIND, is_late, windowed
 from spark_jobs.model.jobs import JobSpec
 
@@ -77,10 +77,10 @@ def _with_accounts(frame: DataFrame, context: BatchContext) -> DataFrame:
 
 
 def activity(result: DataFrame, context: BatchContext) -> DataFrame:
-    """Rows of ``cloudtrail_activity``: the windows this batch changed, with their current counts."""
+    """Rows of ``cloudtrail_activity``: the windows this batch changed, with their current counts (the driver
+    conforms them to the table's declared schema)."""
     windows = result.withColumn("date", F.to_date("window_start"))
-    return conformed(_with_accounts(windows, context).withColumn("updated_at", F.lit(context.batch_time)),
-                     context.job.table("cloudtrail_activity"))
+    return _with_accounts(windows, context).withColumn("updated_at", F.lit(context.batch_time))
 
 
 def late_events(result: DataFrame, context: BatchContext) -> DataFrame:
@@ -103,7 +103,7 @@ def late_events(result: DataFrame, context: BatchContext) -> DataFrame:
                     ((F.lit(context.late_watermark_ms) - F.unix_millis(F.col("window.end"))) / 1000)
                     .alias("window_closed_seconds"),
                     F.lit(context.batch_id).alias("batch_id"), F.lit(context.batch_time).alias("recorded_at")))
-    return conformed(_with_accounts(late, context), table)
+    return _with_accounts(late, context)
 
 
 OUTPUTS = {"cloudtrail_activity": activity, "cloudtrail_late_events": late_events}

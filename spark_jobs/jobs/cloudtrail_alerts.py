@@ -39,9 +39,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from spark_jobs.transforms.alert_rules import BURST, INPUT_COLUMNS, OUTPUT_SCHEMA, ROOT, SILENT, AlertRules, RuleSettings
-from spark_jobs.driver.write.rows import conformed
 from spark_jobs.driver.job_contract import BatchContext
-from spark_jobs.driver.dimensions import enrich
+from spark_jobs.transforms.enrich import enrich
 from spark_jobs.model.jobs import JobSpec
 from spark_jobs.model.streams import job_settings
 
@@ -82,10 +81,10 @@ def transform(source: DataFrame, job: JobSpec) -> DataFrame:
 
 
 def alerts(result: DataFrame, context: BatchContext) -> DataFrame:
-    """Rows of ``cloudtrail_alerts``: the batch's alerts with the account's owner and when they were found."""
+    """Rows of ``cloudtrail_alerts``: the batch's alerts with the account's owner and when they were found (the
+    driver conforms them to the table's declared schema)."""
     enriched = enrich(result, context.dimensions["accounts"], "account_id", "account_known")
-    return conformed(enriched.withColumn("detected_at", F.lit(context.batch_time)),
-                     context.job.table("cloudtrail_alerts"))
+    return enriched.withColumn("detected_at", F.lit(context.batch_time))
 
 
 OUTPUTS = {"cloudtrail_alerts": alerts}

@@ -28,13 +28,17 @@ from typing import TYPE_CHECKING
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from spark_jobs.jobs import cloudtrail_etl as etl
 from spark_jobs.model.jobs import JobSpec
+from spark_jobs.registry import CLOUDTRAIL_ETL
+from spark_jobs.transforms.cloudtrail.parse import parse
+from spark_jobs.transforms.quarantine import log_type_selects
 
 if TYPE_CHECKING:
     from spark_jobs.driver.job_contract import BatchContext
 
 QUARANTINE = "cloudtrail_kafka_quarantine"
+# The file job's two selects: the events one as it is, the quarantine one with the message's place added here.
+_FILE_SELECTS = log_type_selects(CLOUDTRAIL_ETL.log_type)
 MESSAGE_PREFIX = "kafka://"
 _MESSAGE = r"^kafka://(.+)/(\d+)/(\d+)$"
 
@@ -63,13 +67,13 @@ def transform(messages: DataFrame, job: JobSpec) -> DataFrame:
         NULL for a good event; ``_source_file`` names the message.
     """
     files = messages.select(message_id().alias("path"), unwrapped_value().alias("content"))
-    return etl.parse(files, whole_raw=True)
+    return parse(files, whole_raw=True)
 
 
 def quarantine(parsed: DataFrame, context: BatchContext | None = None) -> DataFrame:
     """Columns of ``cloudtrail_kafka_quarantine`` (of the rows its route takes): the message's topic, partition
     and offset first."""
-    rows = etl.quarantine(parsed, context)
+    rows = _FILE_SELECTS["cloudtrail_quarantine"](parsed, context)
     place = F.col("source_file")
     return rows.select(
         F.regexp_extract(place, _MESSAGE, 1).alias("topic"),
@@ -81,4 +85,4 @@ def quarantine(parsed: DataFrame, context: BatchContext | None = None) -> DataFr
 
 # cloudtrail_events is the file job's table (one row per eventID, whichever way it came in: its key, first
 # delivery and route are the registry's one declaration).
-OUTPUTS = {"cloudtrail_events": etl.events, QUARANTINE: quarantine}
+OUTPUTS = {"cloudtrail_events": _FILE_SELECTS["cloudtrail_events"], QUARANTINE: quarantine}

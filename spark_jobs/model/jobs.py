@@ -1,4 +1,4 @@
-"""One streaming job's declaration: :class:`JobSpec` (no pyspark).
+"""One streaming job's declaration: :class:`JobSpec`, and :func:`file_log_type`, a file log type's (no pyspark).
 
 A job's name is also its module under :mod:`spark_jobs.jobs`, its Spark app name, the prefix of its
 DAG ids, its checkpoint folder and the name of its Assets (see :mod:`spark_jobs.registry`).
@@ -8,13 +8,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 from spark_jobs.model.catchup import CatchupTrigger
 from spark_jobs.model.errors import RegistryError
+from spark_jobs.model.layout import KeyLayout
+from spark_jobs.model.log_types import FILES_PER_TRIGGER, PARSED_SOURCE_FILE, LogType
 from spark_jobs.model.policies import AlertThresholds, HealthThresholds, ProgressHistory, RestartPolicy
 from spark_jobs.model.streams import DimensionSpec, EventTimeSpec, FileSource, SourceSpec
-from spark_jobs.model.tables import TableSpec
+from spark_jobs.model.tables import DeliveryDateBound, DeliveryTimeBound, TableSpec
 
 @dataclass(frozen=True)
 class JobSpec:
@@ -61,6 +63,9 @@ class JobSpec:
         that have rows it left (:mod:`spark_jobs.driver.write.pipelined`); ``None``: from every file.
     :param catchup: what starts the catch-up DAG's runs: the ``schedule`` alone, or input landing with the
         ``schedule`` as a safety net (:class:`~spark_jobs.model.catchup.CatchupTrigger`).
+    :param log_type: for a file log type (:func:`file_log_type`), what its events and quarantine tables are made
+        of: the driver derives their selects from it, and the job module holds only ``transform``
+        (:class:`~spark_jobs.model.log_types.LogType`); ``None`` for any other job.
     """
 
     name: str
@@ -86,6 +91,7 @@ class JobSpec:
     spark_conf: Mapping[str, str] = field(default_factory=dict)
     source_file_column: str | None = None
     catchup: CatchupTrigger = CatchupTrigger()
+    log_type: LogType | None = None
 
     def __post_init__(self) -> None:
         """Refuse a declaration that contradicts itself, when the registry loads.
@@ -93,6 +99,11 @@ class JobSpec:
         :raises RegistryError: naming the job, the table, the field, the bad value and the fix.
         """
         self.catchup.check(self.name, self.source.kind)
+        if self.log_type is not None:
+            pair = [self.log_type.events_table, self.log_type.quarantine_table]
+            if [t.name for t in self.tables] != pair:
+                raise RegistryError(f"job {self.name}: log_type {self.log_type.name!r} writes the tables {pair}, not "
+                                    f"{[t.name for t in self.tables]}; declare the job with file_log_type()")
         seen: set[str] = set()
         for table in self.tables:
             if table.name in seen:
@@ -122,8 +133,15 @@ class JobSpec:
         return self.source.kind == "files" and all(table.write_mode == "insert" for table in self.tables)
 
     @property
+    def discovers_files(self) -> bool:
+        """Whether the job finds its input files by discovery: a file source that declares a key layout
+        (:mod:`spark_jobs.control.discovery`, docs/discovery.md); else Spark's own file source lists them."""
+        return self.source.kind == "files" and getattr(self.source, "layout", None) is not None
+
+    @property
     def module(self) -> str:
-        """The dotted module holding the job's ``transform`` and ``OUTPUTS`` (:class:`~spark_jobs.jobs.JobModule`)."""
+        """The dotted module holding the job's ``transform`` and, unless it is a file log type, its ``OUTPUTS``
+        (:class:`~spark_jobs.driver.job_contract.JobModule`)."""
         return f"spark_jobs.jobs.{self.name}"
 
     @property
@@ -160,3 +178,41 @@ def check_jobs(jobs: Iterable[JobSpec]) -> Mapping[str, JobSpec]:
                     f"{owner}'s {getattr(first, differ)!r}; a table several jobs write is one declaration: use "
                     f"{owner}'s TableSpec in both")
     return MappingProxyType(by_name)
+
+
+def file_log_type(log_type: str, *, name: str, description: str, layout: KeyLayout, glob: str, key: str,
+                  position: str, identity: str, events: str, quarantine: str, position_may_be_null: bool = False,
+                  files_per_trigger: int = FILES_PER_TRIGGER, tags: tuple[str, ...] = (),
+                  stats_columns: tuple[str, ...] = (), zorder_by: tuple[str, ...] = (),
+                  delivery_date_bound: DeliveryDateBound | None = None,
+                  delivery_time_bound: DeliveryTimeBound | None = None, **job: Any) -> JobSpec:
+    """The registry entry of a log that lands as files: its events and quarantine tables, their routes, keys,
+    partitions and source-file columns, its file source and options, all derived from a few facts
+    (:mod:`spark_jobs.model.log_types`). Its job module holds only its parser's ``transform``.
+
+    :param log_type: the log type (``cowrie``): table names, landing folder, parser package, first tag.
+    :param name: the job's name (see :class:`JobSpec`).
+    :param description: one line for people.
+    :param layout: where its files' keys carry their delivery time (:class:`~spark_jobs.model.layout.KeyLayout`).
+    :param glob: the file names it reads (a Hadoop glob, Spark's ``pathGlobFilter``).
+    :param key: the parser's column that identifies an event (the events table's key, with the date).
+    :param position: a record's place in its file as the quarantine names it (the parser's is ``_<position>``).
+    :param identity: the parser's column of what a quarantined record claimed to be.
+    :param events: the events table's description.
+    :param quarantine: the quarantine table's description.
+    :param position_may_be_null: a file-level problem has no position
+        (see :class:`~spark_jobs.model.log_types.LogType`).
+    :param files_per_trigger: files per micro-batch (``maxFilesPerTrigger``).
+    :param tags: DAG tags after the log type's name (``streaming`` comes last).
+    :param stats_columns: the events table's (see :class:`~spark_jobs.model.tables.TableSpec`).
+    :param zorder_by: the events table's.
+    :param delivery_date_bound: the events table's.
+    :param delivery_time_bound: the events table's.
+    :param job: any other :class:`JobSpec` field (``continuous_trigger``, ``catchup``, ``health``, ...).
+    """
+    kind = LogType(log_type, key=key, position=position, identity=identity, position_may_be_null=position_may_be_null)
+    tables = kind.tables(events, quarantine, stats_columns=stats_columns, zorder_by=zorder_by,
+                         delivery_date_bound=delivery_date_bound, delivery_time_bound=delivery_time_bound)
+    return JobSpec(name=name, description=description, default_input=kind.default_input, tables=tables,
+                   source=kind.source(layout), file_source_options=kind.source_options(glob, files_per_trigger),
+                   tags=(log_type, *tags, "streaming"), source_file_column=PARSED_SOURCE_FILE, log_type=kind, **job)

@@ -43,6 +43,8 @@ class RunOptions:
     :param lookback: the discovery window, overriding the key layout's (``6 hours``); ``None``: the layout's.
     :param queue_url: read S3 event notifications from this SQS queue instead of listing the bucket.
     :param file_list: a JSON file of the exact files to read (a reconcile); ``None``: discover them.
+    :param standby: start, warm up and wait for the checkpoint's lease, then take over
+        (:mod:`spark_jobs.driver.standby`); a continuous run only.
     """
 
     input_path: Path
@@ -59,6 +61,7 @@ class RunOptions:
     lookback: str | None = None
     queue_url: str | None = None
     file_list: str | None = None
+    standby: bool = False
 
     @property
     def delivered(self) -> tuple[dt.datetime, dt.datetime] | None:

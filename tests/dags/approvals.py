@@ -7,11 +7,11 @@ list and answer required actions; and a test module's Airflow, started and stopp
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
+
+from tests.dags.real_airflow import AirflowApiError, RestApi
 
 # Who is who in the tests: alice and bob may trigger DAGs and answer required actions (the USER role), vic may only
 # look (VIEWER), admin sets the stage.
@@ -29,30 +29,21 @@ def user_settings(home: Path) -> dict[str, str]:
             "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords)}
 
 
-class UserApi:
-    """Airflow's ``/api/v2`` at ``url`` as ``user`` (a bearer token from ``/auth/token``)."""
+class UserApi(RestApi):
+    """Airflow's ``/api/v2`` at ``url`` as ``user`` (a bearer token from ``/auth/token``, the project's own client)."""
 
     def __init__(self, url: str, user: str) -> None:
-        self.url, self.user = url, user
-        request = urllib.request.Request(f"{url}/auth/token", method="POST", data=json.dumps(
-            {"username": user, "password": f"{user}-secret"}).encode(), headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(request, timeout=30) as response:
-            self.token = json.load(response)["access_token"]
-
-    def __call__(self, method: str, path: str, body: dict | None = None) -> dict:
-        request = urllib.request.Request(f"{self.url}/api/v2{path}", method=method,
-                                         data=json.dumps(body).encode() if body is not None else None,
-                                         headers={"Content-Type": "application/json",
-                                                  "Authorization": f"Bearer {self.token}"})
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return json.load(response) if response.status != 204 else {}
+        super().__init__(url, RestApi.login(url, user, f"{user}-secret").token)
+        self.user = user
 
     def status(self, method: str, path: str, body: dict | None = None) -> tuple[int, dict | str]:
         """(HTTP status, body) without raising on an error status."""
         try:
             return 200, self(method, path, body)
-        except urllib.error.HTTPError as error:
-            return error.code, error.read().decode(errors="replace")
+        except AirflowApiError as error:
+            if error.status is None:
+                raise
+            return error.status, error.detail or ""
 
     def trigger(self, dag_id: str, conf: dict) -> str:
         return self("POST", f"/dags/{dag_id}/dagRuns", {"logical_date": None, "conf": conf})["dag_run_id"]

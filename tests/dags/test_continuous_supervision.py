@@ -1,18 +1,30 @@
-"""cloudtrail_etl_continuous under a real Airflow scheduler on loopback: start, kill -9, stop, give up.
+"""cloudtrail_etl_continuous under a real Airflow scheduler on loopback, started by ``make airflow``'s own harness:
+start beside a catch-up run, kill -9, catch-up runs that leave it alone, on-call restart / stop / resume_supervision
+through the REST API, stop, give up, and the night on the health page.
 
-One Airflow (api-server, scheduler, dag-processor, triggerer; :mod:`tools.local_airflow`, the
-code behind ``make airflow``) runs for the whole module with its own home, port, lake and landing
-folder in pytest's tmp dir, and a webhook server on 127.0.0.1 that records every alert. The tests
-run in order and share it: a driver is started by unpausing the DAG, killed with kill -9 and
-restarted, replaced by the on-call DAG's ``restart`` (``streaming_oncall``: it clears ``supervise``
-through the REST API), stopped by marking ``supervise`` failed, started again and stopped by the
-on-call ``stop`` (it pauses the DAG), then ``resume_supervision`` unpauses it for a driver that always
-fails at start, which is given up on once. The live driver's UI is scraped as Prometheus would
-(Spark's streaming gauges), and the health trigger's alerts are told apart from the supervisor's
-events on the webhook.
+One Airflow (api-server, scheduler, dag-processor, triggerer) runs for the whole module, started as ``make airflow``
+starts it: ``python tools/local_airflow.py start`` (and stopped with ``... stop``), with the simple auth manager's
+login (no all-admins shortcut), a second user (alice, role user) and the service user and ``airflow_api`` connection
+the harness makes itself; its own home, port, lake and landing folder in pytest's tmp dir, and a webhook server on
+127.0.0.1 that records every alert. The tests run in order and share it:
 
-Short policy values come from the operator's test overrides (``$STREAMING_SUPERVISOR_POLICY``,
-``$STREAMING_CONTINUOUS_TRIGGER``), set only in this Airflow's environment.
+1. a catch-up run (``cloudtrail_etl_catchup``, its files one per micro-batch) holds the checkpoint's lease when the DAG
+   is unpaused: the supervisor waits for it (no restart counted) and the continuous driver commits after it ended;
+2. the driver is killed with kill -9 and restarted (the first restart of the whole budget);
+3. with the catch-up DAG unpaused, files landing and its cron's run find the continuous driver owning the job: each
+   catch-up run ends at once as a success that says so, none failed or up for retry; a catch-up run with a bad input
+   fails, with its reason on the job's record;
+4. alice's on-call ``restart`` (``streaming_oncall``: it clears ``supervise`` through the REST API with the harness's
+   connection) replaces the driver; marking ``supervise`` failed stops it; started again, the on-call ``stop`` pauses
+   the DAG; ``resume_supervision`` unpauses it for a driver that always fails at start, given up on once: each action
+   succeeds and is audited, its task log holds the plan and the result, and the service user's password is in no log,
+   command line or page;
+5. the health page, in real headless Chromium, lists the catch-up run with its rows, the restart and the failed run,
+   in that order.
+
+The live driver's UI is scraped as Prometheus would (Spark's streaming gauges), and the health trigger's alerts are
+told apart from the supervisor's events on the webhook. Short policy values come from the operator's test overrides
+(``$STREAMING_SUPERVISOR_POLICY``, ``$STREAMING_CONTINUOUS_TRIGGER``), set only in this Airflow's environment.
 """
 
 from __future__ import annotations
@@ -21,10 +33,11 @@ import gzip
 import json
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
-import urllib.error
+import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -34,13 +47,17 @@ from tests.dags.conftest import PROJECT_ROOT, require_airflow_env
 from tests.dags.real_airflow import RestApi, wait_for
 
 sys.path.insert(0, str(PROJECT_ROOT / "plugins"))
-from tools.local_airflow import LocalAirflow, free_port, marked_processes  # noqa: E402
+from tools.local_airflow import SERVICE_USER, LocalAirflow, free_port, marked_processes  # noqa: E402
 
 from spark_jobs.model.lake import Lake  # noqa: E402
+from spark_jobs.control.monitoring.runs import read_runs  # noqa: E402
 from spark_jobs.control.ops_audit import read_rows  # noqa: E402
 
 DAG_ID = "cloudtrail_etl_continuous"
+CATCHUP = "cloudtrail_etl_catchup"
 JOB = "cloudtrail_etl"
+HARNESS = PROJECT_ROOT / "tools" / "local_airflow.py"
+CATCHUP_FILES = 10  # read one per micro-batch: the catch-up run holds the lease for a while (~40 s here)
 POLICY = {"initial_backoff_seconds": 1, "multiplier": 2, "max_backoff_seconds": 2, "max_restarts": 2,
           "window_seconds": 900, "poll_seconds": 1, "stop_grace_seconds": 40}
 ONCALL = "streaming_oncall"
@@ -85,32 +102,65 @@ class Setup:
         self.landing.mkdir()
         self.webhook = Webhook()
         self.expected: list[str] = []
-        env = {
-            **os.environ,
+        self.env = {
+            **{k: v for k, v in os.environ.items() if k != "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS"},
+            "AIRFLOW_HOME": str(self.home),
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{self.home / 'airflow.db'}",
-            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin,alice:user",  # a second user, as a team has
             "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
-            "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
             "LAKE_ROOT": str(self.lake),
             "CLOUDTRAIL_ETL_INPUT": str(self.landing),
             "SUPERVISOR_WEBHOOK_URL": self.webhook.url,
             "STREAMING_CONTINUOUS_TRIGGER": "processing-time:1s",
             "STREAMING_SUPERVISOR_POLICY": json.dumps(POLICY),
         }
-        self.airflow = LocalAirflow(self.home, free_port(), env)
+        # The harness's own object, for its URL, files and passwords (the start and stop are its command line's).
+        self.airflow = LocalAirflow(self.home, free_port(), self.env)
+        self.started: subprocess.CompletedProcess | None = None
+
+    def harness(self, action: str) -> subprocess.CompletedProcess:
+        """``python tools/local_airflow.py start|stop`` as ``make airflow`` / ``make stop`` run it."""
+        return subprocess.run([sys.executable, str(HARNESS), action, "--port", str(self.airflow.port)], env=self.env,
+                              cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=900)
 
     # -- the REST API ----------------------------------------------------------------------------
 
+    def login(self, user: str) -> RestApi:
+        return RestApi.login(self.airflow.url, user, self.airflow.password(user))
+
     def api(self, method: str, path: str, body: dict | None = None) -> dict:
-        return RestApi(self.airflow.url)(method, path, body)
+        if getattr(self, "_admin", None) is None:
+            self._admin = self.login("admin")
+        return self._admin(method, path, body)
 
     def oncall(self, action: str) -> dict:
-        """Trigger ``streaming_oncall`` for ``action`` on the job as a person does; its run once it ended."""
-        self.api("PATCH", f"/dags/{ONCALL}", {"is_paused": False})
-        run = self.api("POST", f"/dags/{ONCALL}/dagRuns", {"logical_date": None, "conf": {
+        """alice triggers ``streaming_oncall`` for ``action`` on the job (the DAG is unpaused at creation); its run
+        once it ended, with the task's log."""
+        alice = self.login("alice")
+        run = alice("POST", f"/dags/{ONCALL}/dagRuns", {"logical_date": None, "conf": {
             "job": JOB, "action": action, "reason": f"the test's {action}"}})
-        return wait_for(f"the on-call {action} to end", lambda: (r := self.api(
+        ended = wait_for(f"the on-call {action} to end", lambda: (r := self.api(
             "GET", f"/dags/{ONCALL}/dagRuns/{run['dag_run_id']}"))["state"] in ("success", "failed") and r)
+        log = self.api("GET", f"/dags/{ONCALL}/dagRuns/{run['dag_run_id']}/taskInstances/act/logs/1?full_content=true")
+        return {**ended, "log": json.dumps(log)}
+
+    def catchup_runs(self) -> list[dict]:
+        return self.login("admin").runs(CATCHUP)
+
+    def settled_catchup_runs(self) -> list[dict]:
+        """Every catch-up run, once none is queued or running and no asset event waits for one."""
+        def settled():
+            if self.api("GET", f"/dags/{CATCHUP}/assets/queuedEvents")["total_entries"]:
+                return None
+            runs = self.catchup_runs()
+            return runs if all(r["state"] in ("success", "failed") for r in runs) else None
+
+        return wait_for("the catch-up runs to settle", settled)
+
+    def catchup_tasks(self, run_id: str) -> dict[str, tuple[str | None, int]]:
+        """task -> (state, try number) of a catch-up run."""
+        tis = self.api("GET", f"/dags/{CATCHUP}/dagRuns/{run_id}/taskInstances")["task_instances"]
+        return {ti["task_id"]: (ti["state"], ti["try_number"]) for ti in tis}
 
     def set_paused(self, paused: bool) -> None:
         self.api("PATCH", f"/dags/{DAG_ID}", {"is_paused": paused})
@@ -121,11 +171,11 @@ class Setup:
     def runs(self) -> list[dict]:
         return self.api("GET", f"/dags/{DAG_ID}/dagRuns?order_by=id")["dag_runs"]
 
-    def task_states(self, run_id: str) -> dict[str, str | None]:
-        return RestApi(self.airflow.url).task_states(DAG_ID, run_id)
+    def task_states(self, run_id: str, dag_id: str = DAG_ID) -> dict[str, str | None]:
+        return self.login("admin").task_states(dag_id, run_id)
 
-    def xcom(self, run_id: str, task_id: str, key: str):
-        return RestApi(self.airflow.url).xcom(DAG_ID, run_id, task_id, key)
+    def xcom(self, run_id: str, task_id: str, key: str, dag_id: str = DAG_ID):
+        return self.login("admin").xcom(dag_id, run_id, task_id, key)
 
     # -- the lake and the process table ----------------------------------------------------------
 
@@ -181,29 +231,83 @@ def setup(tmp_path_factory):
     require_airflow_env()
     setup = Setup(tmp_path_factory.mktemp("continuous"))
     try:
-        setup.airflow.start()
-        wait_for(f"the dag-processor to parse {DAG_ID}", lambda: setup.api("GET", f"/dags/{DAG_ID}"))
+        setup.started = setup.harness("start")
+        assert setup.started.returncode == 0, setup.started.stdout + setup.started.stderr
+        wait_for(f"the dag-processor to parse {DAG_ID} and {ONCALL}",
+                 lambda: setup.api("GET", f"/dags/{DAG_ID}") and setup.api("GET", f"/dags/{ONCALL}"))
         yield setup
     finally:
-        setup.airflow.stop(grace=20)
+        stopped = setup.harness("stop")
         setup.webhook.server.shutdown()
+    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
     assert marked_processes(str(setup.home)) == {}, "processes of the test Airflow outlived `stop`"
 
 
 @pytest.fixture(scope="module")
 def first_run(setup):
-    """Unpause: the scheduler starts a continuous run, whose supervisor starts the driver."""
-    setup.land("a")
+    """A catch-up run holds the checkpoint's lease when the DAG is unpaused: the scheduler starts a continuous run,
+    whose supervisor waits for the catch-up run and then starts the driver.
+
+    The catch-up run reads its files one per micro-batch (its form's ``max_files_per_trigger``), so it holds the lease
+    long enough; it is triggered while its DAG is paused with a ``run_after`` in the past, so the scheduler runs it
+    before the cron's run that unpausing adds (queued runs go by ``run_after``)."""
+    from spark_jobs.control.checkpoint.lease import read_lease
+
+    setup.land("catchup", files=CATCHUP_FILES)
+    catchup = setup.api("POST", f"/dags/{CATCHUP}/dagRuns", {"logical_date": None, "run_after": "2025-01-01T00:00:00Z",
+                                                             "conf": {"max_files_per_trigger": 1}})
+    setup.api("PATCH", f"/dags/{CATCHUP}", {"is_paused": False})
+    holder = wait_for("the catch-up run's driver holding the lease", lambda: (
+        lease := read_lease(str(setup.control))) and not lease.released and lease.details.get("trigger") ==
+        "available-now" and lease, every=0.5)
     setup.set_paused(False)
     [run] = wait_for("the first continuous run", setup.runs)
-    wait_for("the first batch in cloudtrail_events", lambda: setup.event_ids() == sorted(setup.expected))
-    return run
+    waiting = wait_for("the supervisor waiting for the lease", lambda: (
+        s := setup.supervisor_state()).get("state") == "waiting_for_lease" and s, every=0.5)
+    by_id = {r["dag_run_id"]: r for r in setup.catchup_runs()}
+    assert by_id[catchup["dag_run_id"]]["state"] == "running", "the catch-up run ended before the supervisor looked"
+    running = live_driver(setup)
+    setup.land("a")
+    wait_for("the first batches in cloudtrail_events", lambda: setup.event_ids() == sorted(setup.expected))
+    settled = setup.settled_catchup_runs()  # its landing watcher keeps watching: the DAG stays unpaused
+    return {**run, "catchup": catchup["dag_run_id"], "catchup_runs": settled, "holder": holder, "waiting": waiting,
+            "running": running}
 
 
 def live_driver(setup: Setup) -> dict:
     """The supervisor's state once its driver holds the lease and runs."""
     return wait_for("a running driver", lambda: (s := setup.supervisor_state()).get("state") == "running"
                     and s.get("driver_pid") and s)
+
+
+def test_a_catchup_run_holding_the_lease_is_waited_for_and_the_driver_commits_after_it(setup, first_run):
+    """The continuous driver is not started into the catch-up run's lease: the supervisor waits (no restart counted,
+    the budget untouched), names the run it waits for, and starts the driver once the run ended."""
+    holder, waiting = first_run["holder"], first_run["waiting"]
+    assert waiting["waiting_for"].startswith(f"the catch-up run pid {holder.pid} on host {holder.host} since ")
+    assert waiting["waiting_for"].endswith(f" (run {first_run['catchup']} of {CATCHUP})")
+    runs = {r["dag_run_id"]: r for r in first_run["catchup_runs"]}
+    assert runs[first_run["catchup"]]["state"] == "success"
+    assert setup.catchup_tasks(first_run["catchup"]) == {"plan": ("success", 1), "spark_submit": ("success", 1)}
+    assert [e["kind"] for e in setup.events()] == ["start", "lease_wait", "lease_free"]
+    state = setup.supervisor_state()
+    assert (state["restarts_in_window"], state["restarts_total"], state["consecutive_failures"],
+            state["lease_waits"]) == (0, 0, 0, 1)
+    assert setup.webhook.kinds() == []  # a wait is nobody's alert
+    # The catch-up run is on the job's record with what it loaded: every file, one micro-batch each.
+    [record] = [r for r in read_runs(str(setup.control)) if r["run_id"] == first_run["catchup"]]
+    assert (record["kind"], record["outcome"], record["files"], record["batches"]) == (
+        "catch-up", "succeeded", CATCHUP_FILES, CATCHUP_FILES)
+    assert record["rows"]["cloudtrail_events"] == CATCHUP_FILES * 3 and not record["rows"].get("cloudtrail_quarantine")
+    # The runs the scheduler added meanwhile (the cron's on unpausing, the landing's) left the job to the driver.
+    others = [r for r in first_run["catchup_runs"] if r["dag_run_id"] != first_run["catchup"]]
+    assert all(r["state"] == "success" for r in others), others
+    for other in others:
+        tasks = setup.catchup_tasks(other["dag_run_id"])
+        assert (tasks["plan"], tasks["spark_submit"][0]) == (("success", 1), "skipped"), tasks
+        assert setup.xcom(other["dag_run_id"], "plan", "owned_by", dag_id=CATCHUP).startswith(
+            f"{JOB} is owned by {DAG_ID}: its supervisor (pid ") or setup.xcom(
+            other["dag_run_id"], "plan", "owned_by", dag_id=CATCHUP).startswith(f"{JOB} is owned by the continuous driver")
 
 
 def test_unpaused_dag_runs_the_driver_and_it_commits(setup, first_run):
@@ -222,7 +326,9 @@ def test_unpaused_dag_runs_the_driver_and_it_commits(setup, first_run):
     # the sensor deferred again.
     health = wait_for("a healthy checkpoint in XCom", lambda: (h := setup.xcom(run_id, "checkpoint_health", "health"))
                       and h["status"] in ("healthy", "in_flight") and h)
-    assert health["driver"]["pid"] == state["driver_pid"]  # the Python driver holding the lease
+    # The Python driver holding the lease when the health was first healthy: the continuous one, or the catch-up run's
+    # it waited for (the sensor reports a change of level, and healthy stayed healthy).
+    assert health["driver"]["pid"] in (state["driver_pid"], first_run["holder"].pid)
     assert health["health"]["state"] == "healthy" and health["health"]["conditions"] == []
 
 
@@ -269,10 +375,47 @@ def test_kill_9_of_the_driver_is_restarted_and_tables_stay_exact(setup, first_ru
 
     assert setup.event_ids() == sorted(setup.expected)  # nothing lost, nothing twice
     assert after["driver_pid"] != before["driver_pid"]
-    assert [e["kind"] for e in setup.events()] == ["start", "restart"]
+    assert [e["kind"] for e in setup.events()] == ["start", "lease_wait", "lease_free", "restart"]
+    [restart] = [e for e in setup.events() if e["kind"] == "restart"]
+    assert (restart["restarts_in_window"], restart["consecutive_failures"]) == (1, 1)  # the first of the budget
     assert setup.webhook.kinds() == ["restart"]
     assert setup.webhook.posts[0]["dag_id"] == DAG_ID and setup.webhook.posts[0]["job"] == JOB
     assert setup.webhook.health_alerts() == []  # one restart is the supervisor's business, not an incident
+
+
+def test_catchup_runs_leave_the_job_to_the_continuous_driver_and_none_fails_or_retries(setup, first_run):
+    """Files landing while the continuous driver runs start catch-up runs (the landing's Asset): each ends at once as
+    a success that says who owns the job, without a spark-submit or a retry; the driver ingests the files. A catch-up
+    run with a bad input fails, once, and its reason is on the job's record."""
+    before = {r["dag_run_id"] for r in first_run["catchup_runs"]}  # the later ones too: the kill's landing's
+    driver = live_driver(setup)
+    setup.land("d")  # the catch-up DAG is unpaused since first_run: its watcher lists the landing every 10 s
+    wait_for("a catch-up run started by the landing", lambda: [
+        r for r in setup.catchup_runs() if r["dag_run_id"] not in before and r["run_type"] == "asset_triggered"])
+    bad = setup.api("POST", f"/dags/{CATCHUP}/dagRuns", {"logical_date": None, "conf": {"input": "/no/such/folder"}})
+    runs = setup.settled_catchup_runs()
+    setup.api("PATCH", f"/dags/{CATCHUP}", {"is_paused": True})
+    wait_for("batch d in cloudtrail_events", lambda: setup.event_ids() == sorted(setup.expected))
+
+    landing = [r for r in runs if r["dag_run_id"] not in before and r["dag_run_id"] != bad["dag_run_id"]]
+    assert landing and [r["state"] for r in landing] == ["success"] * len(landing), landing
+    for run in landing:
+        tasks = setup.catchup_tasks(run["dag_run_id"])
+        assert (tasks["plan"], tasks["spark_submit"][0]) == (("success", 1), "skipped"), tasks
+        owned = setup.xcom(run["dag_run_id"], "plan", "owned_by", dag_id=CATCHUP)
+        assert owned.startswith(f"{JOB} is owned by "), owned
+    # The landing's own run, started while this driver ran: the driver named as the owner.
+    last = setup.xcom(landing[-1]["dag_run_id"], "plan", "owned_by", dag_id=CATCHUP)
+    assert last.startswith(f"{JOB} is owned by the continuous driver pid {driver['driver_pid']} on host "), last
+    assert last.endswith(f" of {DAG_ID}); its files are ingested there"), last
+    assert setup.supervisor_state()["restarts_total"] == 1  # the kill -9's only: nothing fought over the lease
+    assert [e["kind"] for e in setup.events()].count("lease_wait") == 1
+
+    assert [r["state"] for r in runs if r["dag_run_id"] == bad["dag_run_id"]] == ["failed"]
+    assert setup.catchup_tasks(bad["dag_run_id"])["plan"] == ("failed", 1)  # refused: no retry
+    [record] = [r for r in read_runs(str(setup.control)) if r["run_id"] == bad["dag_run_id"]]
+    assert (record["outcome"], record["try_number"]) == ("failed", 1)
+    assert record["reason"].startswith("refused: input: "), record
 
 
 def test_oncall_restart_clears_supervise_and_replaces_the_driver_in_the_same_run(setup, first_run):
@@ -284,6 +427,11 @@ def test_oncall_restart_clears_supervise_and_replaces_the_driver_in_the_same_run
     assert oncall["state"] == "success"
     [audit] = [r for r in read_rows(Lake(setup.lake)) if r["action"] == "restart"]
     assert audit["outcome"] == "succeeded" and f"pid {before['driver_pid']} " in audit["message"]
+    assert audit["triggered_by"] == "alice"
+    # The task's log (INFO, as make airflow writes it) holds the plan and the result.
+    assert f"doing restart of {JOB} (audit id {audit['audit_id']}), asked by alice" in oncall["log"]
+    assert f"  1. clear the task `supervise` of run {run_id} of {DAG_ID}" in oncall["log"]
+    assert f"result of restart of {JOB} (audit id {audit['audit_id']})" in oncall["log"]
 
     # The cleared task is stopped (its on_kill stops the driver), then runs again: a new supervisor.
     wait_for("a new supervision", lambda: [e for e in setup.events()[seen:] if e["kind"] == "start"])
@@ -320,6 +468,7 @@ def test_oncall_stop_pauses_the_dag_and_the_driver_stops_after_its_micro_batch(s
     assert oncall["state"] == "success"
     [audit] = [r for r in read_rows(Lake(setup.lake)) if r["action"] == "stop"]
     assert audit["outcome"] == "succeeded" and '"released": true' in audit["message"]
+    assert audit["triggered_by"] == "alice" and f"result of stop of {JOB}" in oncall["log"]
     stop = wait_for("the stop event", lambda: [e for e in setup.events()[started:] if e["kind"] == "stop"])[-1]
     assert stop["exit_code"] == 0, stop
     assert stop["outcome"].startswith("the driver stopped after its micro-batch"), stop
@@ -338,7 +487,12 @@ def test_restart_storm_ends_in_one_alert_and_a_paused_dag(setup, first_run):
     # A driver that always fails at start: its input folder does not exist.
     run = setup.api("POST", f"/dags/{DAG_ID}/dagRuns",
                     {"logical_date": None, "conf": {"input": str(setup.root / "no-such-folder")}})
-    assert setup.oncall("resume_supervision")["state"] == "success"  # unpauses the DAG (it was stopped)
+    resumed = setup.oncall("resume_supervision")  # unpauses the DAG (it was stopped)
+    assert resumed["state"] == "success"
+    [audit] = [r for r in read_rows(Lake(setup.lake)) if r["action"] == "resume_supervision"]
+    assert (audit["outcome"], audit["triggered_by"]) == ("succeeded", "alice")
+    assert json.loads(audit["message"]) == {"lifted": None, "unpaused": DAG_ID}  # no hold: only the unpause
+    assert f"result of resume_supervision of {JOB}" in resumed["log"]
 
     wait_for("the give-up", lambda: setup.task_states(run["dag_run_id"]).get("supervise") == "failed")
     wait_for("the DAG to pause itself", setup.is_paused)
@@ -352,3 +506,60 @@ def test_restart_storm_ends_in_one_alert_and_a_paused_dag(setup, first_run):
     assert "does not exist" in setup.supervisor_state()["last_reason"]
     assert setup.supervisor_state()["state"] == "given_up"
     assert not setup.drivers()
+
+
+def test_make_airflows_harness_made_the_connection_and_its_password_is_nowhere_else(setup, first_run):
+    """The harness printed each person's login and named the service user without its password; the on-call actions
+    above reached the REST API as that user; its password is in no component's output, task log or command line."""
+    printed = setup.started.stdout
+    assert f"  login:  admin / {setup.airflow.password('admin')}  (role admin)" in printed
+    assert f"  login:  alice / {setup.airflow.password('alice')}  (role user)" in printed
+    assert f"the connection airflow_api logs in as the service user {SERVICE_USER} (role user" in printed
+    secret = setup.airflow.password(SERVICE_USER)
+    assert secret and len(secret) >= 16
+    assert [r["action"] for r in read_rows(Lake(setup.lake)) if r["outcome"] == "succeeded"] == [
+        "restart", "stop", "resume_supervision"]
+    assert secret not in setup.started.stdout + setup.started.stderr
+    logged = [path for path in (setup.home / "logs").rglob("*") if path.is_file() and secret in path.read_text(
+        errors="replace")]
+    assert logged == []
+    assert [pid for pid, command in marked_processes(str(setup.home)).items() if secret in command] == []
+
+
+def test_the_health_page_tells_the_night_a_catchup_run_with_its_rows_a_restart_and_a_failed_run(setup, first_run):
+    """In real headless Chromium, logged in as alice: the job's timeline lists the catch-up run with its row count,
+    the kill -9's restart and the failed catch-up run with its reason, in that order."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.plugins.test_health_page import CHROMIUM_ARGS, chromium
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium(), headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(setup.airflow.url + "/plugin/streaming-health")  # the login form first
+            page.get_by_label("Username").fill("alice")
+            page.get_by_label("Password").fill(setup.airflow.password("alice"))
+            page.get_by_role("button", name="Sign in").click()
+            page.wait_for_url("**/plugin/streaming-health", timeout=60_000)
+            page.goto(f"{setup.airflow.url}/streaming-health/job/{JOB}")
+            items = page.locator(f"section[data-job='{JOB}'] ol.timeline li")
+            items.first.wait_for(timeout=60_000)
+            page.screenshot(path=str(setup.root / "timeline.png"), full_page=True)
+            shown = [(items.nth(i).get_attribute("data-kind"), items.nth(i).get_attribute("data-outcome"),
+                      items.nth(i).get_attribute("data-rows"), items.nth(i).inner_text()) for i in range(items.count())]
+            content = page.content()
+        finally:
+            browser.close()
+    kinds = [(kind, outcome) for kind, outcome, _, _ in shown]
+    loaded = next(i for i, (kind, outcome, _, text) in enumerate(shown)
+                  if kind == "catch-up" and first_run["catchup"] in text)
+    restart = next(i for i, (kind, _) in enumerate(kinds) if kind == "restart")  # the kill -9's
+    failed = kinds.index(("catch-up", "failed"))
+    assert loaded < restart < failed, kinds
+    assert shown[loaded][2] == str(CATCHUP_FILES * 3)
+    assert f"{CATCHUP_FILES * 3} rows into cloudtrail_events from {CATCHUP_FILES} files in {CATCHUP_FILES} " \
+           "micro-batches" in shown[loaded][3]
+    assert "catch-up failed" in shown[failed][3] and "refused: input: " in shown[failed][3]
+    assert "(1/2 restarts in the window)" in shown[restart][3]
+    assert setup.airflow.password(SERVICE_USER) not in content

@@ -310,15 +310,23 @@ def test_oncall_dag_runs_one_action_at_a_time_without_retries(dagbag):
 def test_oncall_form_offers_the_registrys_jobs_actions_and_tables(dagbag):
     from spark_jobs.registry import ONCALL_ACTIONS
 
-    schema = {name: param.schema for name, param in dagbag.dags["streaming_oncall"].params.items()}
-    assert schema["job"]["enum"] == sorted(JOBS)
-    assert schema["action"]["enum"] == list(ONCALL_ACTIONS)
+    dag = dagbag.dags["streaming_oncall"]
+    schema = {name: param.schema for name, param in dag.params.items()}
+    assert schema["job"]["enum"] == [None, *sorted(JOBS)]
+    assert schema["action"]["enum"] == [None, *ONCALL_ACTIONS]
     assert schema["table"]["enum"] == [None, *sorted(TABLES)]
     assert schema["reason"]["minLength"] == 1
+    # No default job or action: the person chooses; an empty choice reads as such, never as "null".
+    defaults = {name: param.value for name, param in dag.params.items()}
+    assert defaults == {"job": None, "action": None, "from_time": None, "table": None, "table_version": None,
+                        "reason": None, "dry_run": False}
+    assert {name: schema[name]["values_display"]["null"] for name in ("job", "action", "table")} == {
+        "job": "(choose)", "action": "(choose)", "table": "(none: rollback_table only)"}
+    assert dag.is_paused_upon_creation is False  # no "Unpause streaming_oncall on trigger" box to miss
 
 
 @pytest.mark.parametrize("name, value", [
-    ("job", "no_such_job"), ("action", "reboot"), ("action", None), ("reason", ""), ("reason", None),
+    ("job", "no_such_job"), ("action", "reboot"), ("reason", ""),
     ("table", "../cloudtrail_events"), ("table_version", -1), ("table_version", "3"), ("dry_run", "yes"),
 ])
 def test_oncall_form_refuses_bad_values_before_a_run(dagbag, name, value):

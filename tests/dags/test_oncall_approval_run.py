@@ -1,20 +1,21 @@
 """Four eyes on streaming_oncall under a real Airflow on loopback (api-server, scheduler, dag-processor, triggerer),
-with named users of the simple auth manager and their real tokens, and the timeline on the health page in real
-headless Chromium.
+with named users of the simple auth manager and their real tokens, the trigger form and the required action in real
+headless Chromium, and the timeline on the health page.
 
-alice (role USER) asks for ``rollback_table`` four times through the REST API, as the form does:
+alice (role USER) asks for ``rollback_table`` three times:
 
-1. she approves it herself: the HITL API takes her answer (it cannot exclude a user), the task refuses it
-   (four eyes) and runs nothing;
-2. bob rejects it: nothing runs (the task is skipped);
-3. nobody answers: it expires (``$STREAMING_ONCALL_APPROVAL_EXPIRY`` shortens the registry's 4 h for the test; the
-   scheduler's sweep runs every 2 s) and runs nothing;
-4. bob approves it: the rollback is spark-submitted (real Spark: ``lake restore``) and the table is back at the
+1. in the UI's trigger form (Chromium): it has no default job or action and no ``null``, no "unpause" box, and its
+   JSON (Advanced Options) fills it without "This field is required"; then she presses **Approve** on her own
+   request: Airflow refuses it ("not a respondent": the request is assigned to the other users who may answer), the
+   page shows the refusal and why, and the request stays open; bob rejects it: nothing runs (the task is skipped);
+2. through the REST API, as the form does: nobody answers: it expires (``$STREAMING_ONCALL_APPROVAL_EXPIRY``
+   shortens the registry's 4 h for the test; the scheduler's sweep runs every 2 s) and runs nothing;
+3. bob approves it: the rollback is spark-submitted (real Spark: ``lake restore``) and the table is back at the
    earlier version.
 
-vic (role VIEWER) may not answer at all (403). Each of the four is one ``ops_audit`` row with both names (the
-expired one has none to name but the requester). The lake's ``cloudtrail_events`` is written with delta-rs (two
-commits: the first run's rows, then a bad deploy's junk rows), so no SparkSession starts in this process.
+vic (role VIEWER) may not answer at all (403). Each request is one ``ops_audit`` row with both names (the expired one
+has none to name but the requester). The lake's ``cloudtrail_events`` is written with delta-rs (two commits: the first
+run's rows, then a bad deploy's junk rows), so no SparkSession starts in this process.
 """
 
 from __future__ import annotations
@@ -87,7 +88,10 @@ class Stage:
 
     def request(self, reason: str) -> tuple[str, dict]:
         """alice asks for the rollback; the run id and its required action once the task waits for it."""
-        run_id = self.alice.trigger(DAG_ID, {**CONF, "reason": reason})
+        return self.awaiting(self.alice.trigger(DAG_ID, {**CONF, "reason": reason}))
+
+    def awaiting(self, run_id: str) -> tuple[str, dict]:
+        """The run id and its required action once the task waits for it."""
         found = wait_for(f"the required action of {run_id}", lambda: [
             d for d in pending(self.bob, DAG_ID) if d["task_instance"]["dag_run_id"] == run_id], every=0.5)
         # A person answers seconds later, not within the seconds the task takes to park: with Airflow 3.3.2's
@@ -128,20 +132,82 @@ def stage(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def self_approved(stage):
-    run_id, detail = stage.request("alice approves her own request")
-    assert detail["subject"] == f"Approve rollback_table of {JOB}, asked by alice?"
-    assert detail["options"] == ["Approve", "Reject"]
-    # A viewer may not answer; the requester may (Airflow cannot exclude her), and the task refuses it.
+def browser(stage):
+    """Debian's headless Chromium, driven by Playwright, for the module."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.plugins.test_health_page import CHROMIUM_ARGS, chromium
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium(), headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def logged_in(stage, browser, user: str, path: str):
+    """A new page of ``browser`` logged in as ``user`` at ``path`` (the login form first)."""
+    page = browser.new_context(viewport={"width": 1400, "height": 1100}).new_page()
+    page.goto(stage.airflow.url + path)
+    page.get_by_label("Username").fill(user)
+    page.get_by_label("Password").fill(f"{user}-secret")
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(f"**{path}**", timeout=60_000)
+    return page
+
+
+@pytest.fixture(scope="module")
+def form(stage, browser):
+    """alice opens the trigger form of streaming_oncall, reads it, fills it through its JSON and triggers."""
+    page = logged_in(stage, browser, "alice", f"/dags/{DAG_ID}")
+    page.get_by_role("button", name="Trigger").first.click()
+    dialog = page.get_by_role("dialog")
+    dialog.get_by_text("Run Parameters").wait_for(timeout=60_000)
+    page.screenshot(path=str(stage.root / "form.png"), full_page=True)
+    opened = dialog.inner_text()
+    dialog.get_by_text("Advanced Options").click()
+    dialog.locator(".monaco-editor .view-lines").last.click()
+    page.keyboard.press("Control+A")
+    page.keyboard.press("Delete")
+    page.keyboard.insert_text(json.dumps({**CONF, "reason": "sent from the form's JSON"}))
+    dialog.get_by_text("Run Parameters").click()  # out of the editor: the form takes the JSON
+    page.screenshot(path=str(stage.root / "form-json.png"), full_page=True)
+    filled = dialog.inner_text()
+    enabled = dialog.get_by_role("button", name="Trigger").is_enabled()
+    dialog.get_by_role("button", name="Trigger").click()
+    run = wait_for("alice's run from the form", lambda: [r for r in stage.admin.runs(DAG_ID)
+                                                         if r["conf"].get("reason") == "sent from the form's JSON"])
+    return {"opened": opened, "filled": filled, "enabled": enabled, "run": run[0], "page": page, "browser": browser}
+
+
+@pytest.fixture(scope="module")
+def self_approved(stage, form):
+    """alice presses Approve on her own request on its Required Actions page; then through the REST API."""
+    run_id, detail = stage.awaiting(form["run"]["dag_run_id"])
+    page = form["page"]
+    page.goto(f"{stage.airflow.url}/dags/{DAG_ID}/runs/{run_id}/tasks/{TASK}/required_actions")
+    page.get_by_role("button", name="Approve").wait_for(timeout=60_000)
+    page.screenshot(path=str(stage.root / "required-action.png"), full_page=True)
+    page.get_by_role("button", name="Approve").click()
+    page.get_by_text("Access Denied").first.wait_for(timeout=60_000)  # the UI's words for Airflow's 403
+    page.screenshot(path=str(stage.root / "self-approval.png"), full_page=True)
+    shown = page.locator("body").inner_text()
+    listed = logged_in(stage, form["browser"], "bob", "/required_actions")
+    listed.get_by_text(detail["subject"]).first.wait_for(timeout=60_000)
+    listed.screenshot(path=str(stage.root / "required-actions.png"), full_page=True)
+    in_list = listed.locator("body").inner_text()
+    # A viewer may not answer; the requester may not either (the request is assigned to the others).
     assert stage.vic.answer(DAG_ID, run_id, TASK, "Approve")[0] == 403
     status, answered = stage.alice.answer(DAG_ID, run_id, TASK, "Approve")
-    assert status == 200 and answered["responded_by"]["name"] == "alice"
-    return {"run": stage.ended(run_id), "run_id": run_id, "detail": detail, "events": events(stage.lake)}
+    still = [d for d in pending(stage.bob, DAG_ID) if d["task_instance"]["dag_run_id"] == run_id]
+    return {"run_id": run_id, "detail": detail, "shown": shown, "api": (status, answered), "still": still,
+            "in_list": in_list, "events": events(stage.lake)}
 
 
 @pytest.fixture(scope="module")
 def rejected(stage, self_approved):
-    run_id, _ = stage.request("bob will reject this")
+    run_id = self_approved["run_id"]
     assert stage.bob.answer(DAG_ID, run_id, TASK, "Reject")[0] == 200
     return {"run": stage.ended(run_id), "run_id": run_id, "events": events(stage.lake)}
 
@@ -163,22 +229,45 @@ def approved(stage, expired):
     return {"run": stage.ended(run_id), "run_id": run_id, "events": events(stage.lake)}
 
 
-def test_the_approver_reads_the_dry_runs_plan(self_approved):
-    body = self_approved["detail"]["body"]
-    assert "**Requested by** alice" in body and "**Reason**: alice approves her own request" in body
+def test_the_form_has_no_default_job_no_null_and_its_json_fills_it(form):
+    opened = form["opened"].splitlines()
+    assert opened[opened.index("Job") + 1] == "(choose)" and opened[opened.index("Action") + 1] == "(choose)"
+    assert opened[opened.index("Table") + 1] == "(none: rollback_table only)"
+    assert "null" not in opened and "None" not in opened
+    assert not any("Unpause" in line or "unpause" in line for line in opened)  # unpaused at creation: no box to miss
+    filled = form["filled"].splitlines()
+    assert filled[filled.index("Job") + 1] == JOB and filled[filled.index("Table") + 1] == TABLE
+    assert "This field is required" not in form["filled"] and form["enabled"]
+    run = form["run"]
+    assert (run["conf"], run["triggering_user_name"]) == ({**CONF, "reason": "sent from the form's JSON"}, "alice")
+
+
+def test_the_approver_reads_the_dry_runs_plan_and_who_may_approve(self_approved):
+    detail = self_approved["detail"]
+    assert detail["subject"] == f"Approve rollback_table of {JOB}, asked by alice? (four eyes: not alice)"
+    assert detail["options"] == ["Approve", "Reject"]
+    assert [user["name"] for user in detail["assigned_users"]] == ["admin", "bob"]  # not alice, vic nor the service
+    body = detail["body"]
+    assert "**Requested by** alice" in body and "**Reason**: sent from the form's JSON" in body
+    assert "**May approve**: admin, bob (not alice, who asked)" in body
     assert f"spark-submit: python -m spark_jobs lake restore --table {TABLE} --to-version 0 --yes" in body
     assert "(then nothing runs)" in body
 
 
-def test_the_requesters_own_approval_is_refused_and_runs_nothing(stage, self_approved):
-    assert self_approved["run"]["state"] == "failed"
-    assert stage.task_state(self_approved["run_id"]) == "failed"
+def test_the_requesters_own_approval_is_refused_on_the_page_and_the_request_stays_open(stage, self_approved):
+    shown = self_approved["shown"]
+    # Airflow refuses her press (the UI's toast for its 403), under the request that says why and who may approve.
+    assert "Access Denied" in shown and "You do not have permission to perform this action." in shown
+    assert "alice asked for it and cannot approve it: refused, the requester cannot approve their own request" in shown
+    assert "May approve: admin, bob (not alice, who asked)" in shown
+    status, answered = self_approved["api"]
+    assert status == 403 and "User=alice (id=alice) is not a respondent for the task." in answered
+    assert len(self_approved["still"]) == 1  # still waiting for another user
+    # Browse > Required Actions: still "Approval Required", never an "Approval Received" by the requester.
+    listed = self_approved["in_list"]
+    assert "Approval Required" in listed and "Approval Received" not in listed
+    assert "(four eyes: not alice)" in listed
     assert self_approved["events"] == sorted(ROWS + JUNK)  # nothing rolled back
-    row = stage.audit(self_approved["run_id"])
-    assert (row["outcome"], row["decision"], row["triggered_by"], row["decided_by"]) == (
-        "refused", "self_approval", "alice", "alice")
-    assert "alice requested this action and cannot approve it (four eyes)" in row["message"]
-    assert row["versions_after"] == row["versions_before"] == {TABLE: 1}
 
 
 def test_a_rejected_request_runs_nothing(stage, rejected):
@@ -214,17 +303,14 @@ def test_a_second_users_approval_runs_it(stage, approved):
 def test_every_request_is_one_audit_row_with_its_names(stage, approved):
     rows = [r for r in read_rows(stage.lake) if r["action"] == "rollback_table"]
     assert [(r["triggered_by"], r["decision"], r["decided_by"], r["outcome"]) for r in rows] == [
-        ("alice", "self_approval", "alice", "refused"), ("alice", "rejected", "bob", "rejected"),
-        ("alice", "expired", None, "expired"), ("alice", "approved", "bob", "succeeded")]
+        ("alice", "rejected", "bob", "rejected"), ("alice", "expired", None, "expired"),
+        ("alice", "approved", "bob", "succeeded")]
 
 
-def test_the_health_page_timeline_lists_a_restart_an_incident_and_the_approved_action_in_order(stage, approved):
+def test_the_health_page_timeline_lists_a_restart_an_incident_and_the_approved_action_in_order(stage, approved,
+                                                                                                browser):
     """A restart and an incident planted in the job's control folder before the approved action; the page, in real
     headless Chromium logged in as bob, lists them in that order with the action's requester and approver."""
-    from playwright.sync_api import sync_playwright
-
-    from tests.plugins.test_health_page import CHROMIUM_ARGS, chromium
-
     action = stage.audit(approved["run_id"])
     control = str(stage.lake.control_path(JOB))
     append_event(control, {"time": (action["time"] - dt.timedelta(minutes=2)).isoformat(), "job": JOB,
@@ -232,24 +318,14 @@ def test_the_health_page_timeline_lists_a_restart_an_incident_and_the_approved_a
                            "restarts_in_window": 1, "max_restarts": 5})
     IncidentStore(control).update(JOB, [Condition("stalled", "error", "no commit for 20 min while 3 files wait",
                                                   "restart it")], now=action["time"] - dt.timedelta(minutes=1))
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium(), headless=True, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(stage.airflow.url + "/plugin/streaming-health")  # the login form first
-            page.get_by_label("Username").fill("bob")
-            page.get_by_label("Password").fill("bob-secret")
-            page.get_by_role("button", name="Sign in").click()
-            page.wait_for_url("**/plugin/streaming-health", timeout=60_000)
-            page.goto(f"{stage.airflow.url}/streaming-health/job/{JOB}")
-            items = page.locator(f"section[data-job='{JOB}'] ol.timeline li")
-            items.first.wait_for(timeout=60_000)
-            page.screenshot(path=str(stage.root / "timeline.png"), full_page=True)
-            shown = [(items.nth(i).get_attribute("data-kind"), items.nth(i).get_attribute("data-requested-by"),
-                      items.nth(i).get_attribute("data-decided-by"), items.nth(i).get_attribute("data-outcome"),
-                      items.nth(i).inner_text()) for i in range(items.count())]
-        finally:
-            browser.close()
+    page = logged_in(stage, browser, "bob", "/plugin/streaming-health")
+    page.goto(f"{stage.airflow.url}/streaming-health/job/{JOB}")
+    items = page.locator(f"section[data-job='{JOB}'] ol.timeline li")
+    items.first.wait_for(timeout=60_000)
+    page.screenshot(path=str(stage.root / "timeline.png"), full_page=True)
+    shown = [(items.nth(i).get_attribute("data-kind"), items.nth(i).get_attribute("data-requested-by"),
+              items.nth(i).get_attribute("data-decided-by"), items.nth(i).get_attribute("data-outcome"),
+              items.nth(i).inner_text()) for i in range(items.count())]
     kinds = [(kind, requested, decided, outcome) for kind, requested, decided, outcome, _ in shown]
     restart = kinds.index(("restart", "", "", "restarting in 1 s"))
     incident = kinds.index(("incident", "", "", "error"))
@@ -257,4 +333,4 @@ def test_the_health_page_timeline_lists_a_restart_an_incident_and_the_approved_a
     assert restart < incident < action_at
     assert "asked by alice, approved by bob" in shown[action_at][4]
     # The other requests are on it too, in the order they were asked.
-    assert [k[3] for k in kinds if k[0] == "oncall"] == ["refused", "rejected", "expired", "succeeded"]
+    assert [k[3] for k in kinds if k[0] == "oncall"] == ["rejected", "expired", "succeeded"]

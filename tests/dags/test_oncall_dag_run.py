@@ -87,13 +87,14 @@ class Oncall:
             "AIRFLOW__API__BASE_URL": "http://127.0.0.1:9/",
             "LAKE_ROOT": str(self.lake.root),
             "CLOUDTRAIL_ETL_INPUT": str(self.landing),
+            # The users every component of one Airflow shares: the task assigns a request to those who may answer.
+            **user_settings(self.home),
         }
         # The API server that takes approvals: same metadata DB, the same users as the approval tests.
         from tools.local_airflow import LocalAirflow, free_port
 
         self.approvals = LocalAirflow(self.home, free_port(29300), {
-            **{k: v for k, v in self.env.items() if k != "AIRFLOW__API__BASE_URL"}, **user_settings(self.home)},
-            components=("api-server",))
+            k: v for k, v in self.env.items() if k != "AIRFLOW__API__BASE_URL"}, components=("api-server",))
         self.approved: list[dict] = []
 
     def run(self, *command: str, timeout: float = 900) -> subprocess.CompletedProcess:

@@ -59,3 +59,34 @@ def test_an_unknown_component_gets_the_usage():
     assert done.returncode == 2
     assert done.stderr == ("usage: airflow-entrypoint.sh init|api-server|scheduler|dag-processor|triggerer "
                            "(got: webserver)\n")
+
+
+def test_api_server_refuses_the_placeholder_service_password():
+    connection = ('{"conn_type": "http", "host": "http://airflow-apiserver:8080", "login": "streaming_service", '
+                  '"password": "change-me"}')
+    done = run(["api-server"], {"AIRFLOW_ADMIN_PASSWORD": REAL, "AIRFLOW_CONN_AIRFLOW_API": connection})
+
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: AIRFLOW_SERVICE_PASSWORD is still the placeholder of .env.example")
+
+
+def test_api_server_writes_the_admins_and_the_service_users_passwords(tmp_path):
+    import json
+    import sys
+
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "python").symlink_to(sys.executable)  # python, but no airflow on PATH
+    passwords = tmp_path / "passwords.json"
+    passwords.write_text(json.dumps({"alice": "generated-earlier"}))
+    connection = json.dumps({"conn_type": "http", "host": "http://airflow-apiserver:8080", "login": "streaming_service",
+                             "password": "service-s3cr3t"})
+    done = run(["api-server"], {"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin", "AIRFLOW_ADMIN_PASSWORD": REAL,
+                                "AIRFLOW_CONN_AIRFLOW_API": connection,
+                                "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin,alice:user,streaming_service:user",
+                                "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords)})
+
+    assert done.returncode == 127 and "exec: airflow: not found" in done.stderr  # it got as far as the start
+    assert json.loads(passwords.read_text()) == {"alice": "generated-earlier", "admin": REAL,
+                                                 "streaming_service": "service-s3cr3t"}
+    assert oct(passwords.stat().st_mode & 0o777) == "0o600"
+    assert "s3cr3t" not in done.stdout + done.stderr

@@ -105,3 +105,16 @@ def test_alerts_can_be_switched_off(planted, webhook):
                                       input_path=str(planted.landing), alerts=False)
     assert asyncio.run(trigger.poll_once())["health"]["state"] == "stalled"
     assert webhook[1] == [] and not (planted.control / "incidents.json").exists()
+
+
+def test_the_page_shows_how_a_job_finds_its_files():
+    from spark_jobs.control.monitoring.health import JobHealth
+    from streaming.health_page import render_page
+
+    health = JobHealth(job="cloudtrail_etl", state="healthy", reason="ok", checkpoint_status="healthy",
+                       checked_at="2026-11-27T04:00:00+00:00",
+                       discovery="notifications; queue: 3 messages waiting, 0 received, the oldest had waited 2.5 s; "
+                                 "last reconcile 2026-11-27T03:00:00+00:00: 9 listed, 1 missed and ingested")
+    page = render_page([health], {}, "/lake")
+    assert ('data-discovery="1">Input: notifications; queue: 3 messages waiting, 0 received, the oldest had waited '
+            "2.5 s; last reconcile 2026-11-27T03:00:00+00:00: 9 listed, 1 missed and ingested</p>") in page

@@ -24,11 +24,12 @@ from tests.conftest import PROJECT_ROOT, run_cli
     (["run", "cloudtrail_etl", "--input", "tests", "--trigger", "hourly"], "error: bad trigger 'hourly'"),
     (["run", "cloudtrail_etl", "--input", "tests", "--max-files-per-trigger", "0"],
      "error: --max-files-per-trigger must be a whole number >= 1, got '0'"),
-    (["run", "cloudtrail_etl", "--input", "tests", "--table-format", "orc"],
-     "error: unknown table format 'orc'; use one of: delta"),
-    (["run", "cloudtrail_etl", "--input", "tests", "--table-format", "parquet"],
-     "error: unknown table format 'parquet'; use one of: delta (the file-sink parquet format was removed; a lake "
-     "in that layout is converted by python -m spark_jobs lake convert)"),
+    (["run", "cloudtrail_etl", "--input", "tests", "--lookback", "soon"],
+     "error: --lookback 'soon' is not a positive duration"),
+    (["run", "cloudtrail_etl", "--input", "tests", "--start-at", "yesterday"],
+     "error: --start-at 'yesterday' is not a time (ISO-8601"),
+    (["run", "word_count", "--input", "tests", "--queue-url", "https://sqs.eu-west-1.amazonaws.com/1/q"],
+     "error: --queue-url: job word_count does not discover files by a key layout"),
     (["run", "cloudtrail_etl", "--input", "Makefile"], "error: input '"),
 ])
 def test_bad_values_fail_fast_with_one_line_naming_them(args, message):

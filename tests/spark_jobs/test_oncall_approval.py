@@ -7,8 +7,8 @@ import datetime as dt
 
 import pytest
 
-from spark_jobs.control.oncall_approval import (EXPIRY_ENV, approval_body, approval_expiry, decide,
-                                                 needs_approval)
+from spark_jobs.control.oncall_approval import (EXPIRY_ENV, approval_body, approval_expiry, approval_subject,
+                                                 approvers, decide, needs_approval)
 from spark_jobs.control.ops_audit import AuditRecord, append, arrow_schema, audit_path, read_rows
 from spark_jobs.model.errors import RegistryError
 from spark_jobs.model.lake import Lake
@@ -70,7 +70,8 @@ def test_the_requesters_own_approval_is_refused():
     decision = decide(answer("Approve", "alice"), requester="alice", now=NOW)
     assert (decision.decision, decision.by, decision.runs, decision.outcome()) == (
         "self_approval", "alice", False, "refused")
-    assert "alice requested this action and cannot approve it (four eyes): nothing was run" in decision.message("alice")
+    assert decision.message("alice").startswith("refused: the requester cannot approve their own request: alice "
+                                                "requested this action and cannot approve it (four eyes): nothing was run")
     # A requester Airflow did not name cannot be told apart from the approver: refused too.
     unknown = decide(answer("Approve", "bob"), requester=None, now=NOW)
     assert (unknown.decision, unknown.runs) == ("self_approval", False)
@@ -94,6 +95,25 @@ def test_the_approver_reads_the_dry_runs_plan():
     assert "**Requested by** alice" in body and "**Reason**: a bad deploy" in body
     assert "1. restore cloudtrail_events to version 1\n2. spark-submit: python -m spark_jobs lake restore" in body
     assert "**Expires at** 2026-11-25T03:00:00Z (then nothing runs)" in body
+    assert "alice asked for it and cannot approve it: refused, the requester cannot approve their own request" in body
+
+
+def test_the_request_names_who_may_approve_and_escapes_what_markdown_would_drop():
+    body = approval_body(["move the checkpoint to /lake/control/j/backups/<UTC time>-reset/checkpoint"],
+                         requester="alice", reason="a <script> in the reason", expires_at=NOW, audit_id="a-1",
+                         may_approve=["bob", "admin"])
+    assert "**May approve**: bob, admin (not alice, who asked)" in body
+    assert "1. move the checkpoint to /lake/control/j/backups/\\<UTC time\\>-reset/checkpoint" in body
+    assert "**Reason**: a \\<script\\> in the reason" in body
+    assert approval_subject("cloudtrail_etl", "rollback_table", "alice") == (
+        "Approve rollback_table of cloudtrail_etl, asked by alice? (four eyes: not alice)")
+
+
+def test_who_may_approve_is_every_other_user_allowed_to_answer_but_not_the_service_user():
+    users = "admin:admin,alice:user,bob:user,vic:viewer,olga:op,streaming_service:user"
+    assert approvers(users, "alice", "streaming_service") == ["admin", "bob", "olga"]
+    assert approvers(users, None, None) == ["admin", "alice", "bob", "olga", "streaming_service"]
+    assert approvers("admin:admin,streaming_service:user", "admin", "streaming_service") == []  # nobody: refused
 
 
 def test_approval_columns_are_added_to_a_table_written_before_them(tmp_path):

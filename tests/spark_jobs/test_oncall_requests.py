@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -65,6 +66,8 @@ def refused(lake, **request) -> OncallRefused:
 
 @pytest.mark.parametrize("request_, field, message", [
     (dict(job="no_such_job"), "job", "unknown job 'no_such_job'"),
+    (dict(job=None), "job", "is required: choose the job to act on (one of cloudtrail_activity, "),
+    (dict(action=None), "action", "is required: choose what to do (one of restart, stop, "),
     (dict(action="reboot"), "action", "'reboot' is not an action; one of: restart, stop, pause_supervision"),
     (dict(reason=None), "reason", "is required: say why"),
     (dict(reason="   "), "reason", "is required: say why"),
@@ -112,8 +115,9 @@ def test_a_version_whose_files_are_gone_cannot_be_rolled_back_to(lake):
                                                           "cannot be restored; choose a later version")
 
 
-def _hold_lease(lake: Lake) -> Lease:
-    return Lease.acquire(str(lake.control_path(JOB.name)), JOB.name, 30, details={"holder": "a test driver"})
+def _hold_lease(lake: Lake, trigger: str = "processing-time:10s") -> Lease:
+    """The job's lease, held as a driver of ``trigger`` (the continuous one's by default)."""
+    return Lease.acquire(str(lake.control_path(JOB.name)), JOB.name, 30, details={"trigger": trigger})
 
 
 def _supervisor(lake: Lake, state: str = "running") -> None:
@@ -126,6 +130,7 @@ def _supervisor(lake: Lake, state: str = "running") -> None:
     ("restart", "lease", replace(RUNNING, running_run_id=None, supervise_state=None),
      "has no running run whose `supervise` runs"),
     ("restart", "lease", UNREACHABLE, "Airflow cannot be asked about cloudtrail_etl_continuous: cannot reach"),
+    ("restart", "catch-up lease", RUNNING, "the checkpoint is held by the catch-up run pid "),
     ("stop", None, PAUSED, "it is already stopped: cloudtrail_etl_continuous is paused and no driver holds the lease"),
     ("stop", "lease", PAUSED, "does not run under cloudtrail_etl_continuous, which is paused: stop it where"),
     ("pause_supervision", None, None, "no supervisor is running (supervisor.json: none); nothing to pause"),
@@ -134,6 +139,7 @@ def _supervisor(lake: Lake, state: str = "running") -> None:
     ("resume_supervision", None, RUNNING, "supervision is not paused (no hold) and cloudtrail_etl_continuous is "
                                           "not paused"),
     ("reset_checkpoint", "lease", None, "a driver holds the checkpoint (pid "),
+    ("reset_checkpoint", "catch-up lease", None, "s ago, ttl 30 s): the catch-up run); stop the job first"),
     ("reset_checkpoint", "supervisor", None, "its supervisor is running (it would start a driver)"),
     ("reset_checkpoint", None, None, "there is no checkpoint at "),
 ])
@@ -141,6 +147,8 @@ def test_an_action_that_does_not_fit_the_jobs_state_is_refused(lake, action, set
     lease = None
     if setup == "lease":
         lease = _hold_lease(lake)
+    elif setup == "catch-up lease":
+        lease = _hold_lease(lake, "available-now")
     elif setup in ("supervisor", "hold"):
         _supervisor(lake)
         if setup == "hold":
@@ -213,16 +221,25 @@ def test_reset_checkpoint_moves_the_checkpoint_to_a_backup_under_the_lease(lake)
     (checkpoint / "offsets").mkdir(parents=True)
     (checkpoint / "metadata").write_text('{"id":"q1"}')
     (checkpoint / "offsets" / "0").write_text("v1")
+    stopped = Lease.acquire(str(lake.control_path(JOB.name)), JOB.name, 60)  # the driver that ran last, stopped
+    stopped.release()
     request = check(lake, action="reset_checkpoint", airflow=None)
-    assert request.plan()[1].startswith(f"move the checkpoint {checkpoint} to {lake.control_path(JOB.name)}/backups/")
+    backup = lake.control_path(JOB.name) / "backups" / "20261123T120000.000000Z-reset" / "checkpoint"
+    take, move = request.plan()[:2]
+    assert re.fullmatch(rf"take the job's lease \(no driver can start meanwhile; no driver holds it: the last one, pid "
+                        rf"{os.getpid()} on host \S+, released it -?\d+ s ago\)", take), take
+    assert move == (f"move the checkpoint {checkpoint} to {backup} (the backup; move it back to undo, while the job "
+                    "is stopped)")  # the name it gets: the time it was asked for
 
-    done = reset_checkpoint(request, now=NOW)
+    done = reset_checkpoint(request)
 
-    backup = Path(done["backup"])
-    assert backup == lake.control_path(JOB.name) / "backups" / "20261123T120000.000000Z-reset" / "checkpoint"
+    assert Path(done["backup"]) == backup
     assert not checkpoint.exists()
     assert (backup / "metadata").read_text() == '{"id":"q1"}' and (backup / "offsets" / "0").read_text() == "v1"
     lease = read_lease(str(lake.control_path(JOB.name)))
     assert lease.released and lease.details == {"holder": "streaming_oncall reset_checkpoint"}
     error = refused(lake, action="reset_checkpoint", airflow=None)
     assert "there is no checkpoint at" in str(error)
+    checkpoint.mkdir()
+    with pytest.raises(OncallRefused, match="exists already: this request was carried out before"):
+        reset_checkpoint(request)  # the same request twice moves nothing over its own backup

@@ -9,6 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 import deltalake
+import pytest
 
 from spark_jobs.model.lake import Lake
 from tools.sample_data import write_sample_landing
@@ -91,7 +92,7 @@ def test_a_batch_with_a_bad_record_or_an_old_event_writes_the_rest_under_a_secon
 
 def test_a_batch_run_again_after_its_one_pass_commit_writes_only_the_rest(spark, tmp_path, tables):
     """A crash after the one pass committed the events: the batch run again adds the quarantine, no event twice."""
-    from spark_jobs.driver.write.pipelined import write_one_pass
+    from spark_jobs.driver.write.pipelined import write_pipelined
     from spark_jobs.driver.job_modules import job_module, output_schemas, table_targets
     from spark_jobs.driver.source_readers import read_files
     from spark_jobs.driver.write import write_batch
@@ -109,7 +110,7 @@ def test_a_batch_run_again_after_its_one_pass_commit_writes_only_the_rest(spark,
     writer = ExactlyOnceWriter(spark, targets, "crash-test")
     files = read_files(spark, JOB, tmp_path / "landing", dict(JOB.file_source_options), streaming=False)
 
-    first = write_one_pass(module, JOB, writer, targets, files, 7)
+    first = write_pipelined(module, JOB, writer, targets, files, 7)
     assert (first.complete, first.files, first.rows) == (False, 3, {EVENTS: 12, QUARANTINE: 0})
     assert first.carried == {EVENTS: 12, QUARANTINE: 1}
     # ... the driver dies here; the restarted query runs batch 7 again.
@@ -142,3 +143,42 @@ def test_a_batch_whose_events_all_fit_leaves_only_the_quarantine_to_write(tmp_pa
     assert deltalake.DeltaTable(str(lake.table_path(EVENTS))).version() == 1  # created, then the one pass
     assert [app.rsplit(":", 1)[1] for app in _app_versions(lake.table_path(EVENTS))] == [EVENTS]
     assert [app.rsplit(":", 1)[1] for app in _app_versions(lake.table_path(QUARANTINE))] == [QUARANTINE]
+
+
+@pytest.mark.parametrize("most", [10_000, 1], ids=["collected", "ranked_whole"])
+def test_later_deliveries_in_one_batch_and_keys_the_table_holds_are_left_out_of_its_one_commit(
+        tmp_path, run_job, tables, monkeypatch, most):
+    """The one pass writes its rows first and checks their keys after: a key delivered twice in the batch keeps
+    its first delivery (by file, then record), a key the table holds adds nothing, in one MERGE-recorded commit;
+    with more such rows than are collected (``most``), the new rows are ranked whole instead."""
+    from spark_jobs.driver.write import delta_writer
+
+    monkeypatch.setattr(delta_writer, "MOST_DUPLICATES_COLLECTED", most)
+    landing = tmp_path / "landing"
+    base = dt.datetime(2024, 3, 2, 10, 5, tzinfo=dt.UTC)
+    records = [_record_at(f"ev-{i}", base - dt.timedelta(minutes=3, seconds=i)) for i in range(6)]
+    _dated_file(landing / "a", base, records[:4], "A")
+    run_job(landing, tmp_path / "lake")
+    # One batch: B repeats ev-0 and ev-3 (both in the table) and ev-5 twice; C repeats ev-4 and ev-5.
+    _dated_file(landing / "b", base + dt.timedelta(minutes=1), [records[0], records[4], records[5], records[5],
+                                                                 records[3]], "B")
+    _dated_file(landing / "c", base + dt.timedelta(minutes=2), [records[5], records[4]], "C")
+    summary = run_job(landing, tmp_path / "lake")
+    lake = Lake(tmp_path / "lake")
+    events = tables(tmp_path / "lake")[EVENTS]
+    assert sorted((r.eventID, r._source_file.rsplit("_", 1)[1], r._record_index) for r in events.collect()) == [
+        ("ev-0", "A.json.gz", 0), ("ev-1", "A.json.gz", 1), ("ev-2", "A.json.gz", 2), ("ev-3", "A.json.gz", 3),
+        ("ev-4", "B.json.gz", 1), ("ev-5", "B.json.gz", 2)]
+    assert summary.rows == {EVENTS: 2, QUARANTINE: 0}
+    history = deltalake.DeltaTable(str(lake.table_path(EVENTS))).history(1)[0]
+    assert (history["operation"], history["operationMetrics"]["numTargetRowsInserted"],
+            history["operationMetrics"]["numSourceRows"]) == ("MERGE", "2", "7")
+    # No file of the table holds a row that is not committed (each left-out row's file was written again).
+    committed = {Path(p).name for p in deltalake.DeltaTable(str(lake.table_path(EVENTS))).file_uris()}
+    assert {p.name for p in lake.table_path(EVENTS).rglob("*.parquet")} == committed
+
+
+def _record_at(event_id: str, when: dt.datetime) -> dict:
+    return {"eventVersion": "1.08", "eventTime": when.strftime("%Y-%m-%dT%H:%M:%SZ"), "eventSource": "s3.amazonaws.com",
+            "eventName": "GetObject", "awsRegion": "eu-west-1", "eventID": event_id, "eventType": "AwsApiCall",
+            "recipientAccountId": "111122223333", "userIdentity": {"type": "IAMUser", "accountId": "111122223333"}}

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from spark_jobs.jobs.cowrie_honeypot import FIELDS
+from spark_jobs.transforms.cowrie.parse import FIELDS
 from tests.conftest import PROJECT_ROOT
 from tests.spark_jobs.jobs.test_cowrie_honeypot import EVENTS, QUARANTINE, JOB, read_tables, run
 from tests.spark_jobs.test_crash_recovery import _batch_ids, _kill_mid_batch, _kill_with_files_uncommitted

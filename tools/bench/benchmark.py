@@ -35,6 +35,9 @@ bare-Spark counterpart it is a ratio to the best bare Spark does on the same fil
 - ``memory``: peak resident memory of the Spark JVM (driver and executor are one JVM in local
   mode) and of the Python processes, during the in-process measurements.
 - ``min_driver_memory``: the catch-up with less and less ``--driver-memory`` until it fails.
+- ``cold_start``: a catch-up of one new file, process start to exit, against the floor (a fresh bare-Spark process
+  with the Delta jars that appends the file's rows to a Delta table), on a small lake and on a table of 10M
+  events; and a run's first micro-batch against its warm ones (:mod:`tools.bench.cold_start`).
 - ``dedup_cost``: a live batch of 1,000 events through the job's write path on tables of 100k, 1M and
   10M events in one day, with the MERGE bounded by the files' delivery times and by dates only
   (:mod:`tools.bench.merge_cost`); the ratio is the largest table's batch time to the smallest's.
@@ -73,7 +76,7 @@ log = logging.getLogger("tools.bench")
 
 BENCH_ROOT = PROJECT_ROOT / ".spark" / "bench"
 IN_PROCESS = ("throughput", "profile", "write_shapes", "adhoc_query", "memory", "freshness", "freshness_large",
-              "backfill_priority", "state", "dedup_cost")
+              "backfill_priority", "state", "dedup_cost", "cold_start")
 LAUNCHES = ("noop_catchup", "orchestration", "orchestration_live", "sql_command", "cores", "min_driver_memory",
             "jvm_start", "object_store", "history_scale")
 MEASUREMENTS = IN_PROCESS + LAUNCHES
@@ -96,6 +99,8 @@ QUICK_LEAVES_OUT = {
                     "freshness runs (~3+ min at 50k records)",
     "state": "two stateful jobs over 1x and 10x an event-time span, one micro-batch per hour of events (~66 "
              "micro-batches each with --quick, ~5 min)",
+    "cold_start": "fresh processes of the job and of bare Spark with Delta, each on one new file, on a small lake and on "
+                  "a table of 10M events (built once, ~5 min, then cached under .spark/bench/live_tables; ~6 min)",
     "dedup_cost": "tables of 100k, 1M and 10M events (built once, ~5 min, then cached under .spark/bench/live_tables) "
                   "and 2 x 5 live batches on each (~5 min)",
     "history_scale": "landings of 10k, 100k and 1M files (built once, ~1 min, then cached under .spark/bench/history) "
@@ -110,7 +115,7 @@ NEEDS_THROUGHPUT = ("throughput", "profile", "write_shapes", "adhoc_query", "mem
                     "orchestration_live", "sql_command")
 # The issue's order: throughput (and its profile), no-op catch-up, orchestration, freshness,
 # ad-hoc queries, recovery, state, memory.
-REPORT_ORDER = ("throughput", "profile", "write_shapes", "cores", "noop_catchup", "orchestration", "orchestration_live",
+REPORT_ORDER = ("throughput", "profile", "write_shapes", "cold_start", "cores", "noop_catchup", "orchestration", "orchestration_live",
                 "dedup_cost", "freshness", "freshness_large",
                 "backfill_priority", "adhoc_query", "sql_command", "recovery", "state", "memory", "min_driver_memory",
                 "jvm_start", "object_store", "history_scale")
@@ -121,6 +126,8 @@ GOALS = {"throughput": (">= 0.9", ("ratio",)), "cores": (">= 1.8", ("ratio",)), 
          "sql_command": ("<= 1.5 s", ("seconds",)),
          "backfill_priority": ("live p50 during a backfill <= 2x idle", ("ratio_p50_during_to_idle",)),
          "state": ("<= 1.2", ("ratio",)), "dedup_cost": ("<= 1.3", ("ratio",)),
+         "cold_start": ("one new file: the job <= 1.0x the floor (bare Spark + Delta, a fresh process each); its first "
+                        "batch <= 2x a warm one", ("ratio_to_floor", "first_batch_to_warm")),
          "freshness_large": ("each reader: p50 <= 1.5 s, p95 <= 2.5 s; the first minute after the start p95 <= 4 s",
                              ("table_events",)),
          "history_scale": ("1M vs 10k files (local), 100k vs 1k objects (S3): discovery, restart to first commit, "
@@ -147,6 +154,7 @@ class BenchConfig:
     :param freshness_files: files landed one by one for the freshness measurement.
     :param freshness_gap_s: seconds between two landings.
     :param freshness_warmup_files: files (one micro-batch each) that warm the job up first.
+    :param cold_start_table: events in the large table of ``cold_start`` (0: the small lake only).
     :param seed: the seed of the generated input.
     :param only: the measurements to run (the others are reported as skipped).
     :param root: where data, lakes, Airflow's benchmark DB and the report go.
@@ -162,6 +170,7 @@ class BenchConfig:
     freshness_files: int = 30
     freshness_gap_s: float = 3.0
     freshness_warmup_files: int = 3
+    cold_start_table: int = 10_000_000
     seed: int = 1
     only: tuple[str, ...] = MEASUREMENTS
     root: Path = field(default=BENCH_ROOT)
@@ -170,7 +179,7 @@ class BenchConfig:
     def quick(cls) -> "BenchConfig":
         """The ``--quick`` settings: a smaller input and fewer repetitions."""
         return cls(mode="quick", records=50_000, repeat=2, warmup_fraction=0.1, profile_stand_ins=False,
-                   launch_repeat=1, freshness_files=10, only=QUICK)
+                   launch_repeat=1, freshness_files=10, cold_start_table=0, only=QUICK)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -407,6 +416,11 @@ def _in_process(config: BenchConfig, spark, data, source, run_dir: Path, measure
             from tools.bench.merge_cost import measure as measure_dedup_cost
 
             measured["dedup_cost"] = _attempt("dedup_cost", lambda: measure_dedup_cost(spark=spark), failures)
+        if "cold_start" in config.only:
+            from tools.bench.cold_start import measure_cold_start
+
+            measured["cold_start"] = _attempt("cold_start", lambda: measure_cold_start(
+                spark, run_dir, source, config.launch_repeat, config.cold_start_table), failures)
         if not any(name in config.only for name in NEEDS_THROUGHPUT):
             return None
         warmup.update(_attempt("throughput warm-up", lambda: warm_up(spark, data, run_dir, config.warmup_fraction),

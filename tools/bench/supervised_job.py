@@ -36,18 +36,29 @@ def committed_files(checkpoint: Path) -> set[str]:
     batch id of the source's own log, which runs ahead of the query's batch ids once a driver was
     killed after the source logged its next files but before it wrote the batch's offsets), and the
     source log (its newest ``.compact`` file and the files after it) which files each of its batches
-    holds. A log file caught mid-write counts as nothing committed yet: the caller polls again.
+    holds; for a stream that discovers its files, the discovery log's manifests up to the one of the last
+    committed batch (the trials' runs are short: every manifest is still there). A log file caught mid-write
+    counts as nothing committed yet: the caller polls again.
     """
+    from spark_jobs.control.discovery.planner import manifest_of
+    from spark_jobs.control.discovery.state import DiscoveryLog, DiscoveryStateError
+
     root = Location.of(checkpoint)
     latest = scan_log_dir(root.child("commits")).latest
     if latest is None:
         return set()
     try:
-        offset = file_source_offset(parse_offsets(read_checked(scan_log_dir(root.child("offsets")), latest)).sources[0])
+        source = parse_offsets(read_checked(scan_log_dir(root.child("offsets")), latest)).sources[0]
+        manifest = manifest_of(source)
+        if manifest is not None:
+            log = DiscoveryLog(root)
+            found = (log.read_manifest(number) for number in range(1, manifest + 1))
+            return {f.key.rsplit("/", 1)[-1] for m in found if m is not None for f in m.files}
+        offset = file_source_offset(source)
         if offset is None:
-            raise ValueError(f"{checkpoint}/offsets/{latest}: not a file source's offset")
+            raise ValueError(f"{checkpoint}/offsets/{latest}: neither a discovery nor a file source's offset")
         entries = read_source_log(scan_log_dir(root.child("sources", "0")))
-    except LogDamage:
+    except (LogDamage, DiscoveryStateError):
         return set()
     return {entry["path"].rsplit("/", 1)[-1] for entry in entries if int(entry.get("batchId", -1)) <= offset}
 

@@ -199,7 +199,7 @@ def label_jobs(jobs: list[dict]) -> dict[str, int]:
     table's rows and collecting the event dates; ``merge_and_write`` each table's write from that cache
     (in-batch dedup, MERGE, Parquet write) and the count of input files; ``other`` anything else.
     """
-    from spark_jobs.driver.write.pipelined import STEP_LIST, STEP_ONE_PASS
+    from spark_jobs.driver.write.pipelined import STEP_LIST, STEP_PIPELINED
     from spark_jobs.driver.write.cached import STEP_COUNT, STEP_PARSE, STEP_WRITE
 
     totals: dict[str, int] = {}
@@ -209,7 +209,7 @@ def label_jobs(jobs: list[dict]) -> dict[str, int]:
             label = "list_input_files"
         elif description.startswith("Delta:") or "recordDeltaOperation" in description:
             label = "delta_log"
-        elif description.startswith((STEP_LIST, STEP_ONE_PASS)):
+        elif description.startswith((STEP_LIST, STEP_PIPELINED)):
             label = "one_pass"
         elif description.startswith(STEP_PARSE):
             label = "parse_and_count"

@@ -1,14 +1,16 @@
-"""Airflow's REST API, for the on-call actions that pause, unpause or clear a continuous DAG.
+"""Airflow's REST API, for the on-call actions that pause, unpause or clear a continuous DAG: the project's one client
+of it (the tests' and tools' REST calls go through it too).
 
 A task may not touch Airflow's metadata database (Airflow 3 blocks the ORM inside tasks, and its CLI
 in a task's subprocess), and the Task SDK can read a DAG's state but not change it; the public REST API
 (``/api/v2``) is Airflow's own way to do that, with Airflow's own permissions.
 
 Where it is and who calls it: the HTTP connection ``airflow_api`` (host: the API server's base URL,
-e.g. ``http://127.0.0.1:8080``; login and password of a user allowed to edit the continuous DAGs:
+e.g. ``http://127.0.0.1:8080``; login and password of a service user allowed to edit the continuous DAGs:
 ``USER`` role or above with the simple auth manager, DAG edit permission with FAB); a token is asked
-for at ``/auth/token``. Without the connection: Airflow's own ``[api] base_url`` and no token, which
-only an API server that lets everyone in accepts (``SIMPLE_AUTH_MANAGER_ALL_ADMINS``, tests).
+for at ``/auth/token``. ``make airflow`` and ``docker-compose.yml`` define it with a service user of their own
+(``streaming_service``; see ``tools/local_airflow.py``). Without the connection: Airflow's own ``[api] base_url``
+and no token, which only an API server that lets everyone in accepts (``SIMPLE_AUTH_MANAGER_ALL_ADMINS``, tests).
 """
 
 from __future__ import annotations
@@ -22,7 +24,17 @@ TIMEOUT_S = 30
 
 
 class AirflowApiError(RuntimeError):
-    """The API could not be reached or refused a request (the message says which and why)."""
+    """The API could not be reached or refused a request (the message says which and why).
+
+    :param message: what failed.
+    :param status: the HTTP status of a refusal (None when the API could not be reached).
+    :param detail: the refusal's body.
+    """
+
+    def __init__(self, message: str, status: int | None = None, detail: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.detail = detail
 
 
 class AirflowApi:
@@ -35,6 +47,14 @@ class AirflowApi:
     def __init__(self, base_url: str, token: str | None = None) -> None:
         self.base_url = base_url.rstrip("/")
         self.token = token
+
+    @classmethod
+    def login(cls, base_url: str, username: str, password: str) -> "AirflowApi":
+        """A client with ``username``'s token (``POST /auth/token``; the simple auth manager's users)."""
+        client = cls(base_url)
+        client.token = client._request("POST", "/auth/token", {"username": username,
+                                                                "password": password})["access_token"]
+        return client
 
     @classmethod
     def from_airflow(cls, conn_id: str = API_CONN_ID) -> "AirflowApi":
@@ -50,11 +70,7 @@ class AirflowApi:
         base = conn.host if "://" in (conn.host or "") else f"{conn.schema or 'http'}://{conn.host}"
         if conn.port:
             base = f"{base.rstrip('/')}:{conn.port}"
-        client = cls(base)
-        if conn.login:
-            client.token = client._request("POST", "/auth/token", {"username": conn.login,
-                                                                   "password": conn.password or ""})["access_token"]
-        return client
+        return cls.login(base, conn.login, conn.password or "") if conn.login else cls(base)
 
     def _request(self, method: str, path: str, body: dict | None = None) -> dict:
         headers = {"Content-Type": "application/json"}
@@ -70,7 +86,8 @@ class AirflowApi:
             detail = error.read().decode(errors="replace")[:500]
             hint = (f"; define the connection {API_CONN_ID} (the API's URL and a user allowed to edit the DAG)"
                     if error.code in (401, 403) else "")
-            raise AirflowApiError(f"{method} {self.base_url}{path} answered {error.code}: {detail}{hint}") from None
+            raise AirflowApiError(f"{method} {self.base_url}{path} answered {error.code}: {detail}{hint}", error.code,
+                                  detail) from None
         except (urllib.error.URLError, OSError) as error:
             raise AirflowApiError(f"cannot reach Airflow's REST API at {self.base_url} ({error}); define the "
                                   f"connection {API_CONN_ID} with the API server's URL") from None

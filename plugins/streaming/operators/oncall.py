@@ -11,6 +11,7 @@ from airflow.providers.standard.operators.hitl import ApprovalOperator, HITLOper
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from spark_jobs.launch.submit import SPARK_CONN_ID
+from streaming.hooks.airflow_api import API_CONN_ID
 
 # Fields of the form, in the order the audit row keeps them.
 FORM_FIELDS = ("job", "action", "from_time", "table", "table_version", "reason", "dry_run")
@@ -30,10 +31,12 @@ class OncallActionOperator(HITLOperator):
        ``rollback_table``, ``reprocess_from``) waits for a second user: Airflow's human-in-the-loop (this operator is
        an :class:`HITLOperator`: Browse > Required Actions, or the REST API's ``hitlDetails``) shows the plan and
        offers ``Approve`` / ``Reject``; the request expires after the registry's time
-       (:func:`spark_jobs.control.oncall_approval.approval_expiry`). When the task resumes
+       (:func:`spark_jobs.control.oncall_approval.approval_expiry`). With the simple auth manager the request is
+       assigned to every other user who may answer (:func:`~spark_jobs.control.oncall_approval.approvers`), so
+       Airflow refuses the requester's own answer; none: refused at once. When the task resumes
        (:meth:`execute_complete`), :func:`~spark_jobs.control.oncall_approval.decide` reads the answer: the
-       requester's own approval is refused, a rejection or an expiry runs nothing, and an approval checks the
-       request again against the job's state of now before it runs.
+       requester's own approval is refused (where Airflow could not keep them out), a rejection or an expiry runs
+       nothing, and an approval checks the request again against the job's state of now before it runs.
     4. The action: ``reprocess_from`` and ``rollback_table`` spark-submit ``python -m spark_jobs reprocess``
        / ``lake restore`` (the Spark provider's hook, the connection ``conn_id``, the submission of the
        other DAGs: :class:`spark_jobs.launch.submit.Submission`) with the checked values only; ``restart``, ``stop`` and ``resume_supervision``
@@ -52,7 +55,7 @@ class OncallActionOperator(HITLOperator):
 
     ui_color = "#fde0e0"
 
-    def __init__(self, *, conn_id: str = SPARK_CONN_ID, api_conn_id: str = "airflow_api",
+    def __init__(self, *, conn_id: str = SPARK_CONN_ID, api_conn_id: str = API_CONN_ID,
                  stop_timeout: float = 300, restart_timeout: float = 600, **kwargs) -> None:
         from spark_jobs.model.oncall import MAX_APPROVAL_EXPIRY_SECONDS
 
@@ -111,7 +114,7 @@ class OncallActionOperator(HITLOperator):
             airflow = self._airflow_view(form["job"]) if form["action"] in NEEDS_AIRFLOW else None
             request = check_request(form["job"], form["action"], form["reason"], form["dry_run"],
                                     form["from_time"], form["table"], form["table_version"], lake=lake,
-                                    airflow=airflow)
+                                    airflow=airflow, requested_at=record.time)
         except OncallRefused as exc:
             record.outcome, record.message = "refused", str(exc)
             self._audit(context, lake, record)
@@ -119,21 +122,50 @@ class OncallActionOperator(HITLOperator):
         record.parameters = request.parameters()
         return request
 
+    def _approvers(self, requester: str | None) -> list[str] | None:
+        """Every user who may answer except the requester and the API connection's service user (the simple auth
+        manager's users); None when they cannot be listed (another auth manager, or everyone is let in)."""
+        from airflow.configuration import conf
+
+        from spark_jobs.control.oncall_approval import approvers
+
+        manager = conf.get("core", "auth_manager", fallback="") or ""
+        if not manager.endswith("SimpleAuthManager") or conf.getboolean("core", "simple_auth_manager_all_admins",
+                                                                          fallback=False):
+            return None
+        try:
+            from airflow.sdk import BaseHook
+
+            service = BaseHook.get_connection(self.api_conn_id).login
+        except Exception:  # noqa: BLE001 - no API connection: no service user to leave out
+            service = None
+        return approvers(conf.get("core", "simple_auth_manager_users", fallback="admin:admin"), requester, service)
+
     def _ask_approval(self, context, request, record, plan) -> None:
         """Ask a second user (Airflow's human-in-the-loop); the task waits, then resumes in :meth:`execute_complete`."""
         from spark_jobs.control.oncall_approval import approval_body, approval_expiry, approval_subject
 
+        may_approve = self._approvers(record.triggered_by)
+        if may_approve == []:
+            record.outcome = "refused"
+            record.message = (f"refused: nobody but {record.triggered_by} may approve {request.action} (four eyes): add "
+                              "a second user with the role user, op or admin to AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS "
+                              "and restart Airflow (docs/airflow.md#the-api-connection-and-a-second-user), then ask again")
+            self._audit(context, request.lake, record)
+            raise AirflowFailException(f"on-call action not run: {record.message}")
+        self.assigned_users = [{"id": name, "name": name} for name in may_approve] if may_approve else None
         expiry = approval_expiry(request.action)
         expires_at = record.time + expiry
         self.subject = approval_subject(request.job.name, request.action, record.triggered_by)
         self.body = approval_body(plan, requester=record.triggered_by, reason=request.reason,
-                                  expires_at=expires_at, audit_id=record.audit_id)
+                                  expires_at=expires_at, audit_id=record.audit_id, may_approve=may_approve)
         self.response_timeout = expiry
         context["ti"].xcom_push(key="approval_request", value={
             "audit_id": record.audit_id, "time": record.time.isoformat(), "expires_at": expires_at.isoformat(),
             "requested_by": record.triggered_by})
-        self.log.info("%s of %s needs the approval of another user than %s (Browse > Required Actions); the request "
-                      "expires at %s and then runs nothing", request.action, request.job.name, record.triggered_by,
+        self.log.info("%s of %s needs the approval of another user than %s (Browse > Required Actions; may approve: "
+                      "%s); the request expires at %s and then runs nothing", request.action, request.job.name,
+                      record.triggered_by, ", ".join(may_approve) if may_approve else "any user allowed to answer",
                       expires_at.isoformat())
         return super().execute(context)
 
@@ -176,6 +208,8 @@ class OncallActionOperator(HITLOperator):
             raise
         record.outcome, record.message = "succeeded", json.dumps(done, sort_keys=True, default=str)
         record.versions_after = self._versions(record.job, lake)
+        self.log.info("result of %s of %s (audit id %s): %s", request.action, request.job.name, record.audit_id,
+                      record.message)
         return self._audit(context, lake, record)
 
     def _audit(self, context, lake, record) -> dict:
@@ -258,6 +292,7 @@ class OncallActionOperator(HITLOperator):
 
     def _stop(self, request) -> dict:
         from spark_jobs.control.checkpoint.lease import read_lease
+        from spark_jobs.control.supervision.ownership import lease_owner
 
         control = str(request.lake.control_path(request.job.name))
         before = read_lease(control)
@@ -266,7 +301,8 @@ class OncallActionOperator(HITLOperator):
         deadline = time.monotonic() + self.stop_timeout
         while time.monotonic() < deadline:
             lease = read_lease(control)
-            if lease is None or lease.expired():
+            # Stopped: no live lease, or one a catch-up run holds (the continuous driver's is gone).
+            if lease is None or lease.expired() or lease_owner(lease).kind != "continuous":
                 return {"paused": request.airflow.dag_id, "driver_before": before and before.describe(),
                         "lease": lease and {"generation": lease.generation, "released": lease.released}}
             time.sleep(1)

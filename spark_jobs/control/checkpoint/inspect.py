@@ -246,7 +246,7 @@ def inspect_checkpoint(job: JobSpec, lake_root: str | os.PathLike | None, input_
         _discovery_backlog(report, job, checkpoint, input_path, entries, committed)
     else:
         _backlog(report, job, checkpoint, input_path, entries, committed, offsets)
-        if _uses_discovery(job):
+        if job.discovers_files:
             report.add("discovery_move_pending", "info",
                        "the checkpoint was written by Spark's file source, which lists the whole landing at every "
                        "trigger; the job now discovers its files by its key layout",
@@ -330,7 +330,7 @@ def _read_offsets(report: CheckpointReport, offsets: LogDir, committed: int,
             expected = {"delta": "a Delta table's ({\"reservoirVersion\": N, ...})",
                         "kafka": "a Kafka source's ({\"<topic>\": {\"<partition>\": offset}})"}.get(
                 job.source.kind, "the landing source's ({\"v\": 1, \"manifest\": N}) or a file source's "
-                                 "({\"logOffset\": N})" if _uses_discovery(job) else "a file source's "
+                                 "({\"logOffset\": N})" if job.discovers_files else "a file source's "
                                  "({\"logOffset\": N})")
             report.add("source_changed", "error",
                        f"the checkpoint's source offset {json.dumps(entry.sources[0])[:80]} is not {expected}: the "
@@ -346,7 +346,7 @@ def _offset_of(job: JobSpec, offset: dict) -> int | DeltaOffset | None:
         from spark_jobs.control.kafka_lag import kafka_source_offset
 
         return kafka_source_offset(offset)
-    if _uses_discovery(job):  # the landing source's manifest, or the file source's offset it takes over
+    if job.discovers_files:  # the landing source's manifest, or the file source's offset it takes over
         from spark_jobs.control.discovery.planner import legacy_offset, manifest_of
 
         found = manifest_of(offset)
@@ -575,16 +575,10 @@ def _backlog(report: CheckpointReport, job: JobSpec, checkpoint: Location, given
                        "again (cloudtrail_events keeps one row per eventID; other tables may get duplicates)")
 
 
-def _uses_discovery(job: JobSpec) -> bool:
-    from spark_jobs.control.discovery.settings import uses_discovery
-
-    return uses_discovery(job)
-
-
 def _discovers(job: JobSpec, entries: dict[int, OffsetsEntry]) -> bool:
     """Whether the checkpoint's stream reads through discovery: the job declares a key layout and its offsets (if
     any) are discovery's, not the file source's (that one moves at the next start)."""
-    if not _uses_discovery(job):
+    if not job.discovers_files:
         return False
     from spark_jobs.control.discovery.planner import legacy_offset
 

@@ -61,6 +61,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 import fsspec
+import psutil
 from fsspec.implementations.local import LocalFileSystem
 
 LEASE_DIR = "lease"
@@ -90,20 +91,15 @@ def _as_datetime(now: datetime | float | None) -> datetime:
 
 
 def _process_start(pid: int) -> int | None:
-    """The start time of ``pid`` in clock ticks since boot (Linux ``/proc``); None if unknown."""
+    """The start time of ``pid`` in clock ticks since boot (Linux ``/proc``); None if unknown.
+
+    Read from ``/proc`` and not through psutil: leases record this exact integer (``pid_start``), and psutil only
+    gives a float derived from it (``create_time``), whose rounding could make a live holder look like a new
+    process that reused its pid."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as stat:
             text = stat.read().decode("ascii", "replace")
         return int(text[text.rindex(")") + 2:].split()[19])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def _process_state(pid: int) -> str | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            text = stat.read().decode("ascii", "replace")
-        return text[text.rindex(")") + 2:].split()[0]
     except (OSError, ValueError, IndexError):
         return None
 
@@ -118,8 +114,13 @@ def pid_running(pid: int, start_ticks: int | None = None) -> bool:
         return False
     except PermissionError:
         pass
-    if _process_state(pid) == "Z":
+    try:
+        if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+            return False
+    except psutil.NoSuchProcess:
         return False
+    except psutil.Error:
+        pass
     if start_ticks is not None:
         current = _process_start(pid)
         if current is not None and current != start_ticks:

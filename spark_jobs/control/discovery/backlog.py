@@ -82,3 +82,32 @@ def discovery_backlog(settings: DiscoverySettings, committed: int | None, planne
         listing = {"mode": "listing", **found.stats()}
     return Backlog(waiting, window.admitted - done, done, listing, describe_window(window, settings.lookback_seconds),
                    queue, status)
+
+
+def discovery_text(found: dict | None) -> str | None:
+    """How a stream finds its files, in words (``checkpoint inspect``, ``status`` and the health page): its window,
+    what the last look cost, the queue's backlog, a start time, the move from Spark's file source, the last
+    reconcile; ``None`` for a stream that does not discover files."""
+    if not found:
+        return None
+    window, listing = found["window"], found["listing"]
+    text = (f"{listing.get('mode', 'listing')}; window: {window['stems']} stems, {window['files_remembered']} files "
+            f"remembered, newest delivery {window['newest_delivery'] or 'none'}, oldest cut "
+            f"{window['oldest_cut'] or 'none'} (lookback {window['lookback_seconds']:g} s)")
+    if listing.get("mode") == "listing":
+        text += f"; this look: {listing.get('requests')} folder reads, {listing.get('seconds')} s"
+    queue = found.get("queue")
+    if queue:
+        age = queue.get("oldest_message_age_seconds")
+        text += (f"; queue: {queue.get('visible')} messages waiting, {queue.get('in_flight')} received"
+                 + (f", the oldest had waited {age:g} s" if age is not None else ""))
+    if window.get("start_at"):
+        text += f"; started at {window['start_at']}"
+    if window.get("migrated"):
+        moved = window["migrated"]
+        text += f"; moved from Spark's file source at its batch {moved['log_offset']} ({moved['files']} files), {moved['at']}"
+    reconcile = found.get("last_reconcile")
+    if reconcile:
+        text += (f"; last reconcile {reconcile['at']}: {reconcile['listed']} listed, {reconcile['missed']} missed and "
+                 "ingested")
+    return text

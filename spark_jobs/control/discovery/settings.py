@@ -148,8 +148,3 @@ def run_settings(job: JobSpec, options, parallelism: int = 2) -> DiscoverySettin
                               options.file_source_options, start_at=options.start_at, lookback=options.lookback,
                               delivered=options.delivered, dated_only=options.delivered is not None,
                               queue_url=options.queue_url, file_list=options.file_list, parallelism=parallelism)
-
-
-def uses_discovery(job: JobSpec) -> bool:
-    """Whether ``job`` reads files through discovery (its file source declares a key layout)."""
-    return job.source.kind == "files" and getattr(job.source, "layout", None) is not None

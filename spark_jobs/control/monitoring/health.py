@@ -56,6 +56,9 @@ class JobHealth:
     max_restarts: int | None = None
     restarts_total: int | None = None
     backoff: str | None = None
+    supervision: str | None = None
+    owner: str | None = None
+    discovery: str | None = None
     last_batch: dict | None = None
     conditions: list[Condition] = field(default_factory=list)
     incidents: list[dict] = field(default_factory=list)
@@ -76,7 +79,8 @@ def _age(text: str | None, now: datetime) -> float | None:
 
 
 def _backoff(supervisor: dict | None) -> str | None:
-    """The supervisor's backoff in words: ``backing off until <time> (<n> consecutive failures)``."""
+    """The supervisor's backoff in words while it backs off (``backing off until <time> (<n> consecutive
+    failures)``) or after it gave up; None otherwise."""
     if not supervisor:
         return None
     if supervisor.get("is_backing_off"):
@@ -84,7 +88,51 @@ def _backoff(supervisor: dict | None) -> str | None:
                 f"({supervisor.get('consecutive_failures')} consecutive failures)")
     if supervisor.get("state") == "given_up":
         return f"gave up: {supervisor.get('last_reason')}"
-    return f"not backing off ({supervisor.get('consecutive_failures', 0)} consecutive failures)"
+    return None
+
+
+def supervision_text(supervisor: dict | None) -> str | None:
+    """What the continuous job's supervisor does, in one line for people (None without a supervisor)."""
+    if not supervisor:
+        return None
+    state = supervisor.get("state")
+    if state == "waiting_for_lease":
+        return (f"waiting since {supervisor.get('waiting_since')} for the lease held by {supervisor.get('waiting_for')} "
+                "(not a failure: it starts the driver when that run lets go)")
+    if state in ("backing_off", "given_up"):
+        return _backoff(supervisor)
+    if state == "held":
+        return "supervision paused (on-call hold): a driver that ends is not restarted until it is resumed"
+    if state == "stopped":
+        return f"stopped: {supervisor.get('last_reason')}"
+    restarts = supervisor.get("restarts_in_window") or 0
+    window = (supervisor.get("window_seconds") or 0) / 60
+    return state + (f"; {restarts} restart{'s' if restarts != 1 else ''} in the last {window:.0f} min (last: "
+                    f"{supervisor.get('last_reason')})" if restarts else "")
+
+
+def duration_text(seconds: float) -> str:
+    """``45 s``, ``12 min``, ``3 h 5 min``, ``2 d 4 h``."""
+    seconds = max(0, int(seconds))
+    if seconds < 120:
+        return f"{seconds} s"
+    if seconds < 7200:
+        return f"{seconds // 60} min"
+    if seconds < 172800:
+        return f"{seconds // 3600} h {seconds % 3600 // 60} min"
+    return f"{seconds // 86400} d {seconds % 86400 // 3600} h"
+
+
+def owner_text(driver: dict | None, now: datetime) -> str:
+    """Who holds the checkpoint now, with its uptime (:mod:`spark_jobs.control.supervision.ownership`)."""
+    from spark_jobs.control.checkpoint.lease import LeaseInfo
+    from spark_jobs.control.supervision.ownership import lease_owner
+
+    if not driver or driver.get("expired"):
+        return "no driver holds the checkpoint"
+    lease = LeaseInfo.from_dict(driver)
+    up = (now - datetime.fromisoformat(lease.started_at)).total_seconds()
+    return f"{lease_owner(lease).describe()}, up {duration_text(up)}"
 
 
 def quarantine_tables(job: JobSpec) -> list[str]:
@@ -192,6 +240,7 @@ def check_job(job: JobSpec, lake_root: str | Path | None, input_path: str | None
     :param incidents: the job's open incidents (default: read from ``<lake>/control/<job>``).
     """
     from spark_jobs.control.checkpoint.inspect import inspect_checkpoint, lake_location
+    from spark_jobs.control.discovery.backlog import discovery_text
     from spark_jobs.control.monitoring.history import read_progress
     now = now or datetime.now(timezone.utc)
     lake = lake_location(lake_root)
@@ -219,5 +268,8 @@ def check_job(job: JobSpec, lake_root: str | Path | None, input_path: str | None
         max_restarts=(supervisor or {}).get("max_restarts"),
         restarts_total=(supervisor or {}).get("restarts_total"),
         backoff=_backoff(supervisor),
+        supervision=supervision_text(supervisor),
+        owner=owner_text(report.get("driver"), now),
+        discovery=discovery_text(report.get("discovery")),
         last_batch={**last, "timestamp": last["timestamp"].isoformat()} if last else None,
         conditions=conditions, incidents=incidents, report=report)

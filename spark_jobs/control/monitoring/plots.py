@@ -125,6 +125,16 @@ def _points(rows: list[dict], value) -> list[tuple[int, float | None]]:
     return out
 
 
+def current_generation(rows: list[dict]) -> tuple[list[dict], int]:
+    """The rows of the newest checkpoint (its ``query_id``; a checkpoint reset starts a new query with batch ids from
+    0 again), and how many older rows were left out: one axis of batch ids never mixes two checkpoints."""
+    if not rows:
+        return rows, 0
+    newest = rows[-1].get("query_id")
+    mine = [row for row in rows if row.get("query_id") == newest]
+    return mine, len(rows) - len(mine)
+
+
 def job_charts(rows: list[dict], tables: list[str]) -> list[Chart]:
     """The charts of one stream's progress rows (oldest first).
 

@@ -216,22 +216,14 @@ def progress_row(progress, *, job: JobSpec, stream: str, rates: tuple[float, flo
 
 def append_rows(lake_root: str | Path, rows: list[dict]) -> None:
     """Append ``rows`` to ``streaming_progress`` in one Delta commit (delta-rs; the first one creates it)."""
-    from deltalake import write_deltalake
+    from spark_jobs.control import delta_append
 
     if not rows:
         return
     path = progress_table_path(lake_root)
     table = pa.Table.from_pylist(rows, schema=SCHEMA)
-    for attempt in range(3):
-        try:
-            write_deltalake(str(path), table, mode="append", partition_by=list(PARTITION_BY),
-                            storage_options=delta_rs_options(path))
-            return
-        except Exception as error:  # noqa: BLE001 - two writers creating the table at once: the loser appends
-            if attempt == 2:
-                raise
-            log.info("appending to %s failed (%s); retrying", path, error)
-            time.sleep(0.2 * (attempt + 1))
+    # two writers creating the table at once: the loser appends again (delta_append retries only that)
+    delta_append.append(str(path), table, partition_by=list(PARTITION_BY), storage_options=delta_rs_options(path))
 
 
 def apply_retention(lake_root: str | Path, retention_days: int, now: datetime | None = None) -> dict:

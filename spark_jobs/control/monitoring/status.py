@@ -20,16 +20,24 @@ def collect(lake: str | None = None, now: datetime | None = None) -> list:
 
 
 def age_text(seconds: float | None) -> str:
-    """``12 s ago``, ``4 min ago``, ``3.2 h ago``, ``2.1 d ago``; ``never`` for None."""
-    if seconds is None:
-        return "never"
-    if seconds < 120:
-        return f"{seconds:.0f} s ago"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min ago"
-    if seconds < 172800:
-        return f"{seconds / 3600:.1f} h ago"
-    return f"{seconds / 86400:.1f} d ago"
+    """``12 s ago``, ``4 min ago``, ``3 h 12 min ago``, ``2 d 4 h ago``; ``never`` for None."""
+    from spark_jobs.control.monitoring.health import duration_text
+
+    return "never" if seconds is None else f"{duration_text(round(seconds))} ago"
+
+
+def driver_text(health) -> str:
+    """The live driver in a table cell: ``pid 4711 on host h, up 12 min (continuous)``; ``-`` without one."""
+    from spark_jobs.control.checkpoint.lease import LeaseInfo
+    from spark_jobs.control.monitoring.health import duration_text
+    from spark_jobs.control.supervision.ownership import lease_owner
+
+    driver = health.driver
+    if not driver or driver.get("expired"):
+        return "-"
+    owner = lease_owner(LeaseInfo.from_dict(driver))
+    up = (datetime.fromisoformat(health.checked_at) - datetime.fromisoformat(owner.since)).total_seconds()
+    return f"pid {owner.pid} on {owner.host}, up {duration_text(up)} ({owner.kind})"
 
 
 def commit_text(health) -> str:

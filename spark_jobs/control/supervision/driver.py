@@ -221,3 +221,16 @@ class Driver:
         could still be writing), and wait until it is gone."""
         if self.process is not None and self.members():
             self.kill()
+
+
+def error_line(tail: str) -> str | None:
+    """A driver's own one-line error (``error: ...``, what ``python -m spark_jobs`` prints before it exits with a
+    status), else the last exception line of a Python traceback in ``tail`` (its output); None when neither is
+    there."""
+    lines = [line.rstrip() for line in tail.splitlines() if line.strip()]
+    for line in reversed(lines):
+        if line.startswith("error:"):
+            return line[:1000]
+    if any(line.startswith("Traceback") for line in lines):  # the exception line ends a traceback
+        return next((line[:1000] for line in reversed(lines) if not line[0].isspace()), None)
+    return None

@@ -2,12 +2,12 @@
 
 ``<control>/supervisor.json`` (rewritten atomically on every change)::
 
-    {"job", "state": "starting|running|backing_off|held|stopped|given_up", "consecutive_failures",
-     "is_backing_off", "next_attempt_at", "restarts_in_window", "window_seconds", "max_restarts",
-     "last_reason", "last_exit_code", "driver_pid", "updated_at", ...}
+    {"job", "state": "starting|running|backing_off|held|waiting_for_lease|stopped|given_up",
+     "consecutive_failures", "is_backing_off", "next_attempt_at", "restarts_in_window", "window_seconds",
+     "max_restarts", "last_reason", "last_exit_code", "driver_pid", "waiting_for", "updated_at", ...}
 
 ``<control>/events.jsonl``: one JSON object per line, appended: ``time``, ``job``, ``kind``
-(``start``, ``restart``, ``give_up``, ``stop``, ``held``, ``resume``), ``reason``, ``outcome`` and the counts at that
+(``start``, ``restart``, ``give_up``, ``stop``, ``held``, ``resume``, ``lease_wait``, ``lease_free``), ``reason``, ``outcome`` and the counts at that
 moment. ``<control>`` is a local path or an fsspec URL. No pyspark here.
 """
 
@@ -24,9 +24,11 @@ from fsspec.implementations.local import LocalFileSystem
 
 SUPERVISOR_FILE = "supervisor.json"
 EVENTS_FILE = "events.jsonl"
-STATES = ("starting", "running", "backing_off", "held", "stopped", "given_up")
+STATES = ("starting", "running", "backing_off", "held", "waiting_for_lease", "stopped", "given_up")
 # "held" / "resume": supervision paused (a driver that ended is not restarted) and resumed (spark_jobs.control.supervision.hold).
-EVENT_KINDS = ("start", "restart", "give_up", "stop", "held", "resume")
+# "lease_wait" / "lease_free": another driver (a catch-up run) held the checkpoint's lease, so no driver was started
+# until it let go; neither is a failure (spark_jobs.control.supervision.ownership).
+EVENT_KINDS = ("start", "restart", "give_up", "stop", "held", "resume", "lease_wait", "lease_free")
 
 
 def utc_iso(moment: datetime | None = None) -> str:
@@ -56,6 +58,9 @@ class SupervisorState:
     :param restarts_total: restarts by this supervisor.
     :param running_since: when the current driver became healthy (ISO UTC).
     :param log_path: the drivers' log file.
+    :param waiting_for: while ``waiting_for_lease``: who holds the lease (one line for people).
+    :param waiting_since: when that wait began (ISO UTC).
+    :param lease_waits: how many times this supervisor waited for another driver's lease (none is a restart).
     """
 
     job: str
@@ -76,6 +81,9 @@ class SupervisorState:
     restarts_total: int = 0
     running_since: str | None = None
     log_path: str | None = None
+    waiting_for: str | None = None
+    waiting_since: str | None = None
+    lease_waits: int = 0
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -123,10 +131,20 @@ def append_event(control_dir: str, event: dict) -> dict:
     """Append one event (``time`` is added when missing) to ``events.jsonl``; returns it."""
     if event.get("kind") not in EVENT_KINDS:
         raise ValueError(f"unknown event kind {event.get('kind')!r}; one of {', '.join(EVENT_KINDS)}")
-    event = {"time": utc_iso(), **event}
-    line = (json.dumps(event, sort_keys=True, default=str) + "\n").encode("utf-8")
+    return append_line(control_dir, EVENTS_FILE, event)
+
+
+def read_events(control_dir: str) -> list[dict]:
+    """Every event in ``events.jsonl``, oldest first (a torn last line is skipped)."""
+    return read_lines(control_dir, EVENTS_FILE)
+
+
+def append_line(control_dir: str, name: str, record: dict) -> dict:
+    """Append ``record`` (``time`` is added when missing) as one JSON line to ``<control_dir>/<name>``; returns it."""
+    record = {"time": utc_iso(), **record}
+    line = (json.dumps(record, sort_keys=True, default=str) + "\n").encode("utf-8")
     fs, base = _split(control_dir)
-    path = f"{base}/{EVENTS_FILE}"
+    path = f"{base}/{name}"
     if isinstance(fs, LocalFileSystem):
         os.makedirs(base, exist_ok=True)
         # One write of one line with O_APPEND: lines never interleave.
@@ -135,24 +153,24 @@ def append_event(control_dir: str, event: dict) -> dict:
             os.write(descriptor, line)
         finally:
             os.close(descriptor)
-    else:  # object stores cannot append: rewrite (one supervisor per job writes it)
+    else:  # object stores cannot append: rewrite (one writer per file at a time)
         fs.makedirs(base, exist_ok=True)
         old = fs.cat_file(path) if fs.exists(path) else b""
         fs.pipe_file(path, old + line)
-    return event
+    return record
 
 
-def read_events(control_dir: str) -> list[dict]:
-    """Every event in ``events.jsonl``, oldest first (a torn last line is skipped)."""
+def read_lines(control_dir: str, name: str) -> list[dict]:
+    """Every JSON line of ``<control_dir>/<name>``, oldest first (a torn line is skipped); none when it is missing."""
     fs, base = _split(control_dir)
     try:
-        text = fs.cat_file(f"{base}/{EVENTS_FILE}").decode("utf-8")
+        text = fs.cat_file(f"{base}/{name}").decode("utf-8")
     except FileNotFoundError:
         return []
-    events = []
+    records = []
     for line in text.splitlines():
         try:
-            events.append(json.loads(line))
+            records.append(json.loads(line))
         except ValueError:
             continue
-    return events
+    return records

@@ -20,6 +20,13 @@ Each poll (``RestartPolicy.poll_seconds``) it looks at, in this order:
    batch committed for longer than the registry's ``HealthThresholds.max_batch_age_seconds`` (counted
    from this driver's start at the earliest) is **stalled** too → killed, a failure.
 
+**Another driver's lease is not a failure.** A job's catch-up runs use the same checkpoint: before it starts a
+driver, the supervisor reads the lease, and while another live driver holds it (a catch-up run) it starts none and
+waits (state ``waiting_for_lease``, a ``lease_wait`` event naming the holder: :mod:`spark_jobs.control.supervision.ownership`)
+until it is released or expires, then starts the driver (``lease_free``). A driver that still loses that race exits
+with status 3 (``LeaseHeld``): the supervisor waits the same way. Neither counts as a restart: no backoff, none of
+the budget, so a real crash after the wait gets the whole budget.
+
 While supervision is paused (a hold in ``<control>/supervision_hold.json``, placed by the on-call DAG's
 ``pause_supervision``: :mod:`spark_jobs.control.supervision.hold`) a driver that ends is not restarted and a
 stalled one is not killed: the supervisor waits (state ``held``) until the hold is lifted, then starts
@@ -48,8 +55,9 @@ from spark_jobs.model.lake import PROJECT_ROOT, Lake
 from spark_jobs.model.jobs import JobSpec
 from spark_jobs.model.object_store import is_url
 from spark_jobs.model.policies import RestartPolicy
-from spark_jobs.control.supervision.driver import Driver
+from spark_jobs.control.supervision.driver import Driver, error_line
 from spark_jobs.control.supervision.hold import read_hold
+from spark_jobs.control.supervision.ownership import LEASE_HELD_EXIT_STATUS, lease_owner, live_lease
 from spark_jobs.control.supervision.policy import RestartBudget, backoff_seconds, healthy_long_enough
 from spark_jobs.control.supervision.state import SupervisorState, append_event, utc_iso, write_supervisor_state
 
@@ -78,17 +86,6 @@ class _Failure:
     reason: str
     exit_code: int | None
     log_tail: str
-
-
-def _error_line(tail: str) -> str | None:
-    """The driver's own one-line error (``error: ...``), else the last exception line of its log."""
-    lines = [line.rstrip() for line in tail.splitlines() if line.strip()]
-    for line in reversed(lines):
-        if line.startswith("error:"):
-            return line[:1000]
-    if any(line.startswith("Traceback") for line in lines):  # the exception line ends a traceback
-        return next((line[:1000] for line in reversed(lines) if not line[0].isspace()), None)
-    return None
 
 
 class Supervisor:
@@ -133,6 +130,7 @@ class Supervisor:
         self._last_inspect = 0.0
         self._last_save = 0.0
         self._held_warned = False  # a stall seen while supervision is paused was logged once
+        self._refused: str | None = None  # the last driver's refusal by the lease (exit 3), until the next wait
 
     # -- state and events ------------------------------------------------------------------------
 
@@ -180,10 +178,15 @@ class Supervisor:
                 if read_hold(self.control) is not None:
                     if not self._wait_while_held(ended):
                         return self._stopped("asked to stop while supervision was paused", "no driver was running")
+                if not self._wait_for_lease():
+                    return self._stopped("asked to stop while waiting for the lease", "no driver was running")
                 self._start_driver()
                 failure = self._watch()
                 if failure is None:
                     return self._graceful_stop()
+                if failure.exit_code == LEASE_HELD_EXIT_STATUS:  # another driver took the lease first: wait for it
+                    self._refused = failure.reason
+                    continue
                 ended = failure
                 if read_hold(self.control) is not None:
                     continue  # supervision is paused: not a failure, nothing restarted until it resumes
@@ -211,7 +214,7 @@ class Supervisor:
             if code is not None:
                 self.driver.cleanup_after_exit()
                 tail = self.driver.log_tail(LOG_TAIL_LINES)
-                said = _error_line(tail)
+                said = error_line(tail)
                 ended = (f"the driver was killed by {signal.Signals(-code).name}" if code < 0 and -code in _SIGNALS
                          else f"the driver exited with status {code}")
                 return _Failure(ended + (f": {said}" if said else ""), code, tail)
@@ -283,6 +286,55 @@ class Supervisor:
             self.budget.clear()
             self._save()
 
+    def _other_holder(self):
+        """The lease if another live driver holds it (none of this supervisor's drivers runs when this is asked)."""
+        try:
+            return live_lease(self.control)
+        except Exception as exc:  # noqa: BLE001 - an unreadable lease: the driver's own acquire decides
+            log.warning("could not read the lease of %s: %s", self.job.name, exc)
+            return None
+
+    def _wait_for_lease(self) -> bool:
+        """Start no driver while another live driver holds the lease: wait until it lets go (True) or a stop is asked
+        for (False). Not a failure: no restart is counted and the backoff does not grow."""
+        holder = self._other_holder()
+        refused, self._refused = self._refused, None
+        if holder is None:
+            if refused:  # refused, but the holder is gone already: a moment before the next start
+                time.sleep(self.policy.poll_seconds)
+            return True
+        owner = lease_owner(holder)
+        began = time.monotonic()
+        self.state.state = "waiting_for_lease"
+        self.state.is_backing_off = False
+        self.state.next_attempt_at = None
+        self.state.driver_pid = None
+        self.state.running_since = None
+        self.state.waiting_for = owner.describe()
+        self.state.waiting_since = utc_iso()
+        self.state.lease_waits += 1
+        self._running_since = None
+        self._save()
+        self._event("lease_wait", reason=(f"{refused}; " if refused else "") + f"the checkpoint's lease is held by "
+                    f"{owner.describe()}", outcome="waiting until it is released or expires before starting the "
+                    "driver (not a failure: no restart is counted)", holder=owner.to_dict())
+        while (holder := self._other_holder()) is not None:
+            if self.should_stop():
+                self.state.waiting_for = self.state.waiting_since = None
+                return False
+            if holder.generation != owner.generation:  # another driver took it in between
+                owner = lease_owner(holder)
+                self.state.waiting_for = owner.describe()
+                self._save()
+            elif time.monotonic() - self._last_save >= REFRESH_EVERY_SECONDS:
+                self._save(changed=False)
+            time.sleep(self.policy.poll_seconds)
+        waited = time.monotonic() - began
+        self.state.waiting_for = self.state.waiting_since = None
+        self._event("lease_free", reason=f"{owner.describe()} let the lease go after {waited:.0f} s",
+                    outcome="starting the driver from the same checkpoint", waited_seconds=round(waited, 1))
+        return True
+
     def _wait_while_held(self, ended: _Failure | None) -> bool:
         """Wait, starting no driver, until the hold is lifted (True) or a stop is asked for (False)."""
         hold = read_hold(self.control) or {}
@@ -303,6 +355,8 @@ class Supervisor:
         while read_hold(self.control) is not None:
             if self.should_stop():
                 return False
+            if time.monotonic() - self._last_save >= REFRESH_EVERY_SECONDS:
+                self._save(changed=False)
             time.sleep(self.policy.poll_seconds)
         self._event("resume", reason="supervision resumed", outcome="starting the driver from the same checkpoint")
         return True
@@ -351,6 +405,8 @@ class Supervisor:
             left = self._backoff_until - time.monotonic()
             if left <= 0:
                 return True
+            if time.monotonic() - self._last_save >= REFRESH_EVERY_SECONDS:
+                self._save(changed=False)
             time.sleep(min(left, self.policy.poll_seconds, 0.5))
 
     def _graceful_stop(self) -> str:

@@ -22,10 +22,10 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from spark_jobs.model.jobs import JobSpec
-from spark_jobs.driver.session import job_step
+from spark_jobs.driver.session import job_step, session_conf
 from spark_jobs.driver.write.cached import count_files, write_cached
 from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, TableTarget
-from spark_jobs.driver.write.pipelined import plan_one_pass, rest_table, write_one_pass
+from spark_jobs.driver.write.pipelined import plan_pipelined, rest_table, write_pipelined
 from spark_jobs.driver.write.stateful import StatefulBatchWriter
 
 if TYPE_CHECKING:
@@ -35,6 +35,11 @@ log = logging.getLogger("spark_jobs")
 
 PIPELINED, CACHED, STATEFUL = "pipelined", "cached", "stateful"
 PLANS = (PIPELINED, CACHED, STATEFUL)
+# A pipelined batch of at most this many files runs with Spark's expressions interpreted (INTERPRETED): compiling
+# a Java class per plan (whole-stage code generation, then Janino) costs a cold driver seconds that a few
+# thousand rows never pay back (bench --only cold_start); larger batches keep the generated code.
+SMALL_BATCH_FILES = 16
+INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 
 
 @dataclass
@@ -68,19 +73,20 @@ def write_batch(frame: DataFrame, batch_id: int, *, job: JobSpec, module: JobMod
         source's manifests); ``None``: a file batch's paths are read from ``frame``.
     """
     spark = frame.sparkSession
-    one_pass = None if stateful is not None else plan_one_pass(writer, targets, frame, batch_id, paths=files, job=job)
-    plan = STATEFUL if stateful is not None else PIPELINED if one_pass is not None else CACHED
+    pipelined = None if stateful is not None else plan_pipelined(writer, targets, frame, batch_id, paths=files, job=job)
+    plan = STATEFUL if stateful is not None else PIPELINED if pipelined is not None else CACHED
     log.info("batch %d: plan %s", batch_id, plan)
-    with job_step(spark, f"plan {plan}"):
+    small = pipelined is not None and len(pipelined.paths) <= SMALL_BATCH_FILES
+    with job_step(spark, f"plan {plan}"), session_conf(spark, INTERPRETED if small else {}):
         if stateful is not None:
             inputs, rows = stateful.write(frame, batch_id)
             return BatchWritten(plan, inputs, rows, dict(rows))
-        if one_pass is None:
+        if pipelined is None:
             rest = rest_table(writer, targets, frame, batch_id)
             written = write_cached(module, job, writer, targets, frame, batch_id, rest_table=rest)
             return BatchWritten(plan, len(files) if files is not None else count_files(frame), written.rows,
                                 written.carried)
-        first = write_one_pass(module, job, writer, targets, frame, batch_id, one_pass)
+        first = write_pipelined(module, job, writer, targets, frame, batch_id, pipelined)
         if first.complete:
             return BatchWritten(plan, first.files, first.rows, dict(first.carried))
         if first.rest_files is not None:  # only the files with rows the one pass left

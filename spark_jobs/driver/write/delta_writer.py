@@ -40,6 +40,8 @@ from spark_jobs.driver.session import session_conf
 if TYPE_CHECKING:
     import datetime
 
+    from spark_jobs.driver.write.staged import StagedInsert
+
 log = logging.getLogger("spark_jobs")
 
 # Table features every reader here supports: delta-rs (``deltalake`` 1.6) and DuckDB over its Arrow
@@ -128,9 +130,10 @@ class TimeRange:
     start: "datetime.datetime"
     end: "datetime.datetime"
 
-    def conditions(self, alias: str) -> list[str]:
-        """The range as SQL conditions on ``alias``'s column, with literal bounds (what Delta skips files by)."""
-        column = f"{alias}.`{self.column}`"
+    def conditions(self, alias: str = "") -> list[str]:
+        """The range as SQL conditions on ``alias``'s column (the table's own, without one), with literal bounds
+        (what Delta skips files by)."""
+        column = f"{alias}.`{self.column}`" if alias else f"`{self.column}`"
         return [f"{column} >= {sql_literal(self.start)}", f"{column} <= {sql_literal(self.end)}"]
 
 
@@ -326,6 +329,31 @@ class ExactlyOnceWriter:
 
         return commit_retrying(attempt, self.retry, f"batch {batch_id}, table {table}", on_retry=self._count_retry)
 
+    def insert_staged(self, batch_id: int, table: str, frame: DataFrame, prune_values: dict[str, list],
+                      time_range: TimeRange | None = None) -> StagedInsert:
+        """Commit ``frame`` to the insert table ``table`` as micro-batch ``batch_id`` like :meth:`write`'s MERGE
+        (only the rows whose key the table lacks, the first of a batch's deliveries by ``first_by``), but
+        written first and checked by key after, so that the batch's rows are never shuffled
+        (:mod:`spark_jobs.driver.write.staged`). Conflicts with other writers are retried.
+
+        :param prune_values: partition column -> the batch's values (every row's, and every row's of the table
+            with one of its keys).
+        :param time_range: as :meth:`write`'s.
+        :returns: what it did (``inserted`` 0 when this writer had already committed this batch to the table).
+        """
+        from spark_jobs.driver.write.staged import staged_insert
+
+        target = self._targets[table]
+        bound = [condition for column in target.prune_by if prune_values.get(column) is not None
+                 for condition in [_in_list(column, prune_values[column])]]
+        bound += time_range.conditions() if time_range is not None else []
+
+        def attempt() -> StagedInsert:
+            return staged_insert(frame.sparkSession, target, frame, batch_id,
+                                 self.txn_app_id(table), bound, MOST_DUPLICATES_COLLECTED)
+
+        return commit_retrying(attempt, self.retry, f"batch {batch_id}, table {table}", on_retry=self._count_retry)
+
     def _count_retry(self) -> None:
         self.retries += 1
 
@@ -349,8 +377,7 @@ class ExactlyOnceWriter:
         for column in target.prune_by:
             values = prune_values.get(column)
             if values is not None:
-                literals = ", ".join(sql_literal(v) for v in sorted(values))
-                condition.insert(0, f"t.`{column}` IN ({literals})" if values else "false")
+                condition.insert(0, _in_list(column, values, "t"))
         if time_range is not None:
             condition[:0] = time_range.conditions("t")
         session = frame.sparkSession
@@ -378,6 +405,13 @@ class ExactlyOnceWriter:
         table = deltalake.DeltaTable(str(target.path), storage_options=delta_rs_options(target.path))
         version = table.transaction_version(self.txn_app_id(target.name, rest))
         return None if version is None else int(version)
+
+
+def _in_list(column: str, values: list, alias: str = "") -> str:
+    """``column IN (<values as literals>)`` (``false`` for no value), on ``alias``'s column if given."""
+    literals = ", ".join(sql_literal(v) for v in sorted(values))
+    name = f"{alias}.`{column}`" if alias else f"`{column}`"
+    return f"{name} IN ({literals})" if values else "false"
 
 
 def first_of_each_key(target: TableTarget, frame: DataFrame, most: int | None = None) -> DataFrame:

@@ -9,9 +9,8 @@ per table. Filling and re-reading the cache costs about as much as the parse its
 A table may declare, in the registry's ``delivery_date_bound``, that its partition column lies within a
 few days before each input file's delivery date (CloudTrail delivers an event within about 15
 minutes, so its UTC date is its file's date or the day before). The MERGE's bound is then known
-from the file names (the job's key layout, :class:`~spark_jobs.model.layout.KeyLayout`) before anything is read, and the batch
-is written in one pass: parse, drop the batch's later deliveries of a key (a ranking by key: one
-shuffle), insert-only MERGE of the rows within the bound. The same pass is observed with Spark's
+from spark_jobs.model.layout import KeyLayout
+from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, TableTarget, TimeRange
 ``Observation`` (metrics of that execution, no second read): each table's rows, and the keyed
 table's rows outside the bound. The common batch, only good events, all within the bound, ends
 there.
@@ -56,7 +55,7 @@ from pyspark.sql import functions as F
 from spark_jobs.driver.session import job_step
 from spark_jobs.model.jobs import JobSpec
 from spark_jobs.model.layout import KeyLayout
-from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, TableTarget, TimeRange, rank_whole_batch
+from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, TableTarget, TimeRange
 from spark_jobs.driver.write.rows import route_column, table_rows
 
 if TYPE_CHECKING:
@@ -70,11 +69,11 @@ _OUTSIDE = "_outside_bound"
 _REST_FILES = "_rest_files"
 # The first lines of the Spark jobs' descriptions (the Spark UI; the benchmark's profile).
 STEP_LIST = "one pass: list the batch's files"
-STEP_ONE_PASS = "one pass: parse, drop later deliveries, MERGE"
+STEP_PIPELINED = "one pass: parse, write, leave out keys held, commit"
 
 
 @dataclass
-class OnePassResult:
+class PipelinedWrite:
     """What a one-pass write did.
 
     :param table: the table it wrote (its commit holds the batch; the rest goes under the writer's ``:rest`` series).
@@ -129,7 +128,7 @@ def rest_table(writer: ExactlyOnceWriter, targets: list[TableTarget], files: Dat
 
 
 @dataclass(frozen=True)
-class OnePass:
+class PipelinedPlan:
     """A batch the pipelined pass applies to (see the module docstring), before anything is written.
 
     :param target: the bounded table.
@@ -147,8 +146,8 @@ class OnePass:
     time_range: TimeRange | None = None
 
 
-def plan_one_pass(writer: ExactlyOnceWriter, targets: list[TableTarget], files: DataFrame,
-                  batch_id: int, *, job: JobSpec, paths: list[str] | None = None) -> OnePass | None:
+def plan_pipelined(writer: ExactlyOnceWriter, targets: list[TableTarget], files: DataFrame,
+                  batch_id: int, *, job: JobSpec, paths: list[str] | None = None) -> PipelinedPlan | None:
     """Whether the pipelined pass applies to ``files``, and its bound.
 
     :param job: the registry entry (its source's key layout dates the files).
@@ -173,7 +172,7 @@ def plan_one_pass(writer: ExactlyOnceWriter, targets: list[TableTarget], files: 
         log.info("batch %d: a file has no delivery date in its name or folders: parsing into the batch's cache",
                  batch_id)
         return None
-    return OnePass(target, column, paths, bound, delivery_range(target, paths, layout))
+    return PipelinedPlan(target, column, paths, bound, delivery_range(target, paths, layout))
 
 
 def delivery_range(target: TableTarget, paths: list[str], layout: KeyLayout) -> TimeRange | None:
@@ -189,24 +188,24 @@ def delivery_range(target: TableTarget, paths: list[str], layout: KeyLayout) -> 
                      max(times) + dt.timedelta(minutes=bound.minutes_after, seconds=59.999999))
 
 
-def write_one_pass(module: JobModule, job: JobSpec, writer: ExactlyOnceWriter, targets: list[TableTarget],
-                   files: DataFrame, batch_id: int, one_pass: OnePass | None = None) -> OnePassResult | None:
+def write_pipelined(module: JobModule, job: JobSpec, writer: ExactlyOnceWriter, targets: list[TableTarget],
+                   files: DataFrame, batch_id: int, pipelined: PipelinedPlan | None = None) -> PipelinedWrite | None:
     """Write ``files`` to the bounded table in one pass, observing what else the batch holds.
 
     :param job: the registry entry (its ``source_file_column``: the rest is then written from only the
         files with rows this pass left).
-    :param one_pass: the plan :func:`plan_one_pass` made (made here when not given).
+    :param pipelined: the plan :func:`plan_pipelined` made (made here when not given).
     :returns: ``None`` when the one pass does not apply (see the module's docstring), else what it did.
     """
-    one_pass = one_pass or plan_one_pass(writer, targets, files, batch_id, job=job)
-    if one_pass is None:
+    pipelined = pipelined or plan_pipelined(writer, targets, files, batch_id, job=job)
+    if pipelined is None:
         return None
-    target, column, paths, bound = one_pass.target, one_pass.column, one_pass.paths, one_pass.bound
+    target, column, paths, bound = pipelined.target, pipelined.column, pipelined.paths, pipelined.bound
     spark = files.sparkSession
     parsed = module.transform(files, job)
     route = route_column(targets)
     inside = F.col(column).isin(bound)
-    timed = one_pass.time_range
+    timed = pipelined.time_range
     if timed is not None:
         inside = inside & F.col(timed.column).between(F.lit(timed.start), F.lit(timed.end))
     inside = F.coalesce(inside, F.lit(False))
@@ -217,17 +216,14 @@ def write_one_pass(module: JobModule, job: JobSpec, writer: ExactlyOnceWriter, t
     observed = parsed.observe(observation, *[F.count_if(route == t.name).alias(t.name) for t in targets],
                               F.count_if((route == target.name) & ~inside).alias(_OUTSIDE), *named)
     source = table_rows(module, target, observed).where(inside)
-    if target.first_by:
-        source = rank_whole_batch(target, source)
-    with job_step(spark, STEP_ONE_PASS):
-        inserted = writer.write(batch_id, target.name, source, {column: bound}, ranked=True,
-                                repartition=not target.first_by, time_range=timed)
+    with job_step(spark, STEP_PIPELINED):
+        inserted = writer.insert_staged(batch_id, target.name, source, {column: bound}, time_range=timed).inserted
     rows = {t.name: 0 for t in targets} | {target.name: inserted}
     metrics = _observed(observation)
     if metrics is None:
         log.warning("batch %d: the one pass's metrics did not arrive in %.0f s; writing the rest from the batch's "
                     "cache", batch_id, OBSERVATION_WAIT_SECONDS)
-        return OnePassResult(target.name, False, len(paths), rows)
+        return PipelinedWrite(target.name, False, len(paths), rows)
     carried = {t.name: int(metrics[t.name]) for t in targets}
     outside = int(metrics[_OUTSIDE])
     others = sum(count for name, count in carried.items() if name != target.name)
@@ -236,7 +232,7 @@ def write_one_pass(module: JobModule, job: JobSpec, writer: ExactlyOnceWriter, t
         log.info("batch %d: %d rows outside the delivery dates (or times), %d rows for other tables (from %s "
                  "files): writing "
                  "them the cached way", batch_id, outside, others, len(rest_files) if rest_files is not None else "all")
-    return OnePassResult(target.name, not outside and not others, len(paths), rows, carried,
+    return PipelinedWrite(target.name, not outside and not others, len(paths), rows, carried,
                          done=(target.name,) if not outside else (), rest_files=rest_files)
 
 

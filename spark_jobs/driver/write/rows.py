@@ -1,8 +1,8 @@
-"""Which rows and columns each table gets from a job's transform: routes, selects, declared schemas.
+"""Which rows and columns each table gets from a job's transform: routes and selects.
 
 A stateless job's transform gives one result for all its tables; each table's ``route`` (the
 registry's SQL condition) picks its rows and the job module's select (``OUTPUTS[table]``) its columns.
-A table that declares a ``schema`` gets its rows conformed to it (:func:`conformed`).
+A table that declares a ``schema`` gets its rows conformed to it (:mod:`spark_jobs.transforms.conform`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
 
 from spark_jobs.model.tables import TableSpec
 from spark_jobs.driver.write.delta_writer import TableTarget
@@ -36,30 +35,3 @@ def table_rows(module: "JobModule", target: TableTarget | TableSpec, result: Dat
     (``OUTPUTS[table](rows, context)``; ``context`` is ``None`` for a stateless job)."""
     rows = result.where(F.expr(target.route)) if target.route is not None else result
     return module.OUTPUTS[target.name](rows, context)
-
-
-def conformed(frame: DataFrame, table: TableSpec) -> DataFrame:
-    """``frame``'s columns in the order and types of ``table``'s declared ``schema`` (a job module's select
-    of a table that declares one)."""
-    return conform(frame, table_schema(table.schema))
-
-
-def conform(frame: DataFrame, schema: StructType) -> DataFrame:
-    """``frame``'s columns in ``schema``'s order and types."""
-    return frame.select(*[F.col(f.name).cast(f.dataType).alias(f.name) for f in schema.fields])
-
-
-_SIMPLE_TYPES = {"STRING": "StringType", "BOOLEAN": "BooleanType", "BIGINT": "LongType", "DOUBLE": "DoubleType",
-                 "DATE": "DateType", "TIMESTAMP": "TimestampType"}
-
-
-def table_schema(ddl: str) -> StructType:
-    """A flat schema from ``"name TYPE, ..."`` (STRING, BOOLEAN, BIGINT, DOUBLE, DATE, TIMESTAMP), made
-    without a JVM (``StructType.fromDDL`` needs one)."""
-    from pyspark.sql import types
-
-    fields = []
-    for part in ddl.split(","):
-        name, kind = part.split()
-        fields.append(types.StructField(name, getattr(types, _SIMPLE_TYPES[kind.upper()])()))
-    return StructType(fields)

@@ -53,6 +53,3 @@ RECORD_SCHEMA = StructType(
 
 # Every top-level key the schema knows; any other key goes to the rescued-data column.
 KNOWN_TOP_LEVEL_KEYS = tuple(f.name for f in RECORD_SCHEMA.fields)
-
-# The part of a quarantined record's raw text that is kept (characters).
-MAX_RAW_CHARS = 64 * 1024

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from spark_jobs.driver.dimensions import DimensionError, DimensionReader, dimension_frame, enrich, read_dimension
+from spark_jobs.driver.dimensions import DimensionError, DimensionReader, dimension_frame, read_dimension
+from spark_jobs.transforms.enrich import enrich
 from spark_jobs.registry import ACCOUNTS
 
 ROWS = {"111122223333": ("payments-prod", "payments", "prod"), "444455556666": ("sandbox", None, "dev")}

@@ -1,5 +1,6 @@
 """A source's key layout, declared once (spark_jobs/model/layout.py): delivery times, stems, S3 StartAfter, the
-checks at declaration; and Cowrie's dated backfill and reprocess selecting files by its own declaration alone."""
+checks at declaration; Cowrie's dated backfill and reprocess, and Suricata's dated and undated EVE names, selecting
+files by their own declaration alone."""
 
 from __future__ import annotations
 
@@ -72,3 +73,24 @@ def test_cowrie_gets_a_dated_backfill_and_reprocess_from_its_one_declaration(cow
     assert listing.undated == 0  # the live cowrie.json is not input at all (pathGlobFilter)
     replay = ReplayPlan.of(COWRIE, Lake(tmp_path / "lake"), cowrie_landing, dt.datetime(2018, 5, 21, tzinfo=UTC))
     assert [Path(f).name for f in replay.listing.files] == ["cowrie.json.2018-05-21", "cowrie.json.2018-07-01.gz"]
+
+
+def test_suricatas_rotated_names_date_its_files_and_a_plain_eve_json_is_undated(tmp_path, monkeypatch):
+    layout = get_job("suricata_eve").source.layout
+    day, minute = dt.datetime(2023, 2, 28, tzinfo=UTC), dt.datetime(2023, 2, 28, 11, 34, tzinfo=UTC)
+    assert [layout.delivery_time(f"file:/l/{name}") for name in (
+        "eve.json-20230228.gz", "eve.json.2023-02-28", "eve-2023-02-28.json", "eve-2023-02-28-11:34.json",
+        "eve-2023-02-28-1134.json", "eve-http-2023-02-28-11:34:00.json", "eve.json", "eve.7.json")] == [
+        day, day, day, minute, minute, minute, None, None]
+    root = tmp_path / "suricata"
+    root.mkdir()
+    for name in ("eve.json", "eve.json-20230227", "eve-2023-02-28-1134.json", "eve-2023-03-01.json.gz", "eve.json.1"):
+        (root / name).write_text("{}\n")
+    monkeypatch.setenv("SURICATA_EVE_INPUT_ROOTS", str(root))
+    today = dt.date(2026, 11, 27)
+    dated = list_files(check_request("suricata_eve", str(root), "2023-02-28", "2023-03-01", today=today))
+    assert ([Path(f).name for f in dated.files], dated.undated) == (
+        ["eve-2023-02-28-1134.json", "eve-2023-03-01.json.gz"], 1)  # eve.json: no date, so in no dated range
+    whole = list_files(check_request("suricata_eve", str(root), None, None, today=today))
+    assert sorted(Path(f).name for f in whole.files) == [  # logrotate's numbered eve.json.1 is never input
+        "eve-2023-02-28-1134.json", "eve-2023-03-01.json.gz", "eve.json", "eve.json-20230227"]

@@ -76,8 +76,9 @@ class PlantedLake:
             os.utime(commit, (now - committed_ago, now - committed_ago))
 
     def hold_lease(self, started_ago: float = 0.0, pid: int | None = None, ttl: float = 3600.0,
-                   released: bool = False) -> None:
-        """A lease generation held by ``pid`` (default: this test process, which is alive)."""
+                   released: bool = False, trigger: str = "processing-time:10s") -> None:
+        """A lease generation held by ``pid`` (default: this test process, which is alive), a driver of
+        ``trigger`` (the continuous one's by default)."""
         pid = pid or os.getpid()
         lease_dir = self.control / "lease"
         lease_dir.mkdir(parents=True, exist_ok=True)
@@ -86,7 +87,8 @@ class PlantedLake:
         record = {"generation": generation, "owner": f"planted{generation}", "job": self.job.name, "pid": pid,
                   "host": socket.gethostname(), "started_at": _iso(now - timedelta(seconds=started_ago)),
                   "heartbeat_at": _iso(now), "ttl_seconds": ttl, "released": released,
-                  "details": {"query_id": QUERY_ID, "run_id": RUN_ID, "spark_ui": "http://127.0.0.1:4040"},
+                  "details": {"query_id": QUERY_ID, "run_id": RUN_ID, "spark_ui": "http://127.0.0.1:4040",
+                              "trigger": trigger},
                   "pid_start": _process_start(pid)}
         (lease_dir / f"{generation:010d}.json").write_text(json.dumps(record))
 

@@ -168,3 +168,66 @@ def test_a_lake_on_another_filesystem_is_reported_but_keeps_no_incidents():
     store = IncidentStore(found.report["control"])
     stalled = [Condition("stalled", "error", "cloudtrail_etl is stalled", "look at the driver")]
     assert store.update(JOB.name, stalled) == [] and store.pending() == [] and store.open_incidents() == []
+
+
+def test_status_in_words_names_the_driver_its_host_and_uptime_and_what_the_supervisor_does(planted):
+    import os
+    import socket
+
+    planted.healthy()  # a continuous driver (this process) up for 60 s
+    planted.supervisor(restarts_in_window=1, restarts_total=1, consecutive_failures=1,
+                       last_reason="the driver was killed by SIGKILL")
+    found = health(planted)
+    assert found.state == "healthy"
+    assert found.supervision == "running; 1 restart in the last 30 min (last: the driver was killed by SIGKILL)"
+    assert found.backoff is None  # not "not backing off (1 consecutive failures)" beside "healthy"
+    assert re.fullmatch(rf"the continuous driver pid {os.getpid()} on host {re.escape(socket.gethostname())} since "
+                        r"\S+, up [56]\d s", found.owner), found.owner
+
+    terminal = run_cli("status", "--lake", str(planted.lake), env={JOB.input_env_var: str(planted.landing)})
+    [row] = [line for line in terminal.stdout.splitlines() if line.startswith(JOB.name)]
+    assert re.search(rf"pid {os.getpid()} on {re.escape(socket.gethostname())}, up [56]\d s \(continuous\)", row), row
+    assert row.endswith("running; 1 restart in the last 30 min (last: the driver was killed by SIGKILL)")
+    assert f"  owner: the continuous driver pid {os.getpid()} on host " in terminal.stdout
+
+
+def test_a_catchup_run_holding_the_checkpoint_is_named_while_the_supervisor_waits_for_it(planted):
+    import os
+
+    planted.commit_batches(2, files_per_batch=1, committed_ago=1)
+    planted.hold_lease(started_ago=30, trigger="available-now")
+    planted.supervisor(state="waiting_for_lease", driver_pid=None, waiting_since="2026-11-27T03:00:00.000+00:00",
+                       waiting_for=f"the catch-up run pid {os.getpid()} on host h since 2026-11-27T02:59:58Z")
+    found = health(planted)
+    assert found.state == "healthy" and found.owner.startswith(f"the catch-up run pid {os.getpid()} on host ")
+    assert found.supervision == (
+        "waiting since 2026-11-27T03:00:00.000+00:00 for the lease held by the catch-up run pid "
+        f"{os.getpid()} on host h since 2026-11-27T02:59:58Z (not a failure: it starts the driver when that run "
+        "lets go)")
+    job = status_json(planted)[JOB.name]
+    assert job["owner"] == found.owner.replace(found.owner.rsplit(", up ", 1)[1], job["owner"].rsplit(", up ", 1)[1])
+    assert job["supervisor"]["state"] == "waiting_for_lease"
+
+
+def test_the_plots_show_the_current_checkpoint_only_after_a_reset(planted):
+    """A reset checkpoint is a new query whose batch ids start at 0 again: its batches are plotted, the old ones are
+    left out and counted, so no axis holds two batch 0s."""
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    from spark_jobs.control.monitoring.history import read_progress
+    from spark_jobs.control.monitoring.plots import current_generation, job_charts
+    from spark_jobs.control.monitoring.progress import SCHEMA, progress_table_path
+
+    old = planted.progress([(1.0, 2.0)] * 3, seconds_apart=100)  # batches 0-2 of the old checkpoint
+    new = [{**row, "query_id": "after-the-reset", "timestamp": row["timestamp"] + timedelta(minutes=10)}
+           for row in old[:2]]  # batches 0-1 of the new one
+    write_deltalake(str(progress_table_path(planted.lake)), pa.Table.from_pylist(new, schema=SCHEMA), mode="append",
+                    partition_by=["date"])
+    rows = read_progress(planted.lake, JOB.name)
+    assert [(r["query_id"][:5], r["batch_id"]) for r in rows] == [
+        ("5c1f0", 0), ("5c1f0", 1), ("5c1f0", 2), ("after", 0), ("after", 1)]
+    shown, earlier = current_generation(rows)
+    assert ([r["batch_id"] for r in shown], earlier) == ([0, 1], 3)
+    [rates] = [c for c in job_charts(shown, ["cloudtrail_events"]) if c.key == "rates"]
+    assert [batch for batch, _ in rates.series[0].points] == [0, 1]

@@ -59,6 +59,9 @@ def s3_spark(spark, s3):
     system = spark.sparkContext._jvm.java.lang.System
     system.setProperty("aws.accessKeyId", s3.access_key)
     system.setProperty("aws.secretAccessKey", s3.secret_key)
+    # The landing source reads the bucket from Spark's Python workers, which get the environment the session's
+    # Python functions carry (a spark-submit driver's are its own, with the AWS variables it was started with).
+    spark.sparkContext.environment.update(s3.environment())
     return spark
 
 

@@ -28,7 +28,7 @@ def test_optimize_restore_vacuum_and_history_on_a_bucket(s3, s3_env, s3_spark, b
     manifest = write_sample_landing(landing, files=6, records_per_file=10, seed=5, include_bad_files=False)
     trail, lake = bucket("maint-trail"), f"{bucket('maint-lake')}/lake"
     s3.upload(landing, trail.removeprefix("s3a://"))
-    run_job_s3(f"{trail}/AWSLogs", lake, maxFilesPerTrigger="2")  # several small commits
+    run_job_s3(f"{trail}/AWSLogs", lake, maxFilesPerTrigger="1")  # several small commits per day
     table = f"{lake}/tables/cloudtrail_events"
 
     def event_ids() -> list[str]:

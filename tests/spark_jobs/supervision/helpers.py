@@ -67,9 +67,11 @@ def assert_no_process_left(*pgids: int | None) -> None:
             assert group_members(pgid) == [], f"process group {pgid} still has {group_members(pgid)}"
 
 
-def lease_holder(control: Path, hold_seconds: float, exit_code: int, ttl: float = 2.0) -> list[str]:
-    """A pyspark-free stand-in driver: takes the real lease, heartbeats, exits ``exit_code`` after ``hold_seconds``."""
-    return [sys.executable, str(LEASE_HOLDER), str(control), str(hold_seconds), str(exit_code), str(ttl)]
+def lease_holder(control: Path, hold_seconds: float, exit_code: int, ttl: float = 2.0,
+                 trigger: str = "processing-time:1s") -> list[str]:
+    """A pyspark-free stand-in driver: takes the real lease (exit 3 when another live driver holds it), heartbeats,
+    exits ``exit_code`` after ``hold_seconds``; ``trigger`` is what its lease says it runs."""
+    return [sys.executable, str(LEASE_HOLDER), str(control), str(hold_seconds), str(exit_code), str(ttl), trigger]
 
 
 def project_env() -> dict:

@@ -2,17 +2,25 @@
 
 It takes the job's real single-writer lease, renews it every ttl/3 like the runner, prints one
 line, holds it for HOLD seconds (forever if negative), then exits with EXIT (releasing the lease
-when EXIT is 0). SIGTERM: release and exit 0, as a driver that stops after its micro-batch.
+when EXIT is 0). SIGTERM: release and exit 0, as a driver that stops after its micro-batch. A lease held by
+another live driver: exit 3 with the CLI's one-line error, as ``python -m spark_jobs run`` does. An optional fifth
+argument is the trigger it says it runs (the lease's ``details.trigger``; default a streaming one).
 """
 
 import signal
 import sys
 import time
 
-from spark_jobs.control.checkpoint.lease import Lease
+from spark_jobs.control.checkpoint.lease import Lease, LeaseHeld
+from spark_jobs.control.supervision.ownership import LEASE_HELD_EXIT_STATUS
 
 control, hold, code, ttl = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
-lease = Lease.acquire(control, "cloudtrail_etl", ttl)
+trigger = sys.argv[5] if len(sys.argv) > 5 else "processing-time:1s"
+try:
+    lease = Lease.acquire(control, "cloudtrail_etl", ttl, details={"trigger": trigger})
+except LeaseHeld as held:
+    print(f"error: {held}", file=sys.stderr, flush=True)
+    sys.exit(LEASE_HELD_EXIT_STATUS)
 lease.start_heartbeat()
 print(f"holding lease generation {lease.info.generation} as pid {lease.info.pid}", flush=True)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import fields
 
 import pytest
@@ -82,3 +83,78 @@ def test_state_and_event_kinds_are_checked(tmp_path):
     assert not (tmp_path / "supervisor.json").exists()
     (tmp_path / "events.jsonl").write_text(json.dumps({"kind": "stop"}) + "\n{torn")
     assert read_events(str(tmp_path)) == [{"kind": "stop"}]
+
+
+@pytest.mark.parametrize("details, kind", [
+    ({"trigger": "processing-time:10s"}, "continuous"), ({"trigger": "available-now"}, "catch-up"),
+    ({"holder": "streaming_oncall reset_checkpoint"}, "on-call"), ({}, "driver")])
+def test_the_owner_of_a_lease_is_named_by_what_its_driver_runs(tmp_path, details, kind):
+    import os
+    import socket
+
+    from spark_jobs.control.checkpoint.lease import Lease
+    from spark_jobs.control.supervision.ownership import lease_owner
+
+    lease = Lease.acquire(str(tmp_path), "cloudtrail_etl", 60, details=details)
+    owner = lease_owner(lease.info)
+    assert (owner.kind, owner.pid, owner.host, owner.since) == (kind, os.getpid(), socket.gethostname(),
+                                                                lease.info.started_at)
+    who = {"continuous": "the continuous driver", "catch-up": "the catch-up run", "on-call": "the on-call action",
+           "driver": "a driver"}[kind]
+    assert owner.describe() == f"{who} pid {os.getpid()} on host {socket.gethostname()} since {lease.info.started_at}"
+
+
+def test_a_driver_started_by_an_airflow_task_is_named_by_its_run(tmp_path):
+    import subprocess
+    import sys
+
+    from spark_jobs.control.checkpoint.lease import Lease
+    from spark_jobs.control.supervision.ownership import airflow_context, lease_owner
+
+    context = {"AIRFLOW_CTX_DAG_ID": "cloudtrail_etl_catchup", "AIRFLOW_CTX_DAG_RUN_ID": "asset_triggered__1",
+               "AIRFLOW_CTX_TASK_ID": "spark_submit", "AIRFLOW_CTX_TRY_NUMBER": "1"}
+    process = subprocess.Popen([sys.executable, "-c", "import time; print('up', flush=True); time.sleep(60)"],
+                               env={**os.environ, **context}, stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout.readline() == "up\n"  # running: its environment is in /proc (right at exec it is not)
+        assert airflow_context(process.pid) == {"dag_id": "cloudtrail_etl_catchup", "run_id": "asset_triggered__1",
+                                                "task_id": "spark_submit", "try_number": "1"}
+        lease = Lease.acquire(str(tmp_path), "cloudtrail_etl", 60).info
+        owner = lease_owner(type(lease)(**{**lease.to_dict(), "pid": process.pid, "pid_start": None}))
+        assert owner.kind == "catch-up"  # no trigger in its lease: the DAG says it
+        assert owner.describe().endswith(" (run asset_triggered__1 of cloudtrail_etl_catchup)")
+    finally:
+        process.kill()
+        process.wait()
+        process.stdout.close()
+    assert airflow_context(process.pid) == {}  # gone
+
+
+def test_the_continuous_job_owns_the_checkpoint_while_its_driver_or_its_supervisor_is_live(tmp_path):
+    import datetime as dt
+
+    from spark_jobs.control.checkpoint.lease import Lease
+    from spark_jobs.control.supervision.ownership import continuous_owner
+
+    control = str(tmp_path)
+    assert continuous_owner("cloudtrail_etl", control) is None  # nobody
+    catchup = Lease.acquire(control, "cloudtrail_etl", 60, details={"trigger": "available-now"})
+    assert continuous_owner("cloudtrail_etl", control) is None  # a catch-up run's lease is no reason to skip
+    catchup.release()
+    driver = Lease.acquire(control, "cloudtrail_etl", 60, details={"trigger": "processing-time:10s"})
+    said = continuous_owner("cloudtrail_etl", control)
+    assert said == (f"cloudtrail_etl is owned by the continuous driver pid {os.getpid()} on host "
+                    f"{driver.info.host} since {driver.info.started_at}; its files are ingested there")
+    driver.release()
+    state = SupervisorState(job="cloudtrail_etl", window_seconds=1800, max_restarts=5, state="backing_off",
+                            supervisor_pid=4242, started_at="2026-11-27T03:00:00.000+00:00")
+    write_supervisor_state(control, state)
+    assert continuous_owner("cloudtrail_etl", control) == (
+        "cloudtrail_etl is owned by cloudtrail_etl_continuous: its supervisor (pid 4242, started "
+        "2026-11-27T03:00:00.000+00:00) is backing off; its files are ingested there")
+    later = dt.datetime.now(dt.timezone.utc) + dt.timedelta(minutes=5)
+    assert continuous_owner("cloudtrail_etl", control, now=later) is None  # not refreshed for 5 min: gone
+    for gone in ("stopped", "given_up"):
+        write_supervisor_state(control, SupervisorState(job="cloudtrail_etl", window_seconds=1, max_restarts=1,
+                                                        state=gone))
+        assert continuous_owner("cloudtrail_etl", control) is None

@@ -205,3 +205,79 @@ def test_the_driver_dies_with_its_supervisor_even_after_kill_9(tmp_path):
              or open(f"/proc/{driver_pid}/stat").read().split(") ")[1][0] == "Z", 30,
              "the orphaned driver to get its parent-death SIGTERM")
     assert_no_process_left(driver_pid)
+
+
+def _catchup_run(control, hold_seconds: float) -> subprocess.Popen:
+    """A stand-in catch-up run (available-now) that holds the job's lease for ``hold_seconds``, once it holds it."""
+    process = subprocess.Popen(lease_holder(control, hold_seconds, exit_code=0, ttl=2, trigger="available-now"),
+                               stdout=subprocess.PIPE, text=True)
+    assert process.stdout.readline().startswith("holding lease generation ")
+    return process
+
+
+def test_a_lease_held_by_a_catchup_run_is_waited_for_not_counted_and_a_crash_after_it_keeps_the_budget(tmp_path):
+    control = Lake(tmp_path / "lake").control_path(JOB.name)
+    catchup = _catchup_run(control, hold_seconds=3)
+    stop = threading.Event()
+    supervisor, seen = _supervisor(tmp_path, lease_holder(control, hold_seconds=-1, exit_code=0, ttl=2), stop=stop)
+    thread, result = _in_thread(supervisor)
+
+    waiting = wait_for(lambda: [s for s in seen.states if s["state"] == "waiting_for_lease"], 30, "the wait")[0]
+    assert waiting["waiting_for"].startswith(f"the catch-up run pid {catchup.pid} on host ")
+    assert waiting["driver_pid"] is None  # no driver was started into the held lease
+    first = wait_for(lambda: seen.states and seen.states[-1]["state"] == "running" and seen.states[-1]["driver_pid"],
+                     60, "the driver once the catch-up run let go")
+    assert catchup.wait(timeout=30) == 0
+    catchup.stdout.close()
+    wait_event, free_event = seen.events[1:3]
+    assert (wait_event["kind"], free_event["kind"]) == ("lease_wait", "lease_free")
+    assert wait_event["holder"]["pid"] == catchup.pid and wait_event["holder"]["kind"] == "catch-up"
+    assert wait_event["outcome"].endswith("(not a failure: no restart is counted)")
+    state = read_supervisor_state(supervisor.control)
+    assert (state["restarts_in_window"], state["restarts_total"], state["consecutive_failures"], state["lease_waits"],
+            state["waiting_for"]) == (0, 0, 0, 1, None)
+
+    os.kill(first, signal.SIGKILL)  # a real crash after the wait: restarted, the first of the whole budget
+    second = wait_for(lambda: seen.states[-1]["state"] == "running" and seen.states[-1]["driver_pid"] != first
+                      and seen.states[-1]["driver_pid"], 60, "the restarted driver")
+    [restart] = [e for e in seen.events if e["kind"] == "restart"]
+    assert (restart["consecutive_failures"], restart["restarts_in_window"], restart["backoff_seconds"]) == (1, 1, 0.1)
+    assert restart["outcome"].startswith("restarting from the same checkpoint in 0.1 s (restart 1 of 3 allowed")
+    stop.set()
+    thread.join(timeout=60)
+    assert result == {"outcome": "stopped"}
+    assert seen.kinds() == ["start", "lease_wait", "lease_free", "restart", "stop"]
+    assert_no_process_left(first, second)
+
+
+def test_a_driver_refused_by_the_lease_exit_3_waits_for_it_and_uses_none_of_the_budget(tmp_path, monkeypatch):
+    """The race: the holder takes the lease between the supervisor's look and its driver's start; the driver exits 3
+    (LeaseHeld), and the supervisor waits for the holder instead of counting a failure."""
+    control = Lake(tmp_path / "lake").control_path(JOB.name)
+    catchup = _catchup_run(control, hold_seconds=3)
+    looks = []
+    real = Supervisor._other_holder
+
+    def blind_first_look(self):  # the first look happened just before the catch-up run took the lease
+        looks.append(1)
+        return None if len(looks) == 1 else real(self)
+
+    monkeypatch.setattr(Supervisor, "_other_holder", blind_first_look)
+    stop = threading.Event()
+    supervisor, seen = _supervisor(tmp_path, lease_holder(control, hold_seconds=-1, exit_code=0, ttl=2), stop=stop)
+    thread, result = _in_thread(supervisor)
+    driver = wait_for(lambda: seen.states and seen.states[-1]["state"] == "running" and seen.states[-1]["driver_pid"],
+                      60, "the driver once the catch-up run let go")
+    assert catchup.wait(timeout=30) == 0
+    catchup.stdout.close()
+    stop.set()
+    thread.join(timeout=60)
+    assert result == {"outcome": "stopped"}
+    assert seen.kinds() == ["start", "lease_wait", "lease_free", "stop"]
+    refused = seen.events[1]["reason"]
+    assert refused.startswith("the driver exited with status 3: error: job cloudtrail_etl is already running: its "
+                              f"checkpoint is held by pid {catchup.pid} ")
+    assert f"; the checkpoint's lease is held by the catch-up run pid {catchup.pid} on host " in refused
+    state = read_supervisor_state(supervisor.control)
+    assert (state["restarts_total"], state["consecutive_failures"], state["attempt"]) == (0, 0, 2)
+    assert_no_process_left(driver)

@@ -30,6 +30,23 @@ def test_a_source_log_ahead_of_the_query_batches_is_read_through_the_offsets(tmp
     assert committed_files(checkpoint) == {"a.json.gz", "b.json.gz", "c.json.gz"}
 
 
+def test_a_discovering_streams_committed_files_are_those_of_its_manifests_up_to_the_last_commit(tmp_path):
+    from spark_jobs.control.checkpoint.store import Location
+    from spark_jobs.control.discovery.listing import Candidate
+    from spark_jobs.control.discovery.state import DiscoveryLog, Manifest
+
+    checkpoint = tmp_path / "checkpoint"
+    log = DiscoveryLog(Location.of(str(checkpoint)))
+    for number, names in ((1, ["a.json.gz"]), (2, ["b.json.gz", "c.json.gz"]), (3, ["d.json.gz"])):
+        log.write_manifest(Manifest(number, [Candidate(f"file:/landing/{n}", 1, 1, 1, True) for n in names]))
+    for batch in (0, 1):  # manifest 3 is planned (offsets/2), not committed
+        _write(checkpoint / "commits" / str(batch), [json.dumps({"nextBatchWatermarkMs": 0})])
+    for batch in (0, 1, 2):
+        _write(checkpoint / "offsets" / str(batch), [json.dumps({"batchWatermarkMs": 0}),
+                                                      json.dumps({"v": 1, "manifest": batch + 1})])
+    assert committed_files(checkpoint) == {"a.json.gz", "b.json.gz", "c.json.gz"}
+
+
 def test_nothing_is_committed_before_the_first_commit(tmp_path):
     checkpoint = tmp_path / "checkpoint"
     _source_batch(checkpoint, 0, ["a.json.gz"])

@@ -203,3 +203,29 @@ def test_copies_of_old_logs_are_read_whatever_their_modification_times(landing):
     for key in copies:
         os.utime(key.removeprefix("file:"), (thirty_days_ago, thirty_days_ago))
     assert batches == [[first]] and drain(discovery(root, checkpoint), end)[1] == [copies]
+
+
+def test_a_jobs_health_says_how_its_stream_finds_files_and_the_last_reconcile(landing, tmp_path):
+    """What discovery knows reaches check_job (the health page and status read it): the window, the last look, the
+    last reconcile."""
+    from spark_jobs.control.monitoring.health import check_job
+
+    root, _ = landing
+    lake = tmp_path / "lake"
+    checkpoint = lake / "checkpoints" / JOB.name
+    first = deliver(root, dt.datetime(2024, 3, 1, 8, tzinfo=UTC), tag="a")
+    end = discovery(root, checkpoint).latest(offset(0), None)
+    for folder, line in (("offsets", json.dumps(end)), ("commits", "")):  # batch 0 planned and committed, as Spark
+        (checkpoint / folder).mkdir(parents=True)
+        (checkpoint / folder / "0").write_text("v1\n" + json.dumps({"batchWatermarkMs": 0, "batchTimestampMs": 0})
+                                               + ("\n" + line if line else "\n{}") + "\n")
+    (checkpoint / "metadata").write_text(json.dumps({"id": "11111111-2222-3333-4444-555555555555"}))
+    control = lake / "control" / JOB.name
+    control.mkdir(parents=True)
+    (control / "reconcile.json").write_text(json.dumps({"at": "2026-11-27T03:00:00+00:00", "listed": 9, "missed": 1}))
+    health = check_job(JOB, str(lake), str(root), now=dt.datetime(2026, 11, 27, 4, tzinfo=UTC))
+    assert health.report["discovery"]["window"]["stems"] == 1 and health.backlog_files == 0
+    assert health.discovery.startswith("listing; window: 1 stems, 1 files remembered, newest delivery "
+                                       "2024-03-01T08:00:00+00:00")
+    assert health.discovery.endswith("last reconcile 2026-11-27T03:00:00+00:00: 9 listed, 1 missed and ingested")
+    assert first.endswith("_a.json.gz")

@@ -1,0 +1,146 @@
+"""A warm standby driver: started, warmed up and waiting, it takes a continuous job over the moment its lease is free.
+
+Usage (the supervisor starts one beside the running driver when the job's registry entry or its DAG asks)::
+
+    python -m spark_jobs run cloudtrail_etl --trigger processing-time:10s --standby
+
+Most of a new driver's time to its first commit is its own start, not the work: the JVM and the session, Delta's
+first snapshot of each table, the classes and Python workers of the first micro-batch. A standby does all of that
+while the running driver still holds the checkpoint's single-writer lease:
+
+1. it builds its session, creates the tables if missing and reads each table's Delta snapshot;
+2. it warms up: one micro-batch of a recent input file (or nothing, on an empty landing) through the job's own
+   transform and write path into a scratch lake of its own (:func:`warm_up`), so every class, plan and Python
+   worker the live path needs has been used once; the scratch lake is deleted;
+3. it waits for the lease (:func:`wait_for_lease`), checking it every :data:`POLL_SECONDS`. The lease is free
+   when its holder releases it, when its heartbeat is older than its ttl, or, on this host, the moment its
+   holder's process is gone (a driver killed with ``kill -9``): the standby then takes it with the lease's
+   own exclusive create, exactly as any driver would, so fencing stays as strict as ever (a paused old driver
+   that wakes up finds a newer generation and writes nothing);
+4. it starts the streaming query from the checkpoint, like any driver.
+
+While it waits, ``<lake>/control/<job>/standby.json`` says so (pid, host, since when, how long the warm-up took);
+SIGTERM ends it at once (it holds nothing). It costs a second driver's memory the whole time: see
+docs/continuous-jobs.md for the figure.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import socket
+import time
+from pathlib import Path
+from typing import Callable
+
+from pyspark.sql import SparkSession
+
+from spark_jobs.model.jobs import JobSpec
+from spark_jobs.model.lake import Lake
+from spark_jobs.model.runs import RunOptions
+
+log = logging.getLogger("spark_jobs")
+
+POLL_SECONDS = 0.2
+STATE_FILE = "standby.json"
+
+
+def _state_path(options: RunOptions, job: JobSpec) -> Path:
+    return Path(str(options.control_path(job.name))) / STATE_FILE
+
+
+def announce(options: RunOptions, job: JobSpec, warm_seconds: float) -> None:
+    """Write ``standby.json``: this driver waits for the lease (monitoring reads it)."""
+    from spark_jobs.model.times import utc_iso
+    import datetime as dt
+
+    path = _state_path(options, job)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "warm_seconds": round(warm_seconds, 2),
+                                "since": utc_iso(dt.datetime.now(dt.timezone.utc))}))
+
+
+def withdraw(options: RunOptions, job: JobSpec) -> None:
+    """Remove ``standby.json`` when it is this process's."""
+    path = _state_path(options, job)
+    try:
+        if json.loads(path.read_text()).get("pid") == os.getpid():
+            path.unlink()
+    except (OSError, ValueError):
+        pass
+
+
+def read_standby(control: str) -> dict | None:
+    """The waiting standby of a job (its ``standby.json``), or ``None``."""
+    try:
+        return json.loads((Path(control) / STATE_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def wait_for_lease(acquire: Callable[[], object], stopped: Callable[[], bool], poll: float = POLL_SECONDS):
+    """Call ``acquire`` every ``poll`` seconds until it returns a lease (``LeaseHeld`` means not yet).
+
+    :returns: the lease, or ``None`` when ``stopped()`` says the standby was asked to stop first.
+    """
+    from spark_jobs.control.checkpoint.lease import LeaseHeld
+
+    while not stopped():
+        try:
+            return acquire()
+        except LeaseHeld:
+            time.sleep(poll)
+    return None
+
+
+def warm_up(spark: SparkSession, job: JobSpec, options: RunOptions) -> float:
+    """One micro-batch of a recent input file through the job's transform and write path into a scratch lake
+    (deleted after), and each real table's Delta snapshot read: what a first batch would otherwise do cold.
+
+    :returns: the seconds it took.
+    """
+    from spark_jobs.driver.job_modules import job_module, output_schemas, table_targets
+    from spark_jobs.driver.write import write_batch
+    from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, create_tables
+
+    started = time.monotonic()
+    for target in table_targets(job, options.lake):
+        spark.read.format("delta").load(str(target.path)).limit(0).collect()  # Delta's snapshot, cached
+    sample = _recent_file(job, options)
+    scratch = Path(os.environ.get("SPARK_LOCAL_DIRS", "/tmp").split(",")[0]) / f"standby-warm-up-{os.getpid()}"
+    try:
+        lake = Lake(scratch)
+        targets = table_targets(job, lake)
+        create_tables(spark, targets, output_schemas(spark, job))
+        if sample is not None and not job.stateful:
+            from spark_jobs.driver.source_readers import read_file_list
+
+            frame = read_file_list(spark, [sample])
+            writer = ExactlyOnceWriter(spark, targets, f"standby-warm-up-{os.getpid()}")
+            write_batch(frame, 0, job=job, module=job_module(job), writer=writer, targets=targets, files=[sample])
+    except Exception as exc:  # noqa: BLE001 - a warm-up is worth less than the standby itself
+        log.warning("standby warm-up of %s did not complete (%s); the first batch will be colder", job.name, exc)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return time.monotonic() - started
+
+
+def _recent_file(job: JobSpec, options: RunOptions) -> str | None:
+    """The newest input file the stream has taken (from its discovery window), or ``None``."""
+    if not job.discovers_files:
+        return None
+    from spark_jobs.control.checkpoint.store import Location
+    from spark_jobs.control.discovery.settings import run_settings
+    from spark_jobs.control.discovery.state import DiscoveryLog, DiscoveryStateError
+
+    settings = run_settings(job, options)
+    log_ = DiscoveryLog(Location.of(settings.checkpoint))
+    try:
+        window = log_.window(settings.layout) if log_.exists() else None
+    except DiscoveryStateError:
+        return None
+    if not window or not window.seen:
+        return None
+    return max(window.seen.items(), key=lambda item: (item[1], item[0]))[0]

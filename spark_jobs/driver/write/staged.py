@@ -1,0 +1,271 @@
+"""The insert-only write by key of a large batch: its rows written first, their keys checked after, one Delta commit.
+
+Delta's insert-only ``MERGE`` inserts every source row whose key the table lacks, the source's own
+duplicates included, so its source must hold one row per key first: a ranking of the whole batch by
+key, which shuffles every ~1 KB row though almost no key repeats (``python -m spark_jobs bench --only
+write_shapes``: +8.8 s per million rows over a plain append). This module does the same insert-only
+write with Delta's own transaction API instead (``OptimisticTransaction``, which ``MERGE`` itself uses),
+in this order:
+
+1. the transaction starts on the table's newest snapshot; a batch this writer committed already
+   (its ``txnAppId``/``txnVersion``) is skipped, as Delta skips a MERGE;
+2. the table's files whose statistics reach into the write's bound (the batch's dates, its delivery
+   times: the same predicates as the MERGE's condition) are looked up through the transaction, which
+   records that read: a concurrent commit that adds a file the bound selects makes this commit fail
+   with Delta's usual conflict, and the writer's retry loop does it all again;
+3. the batch's rows are written into the table's folder (``writeFiles``: one pipelined Spark job, Delta's
+   file statistics included), not yet committed: no reader sees them;
+4. only the key and ``first_by`` columns of those new files are read back (a columnar scan of a few
+   columns) to find the rows to leave out: a batch's later deliveries of a key (ranked by key: a
+   shuffle of those columns only) and the keys the table holds in the files of step 2; nearly always
+   none;
+5. the new files that hold such rows are written again without them (a file-sized rewrite, nothing
+   reparsed; more than :data:`~spark_jobs.driver.write.delta_writer.MOST_DUPLICATES_COLLECTED` such rows,
+   and the new rows are ranked whole, as ``MERGE``'s source would have been);
+6. one commit: the new files, the writer's ``txnAppId``/``txnVersion``, and the operation recorded as
+   the insert-only ``MERGE`` it is (its predicate and ``numTargetRowsInserted`` in the table's history,
+   as a ``MERGE`` writes them).
+
+The result is the MERGE's (one row per key at every version of the table, exactly once per batch id)
+at the cost of an append and a scan of a few columns. Files of an attempt that did not commit (a conflict,
+a crash) are never in the log: Delta's readers do not see them and ``VACUUM`` removes them; this module
+deletes them itself when an attempt fails. Used by the pipelined pass
+(:mod:`spark_jobs.driver.write.pipelined`) for its one bounded table; the smaller writes keep the MERGE.
+
+Why our own: neither Delta nor Spark offers an insert-only write of a source with duplicates that does
+not shuffle the source; Delta's ``OptimisticTransaction`` (``startTransaction``, ``filterFiles``,
+``writeFiles``, ``updateSetTransaction``, ``commit``) is the API its own commands are built on, reached
+here through py4j (pinned: delta-spark 4.4.0).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from functools import reduce
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.window import Window
+
+# ``"TableTarget"`` below is :class:`spark_jobs.driver.write.delta_writer.TableTarget`, which calls this module
+# (not imported here, so that the two do not import each other).
+log = logging.getLogger("spark_jobs")
+
+_FILE = "_staged_file"
+_RANK = "_rank"
+
+
+@dataclass(frozen=True)
+class StagedInsert:
+    """What one staged insert did.
+
+    :param inserted: rows committed (0 when this writer had committed the batch already).
+    :param staged: rows the batch's files held before the rows left out (its carried rows).
+    :param left_out: later deliveries in the batch and keys the table held, left out.
+    :param version: the table version committed (``None``: skipped, committed before).
+    """
+
+    inserted: int
+    staged: int = 0
+    left_out: int = 0
+    version: int | None = None
+
+
+class _Scala:
+    """The few Scala values the transaction API takes, made through py4j."""
+
+    def __init__(self, spark: SparkSession):
+        self.jvm = spark._jvm
+        self.spark = spark
+
+    def seq(self, items: list):
+        return self.jvm.PythonUtils.toSeq(items)
+
+    def some(self, value):
+        return self.jvm.scala.Option.apply(value)
+
+    def to_list(self, seq) -> list:
+        return list(self.jvm.scala.jdk.javaapi.CollectionConverters.asJava(seq))
+
+    def delta(self, name: str):
+        return getattr(self.jvm.org.apache.spark.sql.delta, name)
+
+
+def staged_insert(spark: SparkSession, target: "TableTarget", frame: DataFrame, batch_id: int, app_id: str,
+                  bound: list[str], most_left_out: int) -> StagedInsert:
+    """Insert ``frame``'s rows whose key ``target`` lacks (the first of each key by ``first_by``), in one commit
+    under ``app_id``/``batch_id`` (see the module docstring).
+
+    :param bound: SQL conditions on the table's columns that every row of ``frame``, and every row of the
+        table with one of its keys, satisfies (the batch's dates, its time range).
+    :param most_left_out: more rows to leave out than this, and the new rows are ranked whole.
+    :raises: Delta's conflict when another writer committed into the bound first (retry it all).
+    """
+    scala = _Scala(spark)
+    delta_log = scala.delta("DeltaLog").forTable(spark._jsparkSession, str(target.path))
+    txn = delta_log.startTransaction()
+    if txn.txnVersion(app_id) >= batch_id:
+        return StagedInsert(0)
+    table = spark.read.format("delta").load(str(target.path))
+    predicates = [table.where(condition)._jdf.queryExecution().analyzed().condition() for condition in bound]
+    held = [f.path() for f in scala.to_list(txn.filterFiles(scala.seq(predicates), False))]
+    columns = table.columns
+    staged = scala.to_list(txn.writeFiles(frame.select(*columns)._jdf))
+    written: list[str] = []
+    try:
+        written = [_absolute(scala, target, add.path()) for add in staged]
+        # No row (all outside the bound): the commit still marks the batch as this writer's, as a MERGE's does.
+        held_paths = [_absolute(scala, target, p) for p in held]
+        drop = _rows_to_leave_out(spark, target, table, written, held_paths, most_left_out) if staged else None
+        rows = sum(_records(add) for add in staged)
+        actions = staged
+        if drop is not None:
+            actions = _rewritten(spark, scala, txn, target, table, staged, written, drop, held_paths)
+        inserted = sum(_records(add) for add in actions)
+        left_out = rows - inserted
+        txn.updateSetTransaction(app_id, batch_id, scala.some(int(time.time() * 1000)))
+        _register_metrics(scala, txn, rows, inserted, len(actions))
+        version = txn.commit(scala.seq(actions), _merge_operation(scala, predicates))
+    except Exception:
+        _delete(scala, written)
+        raise
+    if left_out:
+        log.info("table %s: %d of the batch's %d rows left out (later deliveries, keys the table holds)",
+                 target.name, left_out, rows)
+    return StagedInsert(inserted, rows, left_out, version)
+
+
+@dataclass(frozen=True)
+class _LeftOut:
+    """The staged rows to leave out: ``rows`` (file, key and first_by values), or ``whole`` (too many: rank all)."""
+
+    rows: list
+    whole: bool = False
+
+
+def _rows_to_leave_out(spark: SparkSession, target: "TableTarget", table: DataFrame, written: list[str],
+                       held: list[str], most: int) -> _LeftOut | None:
+    """The staged rows that are a later delivery of a key in the batch, or whose key the table holds."""
+    identity = list(dict.fromkeys(target.unique_key + target.first_by))
+    new = _read(spark, target, table, written, identity).withColumn(_FILE, F.input_file_name())
+    candidates = _ranked(target, new, keep_first=False)
+    if held:
+        candidates = candidates.unionByName(_held_keys(spark, target, table, new, held, "left_semi"))
+    found = candidates.distinct().limit(most + 1).collect()
+    if not found:
+        return None
+    if len(found) > most:
+        return _LeftOut([], whole=True)
+    return _LeftOut(found)
+
+
+def _ranked(target: "TableTarget", rows: DataFrame, keep_first: bool) -> DataFrame:
+    """``rows``' first deliveries of each key by ``first_by`` (``keep_first``), or the later ones."""
+    first = Window.partitionBy(*target.unique_key).orderBy(*target.first_by)
+    rank = F.row_number().over(first)
+    return rows.withColumn(_RANK, rank).where(F.col(_RANK) == 1 if keep_first else F.col(_RANK) > 1).drop(_RANK)
+
+
+def _held_keys(spark: SparkSession, target: "TableTarget", table: DataFrame, rows: DataFrame, held: list[str],
+               how: str) -> DataFrame:
+    """``rows`` joined (``left_semi``: those whose key, ``left_anti``: those whose key is not) with the keys of the
+    table's files at ``held``."""
+    old = _read(spark, target, table, held, list(target.unique_key))
+    condition = [rows[c].eqNullSafe(old[c]) if c in target.null_safe else rows[c] == old[c] for c in target.unique_key]
+    return rows.join(old, reduce(lambda a, b: a & b, condition), how)
+
+
+def _read(spark: SparkSession, target: "TableTarget", table: DataFrame, paths: list[str],
+          columns: list[str]) -> DataFrame:
+    """``columns`` of the table's Parquet files at ``paths`` (partition columns from their folders, typed as the
+    table types them)."""
+    types = dict(table.dtypes)
+    frame = spark.read.option("basePath", str(target.path)).parquet(*paths)
+    return frame.select(*[F.col(c).cast(types[c]).alias(c) if c in target.partition_by else F.col(c)
+                          for c in columns])
+
+
+def _rewritten(spark: SparkSession, scala: _Scala, txn, target: "TableTarget", table: DataFrame, staged: list,
+               written: list[str], drop: _LeftOut, held: list[str]) -> list:
+    """The staged files' actions after writing again, without the rows to leave out, the files that hold any
+    (all of them, ranked whole and without the keys of the table's files at ``held``, when there are too many
+    rows to collect)."""
+    identity = list(dict.fromkeys(target.unique_key + target.first_by))
+    if drop.whole:
+        affected = set(written)
+        kept = _ranked(target, _read(spark, target, table, written, table.columns), keep_first=True)
+        if held:
+            kept = _held_keys(spark, target, table, kept, held, "left_anti")
+    else:
+        affected = {row[_FILE] for row in drop.rows}
+        paths = [path for path in written if _same_file(path, affected)]
+        affected = set(paths)
+        rows = _read(spark, target, table, paths, table.columns)
+        left = spark.createDataFrame([tuple(row[c] for c in identity) for row in drop.rows],
+                                     rows.select(*identity).schema)
+        kept = rows.join(F.broadcast(left), [rows[c].eqNullSafe(left[c]) for c in identity], "left_anti")
+    again = scala.to_list(txn.writeFiles(kept.select(*table.columns)._jdf))
+    keep = [add for add, path in zip(staged, written) if path not in affected]
+    _delete(scala, sorted(affected))
+    return keep + again
+
+
+def _same_file(path: str, names: set[str]) -> bool:
+    """Whether ``path`` is one of ``names`` (``input_file_name`` gives a URI, which may differ in scheme)."""
+    return any(name == path or name.endswith(path.split(":", 1)[-1]) for name in names)
+
+
+def _absolute(scala: _Scala, target: "TableTarget", relative: str) -> str:
+    """An AddFile's path (relative, URL-encoded) as an absolute path."""
+    util = scala.jvm.org.apache.spark.sql.delta.util.DeltaFileOperations
+    return util.absolutePath(str(target.path), relative).toString()
+
+
+def _records(add) -> int:
+    """The rows of a new file (Delta's statistics of it)."""
+    records = add.numLogicalRecords()
+    if records.isEmpty():
+        raise RuntimeError(f"Delta wrote {add.path()} without statistics (numRecords): the staged insert needs them; "
+                           "is spark.databricks.delta.stats.collect false?")
+    return int(records.get())
+
+
+def _register_metrics(scala: _Scala, txn, source_rows: int, inserted: int, files: int) -> None:
+    """The operation metrics Delta records for an insert-only MERGE (its history's ``operationMetrics``)."""
+    metrics = scala.jvm.org.apache.spark.sql.execution.metric.SQLMetrics
+    values = {"numSourceRows": source_rows, "operationNumSourceRows": source_rows, "numTargetRowsInserted": inserted,
+              "numOutputRows": inserted, "numTargetFilesAdded": files}
+    for zero in ("numTargetRowsUpdated", "numTargetRowsMatchedUpdated", "numTargetRowsNotMatchedBySourceUpdated",
+                 "numTargetRowsDeleted", "numTargetRowsMatchedDeleted", "numTargetRowsNotMatchedBySourceDeleted",
+                 "numTargetRowsCopied", "numTargetFilesRemoved", "numTargetChangeFilesAdded", "numTargetBytesAdded",
+                 "numTargetBytesRemoved", "executionTimeMs", "scanTimeMs", "rewriteTimeMs"):
+        values[zero] = 0
+    registered = scala.jvm.java.util.HashMap()
+    context = scala.spark._jsc.sc()
+    for name, value in values.items():
+        metric = metrics.createMetric(context, name)
+        metric.set(value)
+        registered.put(name, metric)
+    txn.registerSQLMetrics(scala.spark._jsparkSession, scala.jvm.PythonUtils.toScalaMap(registered))
+
+
+def _merge_operation(scala: _Scala, predicates: list):
+    """Delta's record of an insert-only MERGE bounded by ``predicates`` (its history's ``operationParameters``)."""
+    expressions = scala.jvm.org.apache.spark.sql.catalyst.expressions
+    condition = reduce(lambda a, b: expressions.And(a, b), predicates) if predicates else None
+    insert = scala.delta("DeltaOperations$MergePredicate")(scala.some(None), "insert")
+    none = scala.some(None)
+    return scala.delta("DeltaOperations$Merge")(scala.some(condition), none, none, none, scala.seq([]),
+                                                scala.seq([insert]), scala.seq([]))
+
+
+def _delete(scala: _Scala, paths: list[str]) -> None:
+    """Delete files this writer wrote and will not commit (best effort: ``VACUUM`` removes what is left)."""
+    for path in paths:
+        try:
+            hadoop_path = scala.jvm.org.apache.hadoop.fs.Path(path)
+            hadoop_path.getFileSystem(scala.spark._jsc.hadoopConfiguration()).delete(hadoop_path, False)
+        except Exception as exc:  # noqa: BLE001 - an uncommitted file is invisible; VACUUM removes it
+            log.warning("could not delete the uncommitted file %s: %s", path, exc)
