@@ -46,6 +46,8 @@ bare-Spark counterpart it is a ratio to the best bare Spark does on the same fil
 - ``history_scale``: discovery per trigger, restart to first commit, ``checkpoint inspect``, the no-op catch-up,
   LIST requests and the state's size once a landing holds 10k, 100k and 1M ingested deliveries (and 1k and 100k
   objects in the local S3 server), as ratios to the smallest (:mod:`tools.bench.history_scale`).
+- ``landing_to_rows``: a file landing in the watched folder of a running Airflow to its rows in the table, through the
+  catch-up-on-data DAG, split by the run's own records (:mod:`tools.bench.landing_to_rows`).
 
 ``--quick`` (under 3 minutes on 2 cores): 50k records, 2 repetitions (1 per process launch), a
 warm-up on a tenth of the input, no noop-sink stand-ins in the profile, and none of freshness, the
@@ -78,7 +80,7 @@ BENCH_ROOT = PROJECT_ROOT / ".spark" / "bench"
 IN_PROCESS = ("throughput", "profile", "write_shapes", "adhoc_query", "memory", "freshness", "freshness_large",
               "backfill_priority", "state", "dedup_cost", "cold_start")
 LAUNCHES = ("noop_catchup", "orchestration", "orchestration_live", "sql_command", "cores", "min_driver_memory",
-            "jvm_start", "object_store", "history_scale")
+            "jvm_start", "object_store", "history_scale", "landing_to_rows")
 MEASUREMENTS = IN_PROCESS + LAUNCHES
 # What --quick leaves out, and why: each needs minutes of process starts and warm-up to mean anything.
 QUICK_LEAVES_OUT = {
@@ -106,9 +108,11 @@ QUICK_LEAVES_OUT = {
     "history_scale": "landings of 10k, 100k and 1M files (built once, ~1 min, then cached under .spark/bench/history) "
                      "and of 1k and 100k objects in the S3 server, then three restarts, inspections and no-op runs "
                      "on each (~25 min)",
+    "landing_to_rows": "starts a whole Airflow with the catch-up-on-data DAG unpaused, then lands five files one at "
+                       "a time and waits for each one's rows (~4 min)",
 }
 # These build their own input: a run of only these does not write the generated landing.
-OWN_INPUT = ("history_scale",)
+OWN_INPUT = ("history_scale", "landing_to_rows")
 QUICK = tuple(name for name in MEASUREMENTS if name not in QUICK_LEAVES_OUT)
 # These read the lake the throughput runs leave (caught up with the input), so they run it too.
 NEEDS_THROUGHPUT = ("throughput", "profile", "write_shapes", "adhoc_query", "memory", "noop_catchup", "orchestration",
@@ -118,7 +122,7 @@ NEEDS_THROUGHPUT = ("throughput", "profile", "write_shapes", "adhoc_query", "mem
 REPORT_ORDER = ("throughput", "profile", "write_shapes", "cold_start", "cores", "noop_catchup", "orchestration", "orchestration_live",
                 "dedup_cost", "freshness", "freshness_large",
                 "backfill_priority", "adhoc_query", "sql_command", "recovery", "state", "memory", "min_driver_memory",
-                "jvm_start", "object_store", "history_scale")
+                "jvm_start", "object_store", "history_scale", "landing_to_rows")
 # Each goal (as the issue states it) and the figures it is about.
 GOALS = {"throughput": (">= 0.9", ("ratio",)), "cores": (">= 1.8", ("ratio",)), "noop_catchup": ("<= 1.2", ("ratio",)),
          "orchestration_live": ("<= 5 s more", ("difference_s",)),
@@ -132,7 +136,9 @@ GOALS = {"throughput": (">= 0.9", ("ratio",)), "cores": (">= 1.8", ("ratio",)), 
                              ("table_events",)),
          "history_scale": ("1M vs 10k files (local), 100k vs 1k objects (S3): discovery, restart to first commit, "
                            "inspect, no-op <= 1.3x; requests per trigger flat; state <= 2x",
-                           ("worst_time_ratio", "requests_ratio", "worst_state_ratio"))}
+                           ("worst_time_ratio", "requests_ratio", "worst_state_ratio")),
+         "landing_to_rows": ("a landed file's rows in the table through the catch-up-on-data DAG: median <= 20 s",
+                             ("median_s", "max_s"))}
 NOT_YET = {
     "recovery": "measured by its own trial, `python -m spark_jobs trial recovery --kills 5` (kill -9 of a "
                 "supervised job's driver to the next commit, goal median <= 20 s, max <= 30 s, exact output; "
@@ -344,6 +350,11 @@ def _own_input(config: BenchConfig, run_dir: Path, measured: dict, failures: lis
 
         measured["history_scale"] = _attempt("history_scale", lambda: measure_history_scale(
             run_dir, config.launch_repeat, cache=config.root / "history"), failures)
+    if "landing_to_rows" in config.only:
+        from tools.bench.landing_to_rows import measure_landing_to_rows
+
+        measured["landing_to_rows"] = _attempt("landing_to_rows", lambda: measure_landing_to_rows(
+            run_dir / "landing-to-rows", repeat=5), failures)
 
 
 def _finish(config: BenchConfig, report: dict, measured: dict, failures: list[str], started: float) -> dict:
