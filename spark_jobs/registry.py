@@ -44,7 +44,7 @@ CLOUDTRAIL_ETL = file_log_type(
     delivery_date_bound=DeliveryDateBound("date", 1),
     delivery_time_bound=DeliveryTimeBound("eventTime", minutes_before=20, minutes_after=5),
     # A run when CloudTrail delivers (its files land every few minutes), the hourly cron as a safety net.
-    catchup=CatchupTrigger(on="data", poll_seconds=10),
+    catchup=CatchupTrigger(on="data", poll_seconds=2),
 )
 
 # Who owns each AWS account: joined to the analytics jobs' rows in every micro-batch.

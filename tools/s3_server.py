@@ -57,13 +57,17 @@ class LocalS3:
         return {"AWS_ENDPOINT_URL": self.endpoint, "AWS_REGION": REGION, "AWS_ACCESS_KEY_ID": self.access_key,
                 "AWS_SECRET_ACCESS_KEY": self.secret_key}
 
-    def start(self, timeout: float = 60) -> "LocalS3":
+    def command(self) -> list[str]:
+        """The server's command line (a subclass may start a server that is filled before it answers)."""
         binary = Path(sys.executable).with_name("moto_server")
-        command = [str(binary), "-H", "127.0.0.1", "-p", str(self.port)] if binary.exists() else \
+        return [str(binary), "-H", "127.0.0.1", "-p", str(self.port)] if binary.exists() else \
             [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)]
+
+    def start(self, timeout: float = 60) -> "LocalS3":
         output = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
         try:
-            self.process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
+            self.process = subprocess.Popen(self.command(), stdout=output, stderr=subprocess.STDOUT,
+                                            start_new_session=True)
         finally:
             if self.log_path:
                 output.close()

@@ -33,6 +33,7 @@ from spark_jobs.model.errors import UsageError
 from spark_jobs.model.lake import PROJECT_ROOT, as_path
 from spark_jobs.model.object_store import is_object_store
 from spark_jobs.model.jobs import JobSpec
+from spark_jobs.model.times import utc_iso
 from spark_jobs.registry import get_job
 
 # Characters a shell or a URL parser would give a meaning to; none belongs in a log folder's path.
@@ -121,7 +122,7 @@ class BackfillRequest:
         """The arguments of ``python -m spark_jobs backfill`` for this request (all checked values)."""
         args = ["backfill", self.job.name, "--source", str(self.source)]
         if self.time_window is not None:
-            args += ["--time-from", _iso(self.time_window[0]), "--time-to", _iso(self.time_window[1])]
+            args += ["--time-from", utc_iso(self.time_window[0]), "--time-to", utc_iso(self.time_window[1])]
         elif self.file_dates is not None:
             args += ["--date-from", self.date_from.isoformat(), "--date-to", self.date_to.isoformat()]
         if self.max_files_per_trigger is not None:
@@ -246,15 +247,11 @@ def _time_window(time_from, time_to, now: dt.datetime, dated: bool) -> tuple[dt.
         raise BackfillRefused(missing, "is required with the other end of the time window")
     start, end = parse_time("time_from", time_from), parse_time("time_to", time_to)
     if end <= start:
-        raise BackfillRefused("time_to", f"{_iso(end)} is not after time_from {_iso(start)}: the window is empty "
+        raise BackfillRefused("time_to", f"{utc_iso(end)} is not after time_from {utc_iso(start)}: the window is empty "
                                          "or runs backwards")
     if end > now:
-        raise BackfillRefused("time_to", f"{_iso(end)} is in the future (now is {_iso(now)})")
+        raise BackfillRefused("time_to", f"{utc_iso(end)} is in the future (now is {utc_iso(now)})")
     return start, end
-
-
-def _iso(moment: dt.datetime) -> str:
-    return moment.astimezone(dt.timezone.utc).isoformat().replace("+00:00", "Z")
 
 
 def check_source(job: JobSpec, source: str | None) -> Path:

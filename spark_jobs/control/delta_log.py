@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from spark_jobs.model.errors import UsageError
+from spark_jobs.model.times import utc_iso_millis
 from spark_jobs.model.lake import Lake
 from spark_jobs.model.object_store import delta_rs_options
 
@@ -50,10 +51,6 @@ def parse_as_of(text: str) -> AsOf:
     return AsOf(text, timestamp=moment.astimezone(timezone.utc))
 
 
-def _utc_text(millis: int) -> str:
-    return datetime.fromtimestamp(millis / 1000, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 def commit_times(path: Path) -> dict[int, int]:
     """Each version in the table's log and its commit time (epoch ms), read with delta-rs (no JVM)."""
     from deltalake import DeltaTable
@@ -70,8 +67,8 @@ def resolve_version(table: str, path: Path, as_of: AsOf) -> int:
     """
     times = commit_times(path)
     first, last = min(times), max(times)
-    valid = (f"table {table} has versions {first}..{last}, committed {_utc_text(times[first])} .. "
-             f"{_utc_text(times[last])}")
+    valid = (f"table {table} has versions {first}..{last}, committed {utc_iso_millis(times[first])} .. "
+             f"{utc_iso_millis(times[last])}")
     if as_of.version is not None:
         if as_of.version not in times:
             raise UsageError(f"--as-of {as_of.text}: no such version; {valid}")
@@ -95,12 +92,6 @@ def delta_path(lake: Lake, table: str) -> Path:
         raise UsageError(f"table {table} at {path} is in the old file-sink layout; convert it first: "
                          f"python -m spark_jobs lake convert --table {table}")
     raise UsageError(f"table {table} has no Delta table at {path} yet (run its job first, or pass --lake)")
-
-
-def _utc(millis: int | float | None) -> str | None:
-    if millis is None:
-        return None
-    return datetime.fromtimestamp(millis / 1000, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def int_or_none(value) -> int | None:
@@ -196,7 +187,7 @@ def history(lake: Lake, table: str, limit: int = 20) -> list[dict]:
         entries.append({
             "table": table,
             "version": commit.get("version"),
-            "time": _utc(commit.get("timestamp")),
+            "time": utc_iso_millis(commit.get("timestamp")),
             "operation": operation,
             "rows_added": rows_added,
             "rows_removed": rows_removed,
@@ -259,7 +250,7 @@ def restore_plan(lake: Lake, table: str, to_version: int | None = None, to_times
     if target == current:
         raise UsageError(f"{table} is already at version {current}; nothing to restore")
     operation = next((c.get("operation") for c in commit_infos(path) if c.get("version") == target), None)
-    return RestorePlan(table, path, current, target, _utc(commit_times(path)[target]), operation,
+    return RestorePlan(table, path, current, target, utc_iso_millis(commit_times(path)[target]), operation,
                        version_rows(path), version_rows(path, target))
 
 

@@ -41,7 +41,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 
 from pyspark import StorageLevel
@@ -50,6 +50,7 @@ from pyspark.sql import functions as F
 
 from spark_jobs.model.errors import UsageError
 from spark_jobs.model.lake import Lake
+from spark_jobs.model.times import utc_iso
 from spark_jobs.driver.session import session_conf
 from spark_jobs.control.oncall_requests import ReplayPlan, add_actions, missing_files
 from spark_jobs.model.jobs import JobSpec
@@ -95,16 +96,16 @@ def reprocess(spark: SparkSession, job: JobSpec, lake: Lake, source: Path, from_
     started = time.monotonic()
     plan = ReplayPlan.of(job, lake, source, from_time)
     if not plan.listing.files:
-        raise UsageError(f"no input file in {source} was delivered at or after {_iso(from_time)}: nothing to replay")
+        raise UsageError(f"no input file in {source} was delivered at or after {utc_iso(from_time)}: nothing to replay")
     module = job_module(job)
     targets = table_targets(job, lake)
     create_tables(spark, targets, output_schemas(spark, job))
     files = read_file_list(spark, [_as_read(path) for path in plan.listing.files])
     replayed = files.select(F.col("path").alias(REPLAYED)).distinct().persist()
     count = replayed.count()
-    log.info("reprocess %s: replaying %d files delivered at or after %s", job.name, count, _iso(from_time))
+    log.info("reprocess %s: replaying %d files delivered at or after %s", job.name, count, utc_iso(from_time))
     parsed = module.transform(files, job).persist(StorageLevel.MEMORY_AND_DISK)
-    note = f"streaming_oncall reprocess_from {_iso(from_time)}" + (f" audit {audit_id}" if audit_id else "")
+    note = f"streaming_oncall reprocess_from {utc_iso(from_time)}" + (f" audit {audit_id}" if audit_id else "")
     results = {}
     try:
         for target in targets:
@@ -122,7 +123,7 @@ def reprocess(spark: SparkSession, job: JobSpec, lake: Lake, source: Path, from_
     finally:
         parsed.unpersist()
         replayed.unpersist()
-    return {"job": job.name, "from_time": _iso(from_time), "files": count, "source": str(source),
+    return {"job": job.name, "from_time": utc_iso(from_time), "files": count, "source": str(source),
             "tables": results, "seconds": round(time.monotonic() - started, 1)}
 
 
@@ -188,11 +189,6 @@ def rebuild(spark: SparkSession, lake: Lake, target: TableTarget, replay: DataFr
 def _as_read(path: str) -> str:
     """A listed file as Spark reads and names it (``file:/...`` for a local path)."""
     return path if "://" in path else f"file:{path}"
-
-
-def _iso(moment: datetime) -> str:
-    """``moment`` in UTC as ISO-8601 with ``Z`` (as the on-call requests write it)."""
-    return moment.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
 
 
 def _int(value) -> int | None:

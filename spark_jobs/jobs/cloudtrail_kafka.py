@@ -50,12 +50,16 @@ def message_id() -> Column:
 
 
 def unwrapped_value() -> Column:
-    """The message's bytes, or the ``detail`` of an EventBridge envelope (a JSON object with ``detail-type``)."""
+    """The message's bytes, or the ``detail`` of an EventBridge envelope (a JSON object with ``detail-type``).
+
+    A message with no value (a tombstone) is empty bytes, so it is quarantined as ``empty_file``: a NULL
+    content means a file that was gone when it was read, which a message never is.
+    """
     text = F.col("value").cast("string")
     detail = F.get_json_object(text, "$.detail")
     envelope = ((F.instr(text, '"detail-type"') > 0) & F.get_json_object(text, "$['detail-type']").isNotNull()
                 & F.startswith(F.ltrim(detail), F.lit("{")))
-    return F.when(envelope, F.encode(detail, "UTF-8")).otherwise(F.col("value"))
+    return F.when(envelope, F.encode(detail, "UTF-8")).otherwise(F.coalesce(F.col("value"), F.lit(b"")))
 
 
 def transform(messages: DataFrame, job: JobSpec) -> DataFrame:

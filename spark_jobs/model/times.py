@@ -2,7 +2,8 @@
 
 - :func:`duration_seconds`: ``10 minutes``, ``1 hour``, ``30s``, ``2 days``, ``500ms`` (Spark's interval words
   and their short forms); a trigger's interval, a window, a watermark delay, a discovery lookback.
-- :func:`utc_iso`: an instant as ``2024-03-01T08:05:00Z`` (what requests, reports and the audit write).
+- :func:`utc_iso`: an instant as ``2024-03-01T08:05:00Z`` (what requests, reports and the audit write);
+  :func:`utc_iso_millis` the same of epoch milliseconds, to the millisecond.
 - :func:`parse_utc`: an ISO-8601 text (UTC unless it names an offset) or a datetime, as an aware UTC datetime.
 
 No pyspark, no Airflow.
@@ -37,6 +38,14 @@ def duration_seconds(text: str, what: str = "duration") -> float:
 def utc_iso(moment: dt.datetime) -> str:
     """``moment`` in UTC as ISO-8601 with ``Z`` (``2024-03-01T08:05:00Z``; microseconds when it has them)."""
     return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def utc_iso_millis(millis: int | float | None) -> str | None:
+    """Epoch milliseconds (a Delta commit's ``timestamp``, a file's modification time) as ISO-8601 UTC to the
+    millisecond with ``Z`` (``2024-03-01T08:05:00.000Z``); ``None`` for ``None``."""
+    if millis is None:
+        return None
+    return dt.datetime.fromtimestamp(millis / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def parse_utc(value, what: str = "time") -> dt.datetime:

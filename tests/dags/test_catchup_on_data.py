@@ -1,6 +1,6 @@
 """cloudtrail_etl_catchup started by its data under a real Airflow on loopback (api-server, scheduler, dag-processor,
 triggerer): the registry entry chooses ``CatchupTrigger(on="data")``, so the DAG is scheduled on the Asset
-``cloudtrail_etl_landing`` (its watcher lists the landing folder every 10 s in the triggerer) or its hourly cron.
+``cloudtrail_etl_landing`` (its watcher lists the landing folder every 2 s in the triggerer) or its hourly cron.
 
 In order, on one Airflow and one lake: unpausing starts the cron's run for the last hour (the safety net; an empty
 folder); then an idle window gives no data-triggered run; one file landing starts a run within 30 s; a burst of 20

@@ -389,7 +389,7 @@ def test_catchup_runs_leave_the_job_to_the_continuous_driver_and_none_fails_or_r
     run with a bad input fails, once, and its reason is on the job's record."""
     before = {r["dag_run_id"] for r in first_run["catchup_runs"]}  # the later ones too: the kill's landing's
     driver = live_driver(setup)
-    setup.land("d")  # the catch-up DAG is unpaused since first_run: its watcher lists the landing every 10 s
+    setup.land("d")  # the catch-up DAG is unpaused since first_run: its watcher lists the landing every 2 s
     wait_for("a catch-up run started by the landing", lambda: [
         r for r in setup.catchup_runs() if r["dag_run_id"] not in before and r["run_type"] == "asset_triggered"])
     bad = setup.api("POST", f"/dags/{CATCHUP}/dagRuns", {"logical_date": None, "conf": {"input": "/no/such/folder"}})

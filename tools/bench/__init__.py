@@ -7,4 +7,7 @@
 - :mod:`~tools.bench.adhoc`: one query on the raw files and on the table.
 - :mod:`~tools.bench.launches`: no-op catch-up and Airflow against spark-submit, as processes.
 - :mod:`~tools.bench.probes`: streaming progress, Spark's job timeline, peak memory.
+- :mod:`~tools.bench.history_scale`: discovery, restart, inspect and the no-op on landings of 10k to 1M ingested
+  deliveries (input: :mod:`~tools.bench.history_landing`, :mod:`~tools.bench.history_state`; Spark's file source
+  beside it: :mod:`~tools.bench.file_source_listing`).
 """

@@ -43,6 +43,11 @@ bare-Spark counterpart it is a ratio to the best bare Spark does on the same fil
   (:mod:`tools.bench.merge_cost`); the ratio is the largest table's batch time to the smallest's.
 - ``state``: state rows of the stateful jobs after 1x and 10x the event-time span (:mod:`tools.bench.state_size`).
 - ``recovery``: measured by ``python -m spark_jobs trial recovery`` (:mod:`tools.bench.recovery`).
+- ``history_scale``: discovery per trigger, restart to first commit, ``checkpoint inspect``, the no-op catch-up,
+  LIST requests and the state's size once a landing holds 10k, 100k and 1M ingested deliveries (and 1k and 100k
+  objects in the local S3 server), as ratios to the smallest (:mod:`tools.bench.history_scale`).
+- ``landing_to_rows``: a file landing in the watched folder of a running Airflow to its rows in the table, through the
+  catch-up-on-data DAG, split by the run's own records (:mod:`tools.bench.landing_to_rows`).
 
 ``--quick`` (under 3 minutes on 2 cores): 50k records, 2 repetitions (1 per process launch), a
 warm-up on a tenth of the input, no noop-sink stand-ins in the profile, and none of freshness, the
@@ -75,7 +80,7 @@ BENCH_ROOT = PROJECT_ROOT / ".spark" / "bench"
 IN_PROCESS = ("throughput", "profile", "write_shapes", "adhoc_query", "memory", "freshness", "freshness_large",
               "backfill_priority", "state", "dedup_cost", "cold_start")
 LAUNCHES = ("noop_catchup", "orchestration", "orchestration_live", "sql_command", "cores", "min_driver_memory",
-            "jvm_start", "object_store")
+            "jvm_start", "object_store", "history_scale", "landing_to_rows")
 MEASUREMENTS = IN_PROCESS + LAUNCHES
 # What --quick leaves out, and why: each needs minutes of process starts and warm-up to mean anything.
 QUICK_LEAVES_OUT = {
@@ -100,7 +105,14 @@ QUICK_LEAVES_OUT = {
                   "a table of 10M events (built once, ~5 min, then cached under .spark/bench/live_tables; ~6 min)",
     "dedup_cost": "tables of 100k, 1M and 10M events (built once, ~5 min, then cached under .spark/bench/live_tables) "
                   "and 2 x 5 live batches on each (~5 min)",
+    "history_scale": "landings of 10k, 100k and 1M files (built once, ~1 min, then cached under .spark/bench/history) "
+                     "and of 1k and 100k objects in the S3 server, then three restarts, inspections and no-op runs "
+                     "on each (~25 min)",
+    "landing_to_rows": "starts a whole Airflow with the catch-up-on-data DAG unpaused, then lands five files one at "
+                       "a time and waits for each one's rows (~4 min)",
 }
+# These build their own input: a run of only these does not write the generated landing.
+OWN_INPUT = ("history_scale", "landing_to_rows")
 QUICK = tuple(name for name in MEASUREMENTS if name not in QUICK_LEAVES_OUT)
 # These read the lake the throughput runs leave (caught up with the input), so they run it too.
 NEEDS_THROUGHPUT = ("throughput", "profile", "write_shapes", "adhoc_query", "memory", "noop_catchup", "orchestration",
@@ -110,7 +122,7 @@ NEEDS_THROUGHPUT = ("throughput", "profile", "write_shapes", "adhoc_query", "mem
 REPORT_ORDER = ("throughput", "profile", "write_shapes", "cold_start", "cores", "noop_catchup", "orchestration", "orchestration_live",
                 "dedup_cost", "freshness", "freshness_large",
                 "backfill_priority", "adhoc_query", "sql_command", "recovery", "state", "memory", "min_driver_memory",
-                "jvm_start", "object_store")
+                "jvm_start", "object_store", "history_scale", "landing_to_rows")
 # Each goal (as the issue states it) and the figures it is about.
 GOALS = {"throughput": (">= 0.9", ("ratio",)), "cores": (">= 1.8", ("ratio",)), "noop_catchup": ("<= 1.2", ("ratio",)),
          "orchestration_live": ("<= 5 s more", ("difference_s",)),
@@ -121,7 +133,12 @@ GOALS = {"throughput": (">= 0.9", ("ratio",)), "cores": (">= 1.8", ("ratio",)), 
          "cold_start": ("one new file: the job <= 1.0x the floor (bare Spark + Delta, a fresh process each); its first "
                         "batch <= 2x a warm one", ("ratio_to_floor", "first_batch_to_warm")),
          "freshness_large": ("each reader: p50 <= 1.5 s, p95 <= 2.5 s; the first minute after the start p95 <= 4 s",
-                             ("table_events",))}
+                             ("table_events",)),
+         "history_scale": ("1M vs 10k files (local), 100k vs 1k objects (S3): discovery, restart to first commit, "
+                           "inspect, no-op <= 1.3x; requests per trigger flat; state <= 2x",
+                           ("worst_time_ratio", "requests_ratio", "worst_state_ratio")),
+         "landing_to_rows": ("a landed file's rows in the table through the catch-up-on-data DAG: median <= 20 s",
+                             ("median_s", "max_s"))}
 NOT_YET = {
     "recovery": "measured by its own trial, `python -m spark_jobs trial recovery --kills 5` (kill -9 of a "
                 "supervised job's driver to the next commit, goal median <= 20 s, max <= 30 s, exact output; "
@@ -180,7 +197,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--freshness-files", type=int, help="files landed for freshness (default: 30; quick 10)")
     parser.add_argument("--seed", type=int, help="seed of the generated input (default 1)")
     parser.add_argument("--only", help=f"comma-separated measurements to run, of: {', '.join(MEASUREMENTS)} "
-                                       "(all but freshness and backfill_priority also run throughput, whose lake they use)")
+                                       f"({', '.join(n for n in NEEDS_THROUGHPUT if n != 'throughput')} also run "
+                                       "throughput, whose lake they use)")
 
 
 def config_from_args(args: argparse.Namespace) -> BenchConfig:
@@ -268,6 +286,12 @@ def run_benchmark(config: BenchConfig, spark=None) -> dict:
     run_dir = config.root / "run"
     shutil.rmtree(run_dir, ignore_errors=True)
     run_dir.mkdir(parents=True)
+    measured: dict = {}
+    failures: list[str] = []
+    if set(config.only) <= set(OWN_INPUT):
+        report["data"] = {"status": "not written", "why": f"{', '.join(config.only)} build their own input"}
+        _own_input(config, run_dir, measured, failures)
+        return _finish(config, report, measured, failures, started)
     source = RecordSource()
     data = write_landing(config.root / "data" / f"r{config.records}-f{config.records_per_file}-s{config.seed}",
                          config.records, config.records_per_file, config.seed, source)
@@ -275,8 +299,6 @@ def run_benchmark(config: BenchConfig, spark=None) -> dict:
              "reused" if data.reused else f"written in {data.seconds} s")
     report["data"] = {**data.to_dict(), "mb_compressed": round(data.bytes_compressed / 1e6, 1),
                       "mb_uncompressed": round(data.bytes_uncompressed / 1e6, 1)}
-    measured: dict = {}
-    failures: list[str] = []
     lake = _in_process(config, spark, data, source, run_dir, measured, failures)
     if lake is not None and "noop_catchup" in config.only:
         from tools.bench.launches import measure_noop_catchup
@@ -317,6 +339,26 @@ def run_benchmark(config: BenchConfig, spark=None) -> dict:
 
         measured["object_store"] = _attempt("object_store", lambda: measure_object_store(
             data.landing, data.records, run_dir, config.repeat, config.freshness_files), failures)
+    _own_input(config, run_dir, measured, failures)
+    return _finish(config, report, measured, failures, started)
+
+
+def _own_input(config: BenchConfig, run_dir: Path, measured: dict, failures: list[str]) -> None:
+    """The parts that build their own input (:data:`OWN_INPUT`)."""
+    if "history_scale" in config.only:
+        from tools.bench.history_scale import measure_history_scale
+
+        measured["history_scale"] = _attempt("history_scale", lambda: measure_history_scale(
+            run_dir, config.launch_repeat, cache=config.root / "history"), failures)
+    if "landing_to_rows" in config.only:
+        from tools.bench.landing_to_rows import measure_landing_to_rows
+
+        measured["landing_to_rows"] = _attempt("landing_to_rows", lambda: measure_landing_to_rows(
+            run_dir / "landing-to-rows", repeat=5), failures)
+
+
+def _finish(config: BenchConfig, report: dict, measured: dict, failures: list[str], started: float) -> dict:
+    """The report of a run: every part (measured, or skipped with why), the goals, the load at the end."""
     for name in MEASUREMENTS:
         if name in config.only:
             why = "needs the lake of the throughput runs, which failed"

@@ -243,7 +243,7 @@ def inspect_checkpoint(job: JobSpec, lake_root: str | os.PathLike | None, input_
 
         kafka_backlog(report, job, input_path, entries, committed, now)
     elif _discovers(job, entries):
-        _discovery_backlog(report, job, checkpoint, input_path, entries, committed)
+        _discovery_backlog(report, job, checkpoint, input_path, entries, committed, now)
     else:
         _backlog(report, job, checkpoint, input_path, entries, committed, offsets)
         if job.discovers_files:
@@ -587,7 +587,7 @@ def _discovers(job: JobSpec, entries: dict[int, OffsetsEntry]) -> bool:
 
 
 def _discovery_backlog(report: CheckpointReport, job: JobSpec, checkpoint: Location, given,
-                       entries: dict[int, OffsetsEntry], committed: int) -> None:
+                       entries: dict[int, OffsetsEntry], committed: int, now: datetime) -> None:
     """The backlog of a job reading through discovery (:mod:`spark_jobs.control.discovery.backlog`): O(window)."""
     from spark_jobs.control.discovery.backlog import discovery_backlog
     from spark_jobs.control.discovery.planner import manifest_of
@@ -606,7 +606,7 @@ def _discovery_backlog(report: CheckpointReport, job: JobSpec, checkpoint: Locat
 
     planned = manifest(max(entries)) if entries else None
     settings = discovery_settings(job, root.url, checkpoint.url, dict(job.file_source_options))
-    backlog = discovery_backlog(settings, manifest(committed) if committed >= 0 else None, planned)
+    backlog = discovery_backlog(settings, manifest(committed) if committed >= 0 else None, planned, now)
     report.backlog_files = backlog.waiting
     report.in_flight_files = backlog.in_flight
     report.ingested_files = backlog.ingested

@@ -33,6 +33,9 @@ class Backlog:
         Spark's file source, a start time.
     :param queue: the notification queue's backlog, when the stream reads one.
     :param last_poll: the stream's own last discovery (``status.json``).
+    :param oldest_waiting_age_seconds: how long the oldest file that waits has waited (listing: since its
+        modification time; notifications: the oldest message of the stream's last receive); 0 when none waits,
+        ``None`` when unknown.
     """
 
     waiting: int
@@ -42,10 +45,12 @@ class Backlog:
     window: dict = field(default_factory=dict)
     queue: dict | None = None
     last_poll: dict | None = None
+    oldest_waiting_age_seconds: float | None = None
 
     def to_dict(self) -> dict:
         return {"waiting": self.waiting, "in_flight": self.in_flight, "ingested": self.ingested,
-                "listing": self.listing, "window": self.window, "queue": self.queue, "last_poll": self.last_poll}
+                "oldest_waiting_age_seconds": self.oldest_waiting_age_seconds, "listing": self.listing,
+                "window": self.window, "queue": self.queue, "last_poll": self.last_poll}
 
 
 def describe_window(window: Window, lookback_seconds: float) -> dict:
@@ -63,9 +68,11 @@ def waiting_files(settings: DiscoverySettings, window: Window | None = None) -> 
     return discovery.walk(window).run().files
 
 
-def discovery_backlog(settings: DiscoverySettings, committed: int | None, planned: int | None) -> Backlog:
+def discovery_backlog(settings: DiscoverySettings, committed: int | None, planned: int | None,
+                      now: dt.datetime | None = None) -> Backlog:
     """The backlog of the stream of ``settings``, whose last committed manifest is ``committed`` and last planned
-    one ``planned`` (``None``: none yet)."""
+    one ``planned`` (``None``: none yet), judged at ``now``."""
+    now_ms = int((now or dt.datetime.now(UTC)).timestamp() * 1000)
     discovery = Discovery(settings)
     log = discovery.log
     window = log.window(settings.layout, upto=planned if planned is not None else 0) if log.exists() else Window()
@@ -76,12 +83,16 @@ def discovery_backlog(settings: DiscoverySettings, committed: int | None, planne
         queue = discovery.queue.backlog()
         waiting = int(queue.get("visible") or 0)
         listing = {"mode": "notifications"}
+        # the oldest message the stream itself last received (inspecting never receives: that would hide them)
+        queue["oldest_message_age_seconds"] = ((status or {}).get("queue") or {}).get("oldest_message_age_seconds")
+        oldest = queue["oldest_message_age_seconds"] if waiting else 0.0
     else:
         found = discovery.walk(window).run()  # the window's seen files and what is behind a cut are left out
         waiting = len(found.files)
         listing = {"mode": "listing", **found.stats()}
+        oldest = round(max(0, now_ms - min(f.mtime_ms for f in found.files)) / 1000, 1) if found.files else 0.0
     return Backlog(waiting, window.admitted - done, done, listing, describe_window(window, settings.lookback_seconds),
-                   queue, status)
+                   queue, status, oldest)
 
 
 def discovery_text(found: dict | None) -> str | None:
@@ -96,6 +107,8 @@ def discovery_text(found: dict | None) -> str | None:
             f"{window['oldest_cut'] or 'none'} (lookback {window['lookback_seconds']:g} s)")
     if listing.get("mode") == "listing":
         text += f"; this look: {listing.get('requests')} folder reads, {listing.get('seconds')} s"
+    if found.get("waiting") and found.get("oldest_waiting_age_seconds") is not None:
+        text += f"; the oldest waiting file has waited {found['oldest_waiting_age_seconds']:g} s"
     queue = found.get("queue")
     if queue:
         age = queue.get("oldest_message_age_seconds")

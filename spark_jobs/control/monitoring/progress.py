@@ -99,6 +99,7 @@ SCHEMA = pa.schema([
     ("event_time_max", _UTC),
     ("event_time_avg", _UTC),
     ("backlog_files", pa.int64()),             # input files waiting when the row was recorded
+    ("backlog_age_seconds", pa.float64()),     # how long the oldest of them had waited (discovering jobs)
     ("state_operators", pa.list_(STATE_OPERATOR)),
     ("sources", pa.list_(SOURCE)),
     ("sink", SINK),
@@ -194,6 +195,7 @@ def progress_row(progress, *, job: JobSpec, stream: str, rates: tuple[float, flo
         "event_time_max": _time(event_time.get("max")),
         "event_time_avg": _time(event_time.get("avg")),
         "backlog_files": backlog_files,
+        "backlog_age_seconds": None,
         "state_operators": [{
             "operator_name": op.operatorName, "num_rows_total": op.numRowsTotal,
             "num_rows_updated": op.numRowsUpdated, "num_rows_removed": op.numRowsRemoved,
@@ -223,7 +225,9 @@ def append_rows(lake_root: str | Path, rows: list[dict]) -> None:
     path = progress_table_path(lake_root)
     table = pa.Table.from_pylist(rows, schema=SCHEMA)
     # two writers creating the table at once: the loser appends again (delta_append retries only that)
-    delta_append.append(str(path), table, partition_by=list(PARTITION_BY), storage_options=delta_rs_options(path))
+    # schema_mode merge: a table written before a column was added to SCHEMA gets it (NULL in its older rows)
+    delta_append.append(str(path), table, partition_by=list(PARTITION_BY), schema_mode="merge",
+                        storage_options=delta_rs_options(path))
 
 
 def apply_retention(lake_root: str | Path, retention_days: int, now: datetime | None = None) -> dict:
@@ -319,7 +323,7 @@ class ProgressRecorder:
                 closing = True
             elif entry:
                 if entry.sample_backlog:
-                    entry.row["backlog_files"] = self._backlog()
+                    entry.row["backlog_files"], entry.row["backlog_age_seconds"] = self._backlog()
                 self._buffer.append(entry.row)
                 if self._first_buffered is None:
                     self._first_buffered = time.monotonic()
@@ -333,8 +337,9 @@ class ProgressRecorder:
             self._flush()
         self.stats["thread_cpu_seconds"] = time.thread_time()
 
-    def _backlog(self) -> int | None:
-        """Input files waiting now, as ``checkpoint inspect`` counts them (None if it cannot tell)."""
+    def _backlog(self) -> tuple[int | None, float | None]:
+        """Input files waiting now, as ``checkpoint inspect`` counts them, and how long the oldest has waited (a job
+        that discovers its files; None for what it cannot tell)."""
         import dataclasses
 
         from spark_jobs.control.checkpoint.inspect import inspect_checkpoint
@@ -343,10 +348,10 @@ class ProgressRecorder:
         try:
             report = inspect_checkpoint(dataclasses.replace(self.job, name=self.stream), str(self.lake_root),
                                         input_path=self.input_path)
-            return report.backlog_files
+            return report.backlog_files, (report.discovery or {}).get("oldest_waiting_age_seconds")
         except Exception as error:  # noqa: BLE001 - a sample is worth less than the driver
             log.warning("progress history of %s: no backlog sample: %s", self.stream, error)
-            return None
+            return None, None
         finally:
             self.stats["sample_seconds"] += time.perf_counter() - started
 

@@ -100,5 +100,5 @@ def test_a_catchup_trigger_that_does_not_fit_the_job_is_refused(trigger, source,
 
 
 def test_the_registry_chooses_per_job():
-    assert JOBS[JOB].catchup == CatchupTrigger(on="data", poll_seconds=10)
+    assert JOBS[JOB].catchup == CatchupTrigger(on="data", poll_seconds=2)
     assert {name for name, job in JOBS.items() if job.catchup.on == "data"} == {JOB}

@@ -229,3 +229,26 @@ def test_a_jobs_health_says_how_its_stream_finds_files_and_the_last_reconcile(la
                                        "2024-03-01T08:00:00+00:00")
     assert health.discovery.endswith("last reconcile 2026-11-27T03:00:00+00:00: 9 listed, 1 missed and ingested")
     assert first.endswith("_a.json.gz")
+
+
+def test_the_backlog_says_how_many_files_wait_and_how_long_the_oldest_has(landing):
+    import os
+
+    from spark_jobs.control.discovery.backlog import discovery_backlog, discovery_text
+
+    root, checkpoint = landing
+    base = dt.datetime(2024, 3, 1, tzinfo=UTC)
+    keys = [deliver(root, base + dt.timedelta(minutes=5 * i), tag=str(i)) for i in range(3)]
+    landed = dt.datetime(2026, 11, 27, 3, 0, tzinfo=UTC)
+    for i, key in enumerate(keys):  # landed 3:00:00, 3:00:10, 3:00:20
+        stamp = (landed + dt.timedelta(seconds=10 * i)).timestamp()
+        os.utime(key.removeprefix("file:"), (stamp, stamp))
+    settings = discovery(root, checkpoint).settings
+    now = landed + dt.timedelta(seconds=95)
+    backlog = discovery_backlog(settings, None, None, now)
+    assert (backlog.waiting, backlog.in_flight, backlog.ingested, backlog.oldest_waiting_age_seconds) == (3, 0, 0, 95.0)
+    assert "the oldest waiting file has waited 95 s" in discovery_text(backlog.to_dict())
+    end, _ = drain(discovery(root, checkpoint), offset(0))  # all admitted and committed: nothing waits, no age
+    after = discovery_backlog(settings, end["manifest"], end["manifest"], now)
+    assert (after.waiting, after.in_flight, after.ingested, after.oldest_waiting_age_seconds) == (0, 0, 3, 0.0)
+    assert "waited" not in discovery_text(after.to_dict())
