@@ -32,7 +32,7 @@ HEAVY_FIXTURES = frozenset({"spark", "run_job", "tables", "kafka_broker", "run_k
                             "dagbag", "migrated_db"})
 # Imports that bring pyspark or start a JVM or an Airflow.
 HEAVY_IMPORTS = ("pyspark", "delta", "py4j", "spark_jobs.driver", "spark_jobs.jobs", "spark_jobs.cli",
-                 "tools.local_airflow", "tools.standalone", "tools.kafka_broker", "tools.bench",
+                 "tools.local_airflow", "tools.standalone", "tools.kafka_broker",
                  "tests.helpers.spark_fixtures", "tests.helpers.kafka_fixtures", "tests.helpers.analytics",
                  "tests.helpers.cowrie", "tests.helpers.catchup_runs", "tests.helpers.table_rows", "tests.helpers.kills")
 # Commands that start a Spark driver or an Airflow: as a word of a command line, or run_cli's first argument.
