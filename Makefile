@@ -34,7 +34,7 @@ help:
 	@echo "make demo   set up, ingest generated CloudTrail samples through Airflow, show the table"
 	@echo "make demo-s3  the same with the logs and the lake in buckets of a local S3 server (moto)"
 	@echo "make test   set up and run the tests"
-	@echo "make test-fast  the declarations and control-plane tests only (no JVM, no Airflow; under a minute)"
+	@echo "make test-fast  the fast tier: the tests that start no JVM and no Airflow, chosen by folder (under a minute)"
 	@echo "make airflow  start Airflow on 127.0.0.1:\$$AIRFLOW_PORT (default 8080) and print the UI's URL and login"
 	@echo "make stop   stop that Airflow and every Spark driver it started"
 	@echo "make env    print the environment as shell exports: eval \"\$$(make -s env)\""
@@ -103,7 +103,7 @@ TEST_WORKERS ?= 2
 test: setup
 	@python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
-# The fast tier: the modules in tests/conftest.py's FAST_TIER, guarded (tests/fast_tier.py): a test in it
+# The fast tier: the tests in the fast folders of tests/helpers/tiers.py, guarded (tests/helpers/fast_tier.py): a test in it
 # that imports pyspark or starts a JVM, spark-submit or Airflow fails.
 test-fast: setup
 	@python -m pytest --fast --basetemp=.spark/pytest-fast $(PYTEST_ARGS)

@@ -1,40 +1,44 @@
 """Fixtures shared by the whole suite: one real local SparkSession, one real Kafka broker, the project's environment.
 
-Also the suite's tiers: :data:`FAST_TIER` names the test modules of the declarations and the control
-plane (no JVM, no Airflow started); ``pytest --fast`` (``make test-fast``) runs only them, under a guard
-that fails any of their tests which imports pyspark or starts a JVM, spark-submit or Airflow (see
-:mod:`tests.fast_tier`). ``make test`` runs everything, on two pytest-xdist workers (``--dist loadfile``): a
-test module's tests run on one worker, so its module fixtures are built once; each worker is one test session
-with its own SparkSession (and its own Kafka broker when its modules need one).
+Also the suite's tiers: a test's tier is where it lives (tests/helpers/tiers.py: the folders that mirror the
+parts which start no JVM and no Airflow are the fast tier, marked ``fast``); ``pytest --fast`` (``make test-fast``)
+runs only them, under a guard that fails any of their tests which imports pyspark or starts a JVM, spark-submit or
+Airflow (:mod:`tests.helpers.fast_tier`). ``make test`` runs everything, on two pytest-xdist workers
+(``--dist loadfile``): a test module's tests run on one worker, so its module fixtures are built once; each worker
+is one test session with its own SparkSession (and its own Kafka broker when its modules need one).
 """
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests import cpu_report
+from tests.helpers import cpu_report
+from tests.helpers.project import PLUGINS, REAL_CLOUDTRAIL
+from tests.helpers.tiers import in_fast_tier
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
-REAL_CLOUDTRAIL = PROJECT_ROOT.parent / "shared" / "data" / "real" / "cloudtrail"
+# The suite's fixtures, by what they start: tests/helpers/<part>_fixtures.py.
+pytest_plugins = ("tests.helpers.spark_fixtures", "tests.helpers.kafka_fixtures", "tests.helpers.s3_fixtures",
+                  "tests.helpers.airflow_fixtures")
+# The plugins folder on sys.path, as Airflow puts it there (``import streaming.<module>``).
+if str(PLUGINS) not in sys.path:
+    sys.path.insert(0, str(PLUGINS))
 REQUIRED_ENV = ("AIRFLOW_HOME", "PYSPARK_PYTHON", "SPARK_LOCAL_DIRS")
 # Every Spark driver JVM the suite starts (its own SparkSession, every spark-submit of a test, of Airflow's tasks
 # and of the supervisor) reads $SPARK_SUBMIT_OPTS. A test's JVM lives for seconds to a few minutes on kilobytes
 # of data, where the JIT's optimizing compiler (C2) costs CPU it never pays back, and the suite is CPU-bound on
 # 2 cores. C1 only, measured on a quiet machine: a small catch-up run (7 batches) 81-93 -> 58 CPU-seconds;
-# tests/spark_jobs/test_crash_recovery.py 190 -> 120 CPU-seconds, 103 -> 87 s; the whole suite 38 -> 33 min. The
+# tests/spark_jobs/driver/test_crash_recovery.py 190 -> 120 CPU-seconds, 103 -> 87 s; the whole suite 38 -> 33 min. The
 # one JVM where it costs time is a session's own on heavy in-process queries (test_time_bound.py + test_one_pass.py:
 # 142 -> 130 CPU-seconds but 78 -> 94 s), a wash on a busy machine. The code and the plans are the same; only how
 # the JVM compiles them differs. (The serial collector was tried too: it changes the memory the JVM reports,
 # which a test of Spark's own message reads, for no clear gain.) A value already set is kept.
 # The same JVMs evaluate Spark SQL's expressions interpreted (whole-stage code generation off, expressions without
 # generated classes: `spark.*` system properties are SparkConf defaults, so a job's --conf still wins): profiled
-# with JFR, a third of a session JVM's CPU on tests/spark_jobs/test_delta_tables.py went to generating and
+# with JFR, a third of a session JVM's CPU on tests/spark_jobs/driver/write/test_delta_tables.py went to generating and
 # compiling (Janino) a class per plan for batches of a few rows. Measured on a quiet machine: that module's JVM
 # 145 -> 89 CPU-seconds (109 -> 74 s); test_crash_recovery.py 136 -> 114; the 30,481 real records
 # (test_real_cloudtrail_samples.py) the same. Both modes are Spark's own and give the same rows (Spark falls back
@@ -44,40 +48,6 @@ TEST_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1 -Dspark.sql.codegen.wholeStage=fals
                     " -Dspark.sql.codegen.factoryMode=NO_CODEGEN")
 
 
-# The fast tier, by path under tests/: modules whose tests need no JVM and start no Airflow (declarations,
-# the control plane, the plugins' pure parts). A module listed here that imports pyspark or starts a JVM or
-# Airflow fails under `make test-fast` (tests/fast_tier.py), so the list cannot rot silently. Left out
-# though JVM-free: supervision/test_supervisor.py (it waits out a real 20 s "long healthy run") and the
-# DAG folder's parse (dags/test_dag_integrity.py: ~20-50 s of Airflow imports).
-FAST_TIER = (
-    "docker/test_airflow_entrypoint.py",
-    "plugins/test_checkpoint_health_trigger.py",
-    "plugins/test_health_alerts.py",
-    "plugins/test_landing_files_trigger.py",
-    "plugins/test_notifiers.py",
-    "plugins/test_operators.py",
-    "spark_jobs/checkpoint/test_delta_source.py",
-    "spark_jobs/control/discovery/test_discovery_planner.py",
-    "spark_jobs/checkpoint/test_lease.py",
-    "spark_jobs/checkpoint/test_logs.py",
-    "spark_jobs/kafka/test_kafka_connection.py",
-    "spark_jobs/model/test_key_layout.py",
-    "spark_jobs/monitoring/test_health_and_status.py",
-    "spark_jobs/object_store/test_settings.py",
-    "spark_jobs/supervision/test_policy_and_state.py",
-    "spark_jobs/test_catchup_plan.py",
-    "spark_jobs/test_changed_partitions.py",
-    "spark_jobs/test_oncall_approval.py",
-    "spark_jobs/test_oncall_requests.py",
-    "spark_jobs/test_priority.py",
-    "spark_jobs/test_sample_data.py",
-    "spark_jobs/test_standalone_connection.py",
-    "spark_jobs/test_timeline.py",
-    "spark_jobs/test_triggers.py",
-    "spark_jobs/transforms/test_json_lines.py",
-    "test_cpu_report.py",
-    "test_fast_tier_guard.py",
-)
 TESTS = Path(__file__).resolve().parent
 # The modules that take a minute or more, longest first (a full run on 2 workers, 2026-11-26): `make test` hands
 # modules to its two workers in collection order (--no-loadscope-reorder), and these go first, so that no long
@@ -92,15 +62,15 @@ LONGEST_FIRST = (
     "dags/test_oncall_approval_run.py",
     "dags/test_catchup_airflow_backfill.py",
     "dags/test_lake_maintenance_dag_run.py",
-    "spark_jobs/test_standalone_cluster.py",
+    "dags/test_standalone_cluster.py",
     "spark_jobs/jobs/test_cloudtrail_activity.py",
-    "spark_jobs/test_delta_tables.py",
-    "spark_jobs/test_alerts_crash_recovery.py",
+    "spark_jobs/driver/write/test_delta_tables.py",
+    "spark_jobs/jobs/test_alerts_crash_recovery.py",
     "spark_jobs/kafka/test_cloudtrail_kafka_stream.py",
-    "spark_jobs/test_cli.py",
-    "spark_jobs/test_crash_recovery.py",
-    "spark_jobs/test_real_cowrie_samples.py",
-    "spark_jobs/test_lake_tools.py",
+    "spark_jobs/cli/test_cli.py",
+    "spark_jobs/driver/test_crash_recovery.py",
+    "spark_jobs/jobs/test_real_cowrie_samples.py",
+    "spark_jobs/driver/test_lake_tools.py",
     "spark_jobs/live_path/test_random_kills.py",
     "dags/test_continuous_from_s3.py",
     "spark_jobs/supervision/test_supervised_spark.py",
@@ -108,11 +78,11 @@ LONGEST_FIRST = (
     "spark_jobs/object_store/test_writers_on_s3.py",
     "spark_jobs/live_path/test_time_bound.py",
     "spark_jobs/supervision/test_lease_in_the_runner.py",
-    "spark_jobs/test_backfill_overlap.py",
-    "spark_jobs/test_one_pass.py",
+    "spark_jobs/cli/test_backfill_overlap.py",
+    "spark_jobs/driver/write/test_one_pass.py",
     "spark_jobs/object_store/test_lake_commands_on_s3.py",
     "dags/test_catchup_dag_run.py",
-    "spark_jobs/test_cloudtrail_etl_end_to_end.py",
+    "spark_jobs/jobs/test_cloudtrail_etl_end_to_end.py",
     "dags/test_kafka_catchup_dag_run.py",
     "spark_jobs/jobs/test_cloudtrail_alerts.py",
 )
@@ -120,14 +90,14 @@ LONGEST_FIRST = (
 
 def pytest_addoption(parser):
     parser.addoption("--fast", action="store_true",
-                     help="run only the fast tier (tests/conftest.py FAST_TIER: no JVM, no Airflow), guarded")
+                     help="run only the fast tier (the folders of tests/helpers/tiers.py: no JVM, no Airflow), guarded")
     cpu_report.add_option(parser)
 
 
 def pytest_configure(config):
     os.environ.setdefault("SPARK_SUBMIT_OPTS", TEST_JVM_OPTIONS)
     if config.getoption("--fast"):
-        from tests.fast_tier import install_guard
+        from tests.helpers.fast_tier import install_guard
 
         install_guard(config)
     cpu_report.install(config)
@@ -138,13 +108,15 @@ def pytest_configure(config):
 
 
 def _under_tests(path: Path) -> str:
-    """``path`` relative to tests/ (as FAST_TIER and LONGEST_FIRST name modules), or "" outside it."""
+    """``path`` relative to tests/ (as tests/helpers/tiers.py and LONGEST_FIRST name modules), or "" outside it."""
     path = path.resolve()
     return path.relative_to(TESTS).as_posix() if path.is_relative_to(TESTS) else ""
 
 
 def _in_fast_tier(path: Path) -> bool:
-    return _under_tests(path) in FAST_TIER
+    """The fast tier is where a test lives (tests/helpers/tiers.py FAST_FOLDERS)."""
+    relative = _under_tests(path)
+    return bool(relative) and in_fast_tier(relative)
 
 
 def pytest_ignore_collect(collection_path, config):
@@ -175,56 +147,9 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(scope="session")
-def spark():
-    """One real local SparkSession for the in-process tests (a start costs ~10 s)."""
-    from spark_jobs.driver.session import build_session
-
-    session = build_session("tests")
-    yield session
-    session.stop()
-
-
-@pytest.fixture(scope="session")
 def real_cloudtrail() -> Path:
     """The real CloudTrail samples beside the project (CI always has them)."""
     if not REAL_CLOUDTRAIL.is_dir():
         pytest.skip(f"real CloudTrail samples not found at {REAL_CLOUDTRAIL} (they sit beside the "
                     "project in ../shared/data/real; CI always has them)")
     return REAL_CLOUDTRAIL
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
-@pytest.fixture(scope="session")
-def kafka_broker(tmp_path_factory):
-    """A broker on free loopback ports; the job's Airflow connection points at it. Stopped (and checked gone) after."""
-    from tools.kafka_broker import LocalBroker
-    from spark_jobs.model.kafka_connection import env_var
-    from spark_jobs.registry import get_job
-
-    variable = env_var(get_job("cloudtrail_kafka").source.connection_id)
-    broker = LocalBroker(tmp_path_factory.mktemp("kafka-broker")).start()
-    old = os.environ.get(variable)
-    os.environ[variable] = json.dumps({"conn_type": "kafka", "host": broker.bootstrap_servers})
-    try:
-        yield broker
-    finally:
-        if old is None:
-            os.environ.pop(variable, None)
-        else:
-            os.environ[variable] = old
-        pid = broker.process.pid
-        broker.stop()
-        assert not _alive(pid), f"the Kafka broker (pid {pid}) is still running"
-
-
-def run_cli(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
-    """``python -m spark_jobs ARGS`` in a subprocess, as a person would run it."""
-    return subprocess.run([sys.executable, "-m", "spark_jobs", *args], cwd=PROJECT_ROOT, capture_output=True,
-                          text=True, timeout=timeout, env={**os.environ, **(env or {})})

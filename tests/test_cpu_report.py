@@ -1,15 +1,13 @@
-"""tests/cpu_report.py: the CPU it charges to each test, and its per-module summary."""
+"""tests/helpers/cpu_report.py: the CPU it charges to each test, and its per-module summary."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
-from pathlib import Path
 
-from tests.cpu_report import summarize
-
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers.cpu_report import summarize
+from tests.helpers.project import PROJECT_ROOT
 
 
 def test_the_summary_adds_each_modules_parts_and_ranks_the_costliest_first(tmp_path):
@@ -43,7 +41,7 @@ def test_a_run_charges_each_test_the_processes_it_started_even_unwaited(tmp_path
         "def test_idle():\n"
         "    pass\n")
     report = tmp_path / "cpu.jsonl"
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests.cpu_report",
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests.helpers.cpu_report",
                            f"--cpu-report={report}", str(tmp_path / "test_busy.py")],
                           cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr

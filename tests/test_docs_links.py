@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers.project import PROJECT_ROOT
 PAGES = sorted([PROJECT_ROOT / "README.md", PROJECT_ROOT / "plugins" / "README.md",
                 *(PROJECT_ROOT / "docs").glob("*.md")])
 

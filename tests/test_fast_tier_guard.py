@@ -1,4 +1,4 @@
-"""The fast tier's guard (tests/fast_tier.py) fails a test that imports pyspark or starts a JVM or Airflow.
+"""The fast tier's guard (tests/helpers/fast_tier.py) fails a test that imports pyspark or starts a JVM or Airflow.
 
 A pytest run in a child process over three small tests, with the guard installed as ``pytest --fast``
 installs it: the one that touches nothing passes; the one that imports pyspark (and swallows the
@@ -11,10 +11,10 @@ import os
 import subprocess
 import sys
 
-from tests.conftest import PROJECT_ROOT
+from tests.helpers.project import PROJECT_ROOT
 
 CONFTEST = """
-from tests.fast_tier import install_guard
+from tests.helpers.fast_tier import install_guard
 
 
 def pytest_configure(config):

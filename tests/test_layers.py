@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers.project import PROJECT_ROOT
 
 
 def _env() -> dict[str, str]:

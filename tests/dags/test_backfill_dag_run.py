@@ -14,8 +14,8 @@ import subprocess
 
 import pytest
 
-from tests.dags.conftest import require_airflow_env
-from tests.dags.test_catchup_dag_run import CatchupRuns, table_files, tail
+from tests.helpers.airflow_fixtures import require_airflow_env
+from tests.helpers.catchup_runs import CatchupRuns, table_files, tail
 
 DAG_ID = "cloudtrail_etl_backfill"
 # 28,992 distinct eventIDs, plus the record salvaged from the invalid file (see test_real_cloudtrail_samples).

@@ -17,7 +17,6 @@ import json
 import os
 import random
 import subprocess
-import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -25,11 +24,11 @@ from pathlib import Path
 import pytest
 
 from tools.sample_data import DELIVERY_TARGETS, generate_records
-from tests.dags.conftest import PROJECT_ROOT, require_airflow_env
-from tests.dags.real_airflow import RestApi, free_port, wait_for
+from tests.helpers.airflow_fixtures import require_airflow_env
+from tests.helpers.project import PROJECT_ROOT
+from tests.helpers.real_airflow import RestApi, free_port, wait_for
 
-sys.path.insert(0, str(PROJECT_ROOT / "plugins"))
-from tools.local_airflow import LocalAirflow, marked_processes  # noqa: E402
+from tools.local_airflow import LocalAirflow, marked_processes
 
 DAG_ID = "cloudtrail_etl_catchup"
 # Five deliveries two hours apart across midnight; the backfill's range holds the middle three.

@@ -11,18 +11,13 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
-import sqlite3
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from spark_jobs.transforms.cloudtrail import reasons
-from tests.dags.conftest import PROJECT_ROOT, fresh_airflow_home, lake_sql, require_airflow_env
-
-DAG_ID = "cloudtrail_etl_catchup"
-TABLES = ("cloudtrail_events", "cloudtrail_quarantine")
+from tests.helpers.airflow_fixtures import require_airflow_env
+from tests.helpers.catchup_runs import DAG_ID, TABLES, CatchupRuns, table_files, tail
 
 # file name -> (eventID, eventTime) of its records; dates are the UTC dates of eventTime.
 GOOD_FILES = {
@@ -48,54 +43,6 @@ def write_landing(landing: Path) -> None:
                                  "awsRegion": "us-east-1"} for event_id, event_time in records]}
         (folder / name).write_bytes(gzip.compress(json.dumps(document).encode()))
     (folder / BAD_FILE).write_bytes(gzip.compress(b'{"Records": [ this is not JSON ]}'))
-
-
-def table_files(lake: Path) -> dict[str, int]:
-    """Every file of every table (data files and the Delta log) with its size."""
-    return {str(p.relative_to(lake)): p.stat().st_size
-            for table in TABLES for p in sorted((lake / "tables" / table).rglob("*")) if p.is_file()}
-
-
-def tail(done: subprocess.CompletedProcess, lines: int = 60) -> str:
-    return "\n".join((done.stdout + done.stderr).splitlines()[-lines:])
-
-
-class CatchupRuns:
-    """A landing folder, a lake and an Airflow home in tmp_path, and the commands run against them."""
-
-    def __init__(self, root: Path, migrated_db: Path) -> None:
-        self.landing, self.lake, self.home = root / "landing", root / "lake", root / "airflow_home"
-        fresh_airflow_home(migrated_db, self.home)
-        self.env = {
-            **os.environ,
-            "AIRFLOW_HOME": str(self.home),
-            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{self.home / 'airflow.db'}",
-            # INFO shows the spark-submit command and the job's output in a failure's tail.
-            "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
-            "LAKE_ROOT": str(self.lake),
-            "CLOUDTRAIL_ETL_INPUT": str(self.landing),
-        }
-
-    def run(self, *command: str, timeout: float = 600) -> subprocess.CompletedProcess:
-        return subprocess.run(list(command), cwd=PROJECT_ROOT, env=self.env, capture_output=True, text=True,
-                              timeout=timeout)
-
-    def dags_test(self) -> subprocess.CompletedProcess:
-        return self.run("airflow", "dags", "test", DAG_ID)
-
-    def query(self, spark, sql: str) -> list[dict]:
-        """``sql`` over the lake as ``python -m spark_jobs sql --format json`` answers it (in ``spark``)."""
-        return lake_sql(spark, self.lake, sql)
-
-    def asset_events(self) -> list[tuple[str, str]]:
-        """(asset name, source run id) of every asset event in the run's metadata DB."""
-        with sqlite3.connect(self.home / "airflow.db") as db:
-            return sorted(db.execute("SELECT a.name, e.source_run_id FROM asset_event e "
-                                     "JOIN asset a ON a.id = e.asset_id WHERE e.source_dag_id = ?", (DAG_ID,)))
-
-    def run_ids(self) -> list[str]:
-        with sqlite3.connect(self.home / "airflow.db") as db:
-            return [r[0] for r in db.execute("SELECT run_id FROM dag_run WHERE dag_id = ? ORDER BY id", (DAG_ID,))]
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ folder); then an idle window gives no data-triggered run; one file landing start
 files gives one or two runs (events that come while a run is active are queued into the next one); no two runs
 ever overlap; another idle window gives nothing; and every event of the 21 files is in cloudtrail_events exactly
 once. "An hour with no files gives no run" is the watcher's decision proven over an hour of polls in
-tests/plugins/test_landing_files_trigger.py, plus the idle windows here with the scheduler and triggerer running.
+tests/plugins/triggers/test_landing_files_trigger.py, plus the idle windows here with the scheduler and triggerer running.
 """
 
 from __future__ import annotations
@@ -15,19 +15,17 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import sys
 import time
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 
-from tests.dags.approvals import running
-from tests.dags.conftest import PROJECT_ROOT, require_airflow_env
-from tests.dags.real_airflow import RestApi, wait_for
+from tests.helpers.approvals import running
+from tests.helpers.airflow_fixtures import require_airflow_env
+from tests.helpers.real_airflow import RestApi, wait_for
 
-sys.path.insert(0, str(PROJECT_ROOT / "plugins"))
-from tools.local_airflow import LocalAirflow, free_port  # noqa: E402
+from tools.local_airflow import LocalAirflow, free_port
 
 DAG_ID = "cloudtrail_etl_catchup"
 IDLE_SECONDS = 45  # more than four polls of the watcher

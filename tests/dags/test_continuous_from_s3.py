@@ -17,18 +17,16 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.dags.conftest import PROJECT_ROOT, require_airflow_env
-from tests.dags.real_airflow import RestApi, wait_for
-from tests.spark_jobs.supervision.helpers import table_event_ids
+from tests.helpers.airflow_fixtures import require_airflow_env
+from tests.helpers.real_airflow import RestApi, wait_for
+from tests.helpers.processes import table_event_ids
 
-sys.path.insert(0, str(PROJECT_ROOT / "plugins"))
-from tools.local_airflow import LocalAirflow, free_port, marked_processes  # noqa: E402
-from tools.s3_server import LocalS3  # noqa: E402
+from tools.local_airflow import LocalAirflow, free_port, marked_processes
+from tools.s3_server import LocalS3
 
 DAG_ID = "cloudtrail_etl_continuous"
 JOB = "cloudtrail_etl"

@@ -43,15 +43,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.dags.conftest import PROJECT_ROOT, require_airflow_env
-from tests.dags.real_airflow import RestApi, wait_for
+from tests.helpers.airflow_fixtures import require_airflow_env
+from tests.helpers.project import PROJECT_ROOT
+from tests.helpers.real_airflow import RestApi, wait_for
 
-sys.path.insert(0, str(PROJECT_ROOT / "plugins"))
-from tools.local_airflow import SERVICE_USER, LocalAirflow, free_port, marked_processes  # noqa: E402
+from tools.local_airflow import SERVICE_USER, LocalAirflow, free_port, marked_processes
 
-from spark_jobs.model.lake import Lake  # noqa: E402
-from spark_jobs.control.monitoring.runs import read_runs  # noqa: E402
-from spark_jobs.control.ops_audit import read_rows  # noqa: E402
+from spark_jobs.model.lake import Lake
+from spark_jobs.control.monitoring.runs import read_runs
+from spark_jobs.control.ops_audit import read_rows
 
 DAG_ID = "cloudtrail_etl_continuous"
 CATCHUP = "cloudtrail_etl_catchup"
@@ -531,7 +531,7 @@ def test_the_health_page_tells_the_night_a_catchup_run_with_its_rows_a_restart_a
     the kill -9's restart and the failed catch-up run with its reason, in that order."""
     from playwright.sync_api import sync_playwright
 
-    from tests.plugins.test_health_page import CHROMIUM_ARGS, chromium
+    from tests.helpers.chromium import CHROMIUM_ARGS, chromium
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium(), headless=True, args=CHROMIUM_ARGS)

@@ -14,7 +14,8 @@ from spark_jobs.cli.main import build_parser
 from spark_jobs.launch.jars import DELTA_CONF, jar_paths
 from spark_jobs.launch.submit import spark_submit_conf
 from spark_jobs.registry import JOBS, table_specs
-from tests.dags.conftest import DAGS_FOLDER, PROJECT_ROOT, run_parse_probe
+from tests.helpers.airflow_fixtures import DAGS_FOLDER, run_parse_probe
+from tests.helpers.project import PROJECT_ROOT
 
 APPLICATION = str(PROJECT_ROOT / "spark_jobs" / "__main__.py")
 

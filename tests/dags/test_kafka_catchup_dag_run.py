@@ -19,8 +19,8 @@ from tools.kafka_broker import create_topic
 from spark_jobs.model.kafka_connection import env_var
 from tools.kafka_messages import produce, sample_messages
 from spark_jobs.registry import get_job
-from tests.dags.conftest import require_airflow_env
-from tests.dags.test_catchup_dag_run import CatchupRuns, tail
+from tests.helpers.airflow_fixtures import require_airflow_env
+from tests.helpers.catchup_runs import CatchupRuns, tail
 
 JOB = get_job("cloudtrail_kafka")
 DAG_ID = f"{JOB.name}_catchup"

@@ -14,7 +14,8 @@ import subprocess
 
 import pytest
 
-from tests.dags.conftest import PROJECT_ROOT, fresh_airflow_home, require_airflow_env
+from tests.helpers.airflow_fixtures import fresh_airflow_home, require_airflow_env
+from tests.helpers.project import PROJECT_ROOT
 
 DAG_ID = "lake_maintenance"
 TABLES = {"cloudtrail_events": ("eventID", "date"), "cloudtrail_quarantine": ("source_file", "ingest_date")}

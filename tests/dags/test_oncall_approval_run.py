@@ -23,7 +23,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import sys
 import time
 
 import pytest
@@ -33,12 +32,11 @@ from spark_jobs.control.monitoring.incidents import IncidentStore
 from spark_jobs.control.ops_audit import read_rows
 from spark_jobs.control.supervision.state import append_event
 from spark_jobs.model.lake import Lake
-from tests.dags.approvals import UserApi, pending, running, user_settings
-from tests.dags.conftest import PROJECT_ROOT, require_airflow_env
-from tests.dags.real_airflow import wait_for
+from tests.helpers.approvals import UserApi, pending, running, user_settings
+from tests.helpers.airflow_fixtures import require_airflow_env
+from tests.helpers.real_airflow import wait_for
 
-sys.path.insert(0, str(PROJECT_ROOT / "plugins"))
-from tools.local_airflow import LocalAirflow, free_port  # noqa: E402
+from tools.local_airflow import LocalAirflow, free_port
 
 DAG_ID, TASK = "streaming_oncall", "act"
 JOB, TABLE = "cloudtrail_etl", "cloudtrail_events"
@@ -136,7 +134,7 @@ def browser(stage):
     """Debian's headless Chromium, driven by Playwright, for the module."""
     from playwright.sync_api import sync_playwright
 
-    from tests.plugins.test_health_page import CHROMIUM_ARGS, chromium
+    from tests.helpers.chromium import CHROMIUM_ARGS, chromium
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium(), headless=True, args=CHROMIUM_ARGS)

@@ -35,10 +35,10 @@ from spark_jobs.control.checkpoint.lease import Lease
 from spark_jobs.model.lake import Lake
 from spark_jobs.control.oncall_approval import needs_approval
 from spark_jobs.control.ops_audit import read_rows
-from tests.dags.approvals import UserApi, pending, user_settings
-from tests.dags.conftest import PROJECT_ROOT, fresh_airflow_home, require_airflow_env
-from tests.dags.real_airflow import wait_for
-from tests.spark_jobs.conftest import run_job  # noqa: F401 - the fixture that runs the job in this process
+from tests.helpers.approvals import UserApi, pending, user_settings
+from tests.helpers.airflow_fixtures import fresh_airflow_home, require_airflow_env
+from tests.helpers.project import PROJECT_ROOT
+from tests.helpers.real_airflow import wait_for
 
 DAG_ID = "streaming_oncall"
 JOB = "cloudtrail_etl"

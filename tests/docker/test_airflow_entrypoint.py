@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from tests.conftest import PROJECT_ROOT
+from tests.helpers.project import PROJECT_ROOT
 
 SCRIPT = PROJECT_ROOT / "docker" / "airflow-entrypoint.sh"
 REAL = "s3cr3t-Xy9"

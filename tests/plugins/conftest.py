@@ -1,18 +1,12 @@
-"""The plugins folder on sys.path, as Airflow puts it there (``import streaming.<module>``), and a webhook."""
+"""The plugin tests' webhook (the plugins folder is on sys.path for every test: tests/conftest.py)."""
 
 from __future__ import annotations
 
 import json
-import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
-
-PLUGINS = Path(__file__).resolve().parents[2] / "plugins"
-if str(PLUGINS) not in sys.path:
-    sys.path.insert(0, str(PLUGINS))
 
 
 @pytest.fixture

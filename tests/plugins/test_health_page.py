@@ -4,7 +4,7 @@ One Airflow API server for the module (:class:`tools.local_airflow.LocalAirflow`
 ``make airflow``; the DAGs serialized once with ``airflow dags reserialize``), with its own home, port
 and lake in pytest's tmp dir, and SimpleAuthManager's login (no all-admins shortcut). Debian's
 Chromium (``/usr/bin/chromium``; ``.ci/run`` installs it) is driven by Playwright with a new, empty
-profile. The job's states are planted (:mod:`tests.spark_jobs.monitoring.plant`): the page must
+profile. The job's states are planted (:mod:`tests.helpers.plant`): the page must
 say what the files say, and its plots must carry the numbers of the ``streaming_progress`` rows.
 Screenshots are kept under the test's tmp dir (``health_page/*.png``).
 """
@@ -25,22 +25,13 @@ import pytest
 from spark_jobs.control.monitoring.history import read_progress
 from spark_jobs.registry import JOBS
 from tools.local_airflow import LocalAirflow, free_port, marked_processes
-from tests.conftest import run_cli
-from tests.dags.conftest import require_airflow_env
-from tests.plugins.conftest import PLUGINS
-from tests.spark_jobs.monitoring.plant import JOB, PlantedLake
+from tests.helpers.airflow_fixtures import require_airflow_env
+from tests.helpers.chromium import CHROMIUM_ARGS, chromium
+from tests.helpers.plant import JOB, PlantedLake
+from tests.helpers.project import PLUGINS, run_cli
 
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
 NAV = "/plugin/streaming-health"
 DAG_TAB = f"/dags/{JOB.name}_continuous/plugin/stream-health"
-
-
-def chromium() -> str:
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if not found:
-        pytest.fail("Chromium is not installed: `apt-get install -y chromium` (.ci/run installs it)", pytrace=False)
-    return found
 
 
 class Ui:

@@ -18,7 +18,7 @@ from tools.bench.data import RecordSource, write_landing
 from tools.bench.freshness import TableWatcher
 from spark_jobs.model.errors import UsageError
 from spark_jobs.model.lake import Lake
-from tests.spark_jobs.conftest import JOB, file_name
+from tests.helpers.cloudtrail import JOB, file_name
 
 IN_PROCESS = ("throughput", "profile", "write_shapes", "adhoc_query", "memory", "sql_command")
 

@@ -15,7 +15,7 @@ import pytest
 
 from tools.deploy_checks import compose_model, run_checks
 from tools.standalone import spark_connection
-from tests.conftest import PROJECT_ROOT
+from tests.helpers.project import PROJECT_ROOT
 
 # The stack: what docker-compose.yml, the Dockerfile and the checks read.
 STACK_FILES = ("docker-compose.yml", ".env.example", "Dockerfile", ".dockerignore", "Makefile", "requirements.txt",

@@ -17,7 +17,7 @@ from spark_jobs.model.runs import RunOptions
 from spark_jobs.model.streams import FileSource
 from spark_jobs.model.triggers import parse_trigger
 from tools.sample_data import write_sample_landing
-from tests.spark_jobs.conftest import JOB
+from tests.helpers.cloudtrail import JOB
 
 UTC = dt.timezone.utc
 

@@ -14,7 +14,7 @@ import pytest
 from tools import sample_events as se
 from spark_jobs.control.checkpoint.inspect import inspect_checkpoint
 from spark_jobs.registry import get_job
-from tests.spark_jobs.analytics_helpers import accounts_file, run, streamed, table
+from tests.helpers.analytics import accounts_file, run, streamed, table
 
 JOB = get_job("cloudtrail_activity")
 EVENT_TIME = JOB.event_time

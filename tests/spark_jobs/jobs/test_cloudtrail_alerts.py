@@ -1,7 +1,7 @@
 """cloudtrail_alerts in-process: the planted patterns fire once each, nothing else fires, batch equals stream.
 
 The kill -9 and restart of a real driver, and the silence timer, are in
-tests/spark_jobs/test_alerts_crash_recovery.py.
+tests/spark_jobs/jobs/test_alerts_crash_recovery.py.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from tools import sample_events as se
 from spark_jobs.transforms.alert_rules import alert_id
 from spark_jobs.model.errors import UsageError
 from spark_jobs.registry import get_job
-from tests.spark_jobs.analytics_helpers import streamed, table
+from tests.helpers.analytics import streamed, table
 
 JOB = get_job("cloudtrail_alerts")
 

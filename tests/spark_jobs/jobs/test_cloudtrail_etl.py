@@ -7,7 +7,7 @@ import json
 
 from spark_jobs.transforms.cloudtrail import reasons
 from spark_jobs.driver.job_modules import transform_batch
-from tests.spark_jobs.conftest import JOB, file_name
+from tests.helpers.cloudtrail import JOB, file_name
 
 TIME = "2024-03-01T12:00:00Z"
 

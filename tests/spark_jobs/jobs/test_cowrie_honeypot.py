@@ -10,14 +10,8 @@ import json
 from pathlib import Path
 
 from spark_jobs.driver.job_modules import transform_batch
-from spark_jobs.driver.runner import run_streaming
-from spark_jobs.model.lake import Lake
-from spark_jobs.model.runs import RunOptions
-from spark_jobs.model.triggers import parse_trigger
-from spark_jobs.registry import get_job
+from tests.helpers.cowrie import EVENTS, JOB, QUARANTINE, read_tables, run
 
-JOB = get_job("cowrie_honeypot")
-EVENTS, QUARANTINE = (table.name for table in JOB.tables)
 UTC = dt.timezone.utc
 
 LOGIN = {"eventid": "cowrie.login.failed", "username": "root", "timestamp": "2018-05-19T00:03:09.084318Z",
@@ -32,16 +26,6 @@ CONNECT = {"eventid": "cowrie.session.connect", "timestamp": "2018-05-19T02:03:0
 
 def line(record: dict) -> bytes:
     return json.dumps(record).encode()
-
-
-def run(landing: Path, lake: Path, **file_options: str):
-    """Run the job in this process on the tests' SparkSession (available-now)."""
-    options = {**JOB.file_source_options, **file_options}
-    return run_streaming(JOB, RunOptions(landing, Lake(lake), parse_trigger("available-now"), options))
-
-
-def read_tables(spark, lake: Path) -> dict:
-    return {t.name: spark.read.format("delta").load(str(Lake(lake).table_path(t.name))) for t in JOB.tables}
 
 
 def _ingest(spark, folder: Path, files: dict[str, bytes]) -> dict:

@@ -21,7 +21,7 @@ from spark_jobs.model.triggers import parse_trigger
 from spark_jobs.registry import get_job
 from spark_jobs.transforms.json_lines import JSON
 from spark_jobs.transforms.suricata.parse import FIELDS, NESTED
-from tests.conftest import PROJECT_ROOT
+from tests.helpers.project import PROJECT_ROOT
 
 JOB = get_job("suricata_eve")
 EVENTS, QUARANTINE = (table.name for table in JOB.tables)

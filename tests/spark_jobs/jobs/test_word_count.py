@@ -7,7 +7,7 @@ from collections import Counter
 
 from spark_jobs.model.lake import Lake
 from spark_jobs.registry import get_job
-from tests.spark_jobs.analytics_helpers import run, table
+from tests.helpers.analytics import run, table
 
 JOB = get_job("word_count")
 FILES = ["The quick brown fox\njumps over the lazy dog\n",

@@ -9,7 +9,7 @@ import time
 from tools.kafka_broker import create_topic
 from tools.kafka_messages import Message, produce
 from tools.sample_data import write_sample_landing
-from tests.spark_jobs.conftest import source_records
+from tests.helpers.cloudtrail import source_records
 
 TOPIC = "ct-both-ways"
 

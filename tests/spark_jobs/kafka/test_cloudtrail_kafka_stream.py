@@ -21,8 +21,8 @@ import pytest
 from tools.kafka_broker import create_topic
 from spark_jobs.model.kafka_connection import env_var
 from tools.kafka_messages import Message, produce, sample_messages
-from tests.conftest import PROJECT_ROOT
-from tests.spark_jobs.kafka.conftest import KAFKA_JOB
+from tests.helpers.project import PROJECT_ROOT
+from tests.helpers.kafka_fixtures import KAFKA_JOB
 
 TOPIC = "ct-main"
 PARTITIONS = 3

@@ -14,7 +14,7 @@ import pytest
 from spark_jobs.launch.jars import spark_submit_jars
 from spark_jobs.launch.submit import (APPLICATION, SPARK_CONN_ID, SparkConnection, Submission, spark_submit_conf)
 from spark_jobs.model.errors import UsageError
-from tests.conftest import PROJECT_ROOT
+from tests.helpers.project import PROJECT_ROOT
 from tools.standalone import connection_json
 
 CONNECTIONS = {

@@ -18,8 +18,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from tests.spark_jobs.live_path.test_time_bound import _merges
-from tests.spark_jobs.test_crash_recovery import _batch_ids, _start
+from tests.helpers.delta_log import merge_commits
+from tests.helpers.kills import start_cloudtrail_driver
+from tests.helpers.processes import batch_ids
 from tools.sample_data import write_sample_landing
 
 SEED = int(os.environ.get("RANDOM_KILLS_SEED", "2711"))
@@ -34,11 +35,11 @@ def _kill_at_a_random_point(process, checkpoint: Path, rng: random.Random, after
     delay = round(rng.uniform(0.0, 2.0), 2)
     while time.monotonic() < deadline:
         assert process.poll() is None, "the job ended before it could be killed"
-        commits, offsets = _batch_ids(checkpoint / "commits"), _batch_ids(checkpoint / "offsets")
+        commits, offsets = batch_ids(checkpoint / "commits"), batch_ids(checkpoint / "offsets")
         in_flight = offsets - commits
         if len(commits) >= after_commits and in_flight:
             time.sleep(delay)
-            commits, offsets = _batch_ids(checkpoint / "commits"), _batch_ids(checkpoint / "offsets")
+            commits, offsets = batch_ids(checkpoint / "commits"), batch_ids(checkpoint / "offsets")
             if offsets - commits:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait(30)
@@ -63,20 +64,20 @@ def test_kill_9_at_random_points_leaves_the_tables_of_an_uninterrupted_run(tmp_p
     checkpoint, events = lake / "checkpoints" / "cloudtrail_etl", lake / "tables" / EVENTS
     kills = []
     for n in range(KILLS):
-        process = _start(landing, lake, tmp_path / f"kill-{n}.log")
-        after = len(_batch_ids(checkpoint / "commits")) + rng.randint(0, 1)
+        process = start_cloudtrail_driver(landing, lake, tmp_path / f"kill-{n}.log")
+        after = len(batch_ids(checkpoint / "commits")) + rng.randint(0, 1)
         kills.append(_kill_at_a_random_point(process, checkpoint, rng, after))
     where = f"seed {SEED}, kills {kills}"
     assert all(k["in_flight"] == k["committed"] + 1 for k in kills), where
 
     final = run_job(landing, lake, maxFilesPerTrigger="3")
     assert final.skipped is None and final.batches >= 1, (final, where)
-    assert _batch_ids(checkpoint / "offsets") == _batch_ids(checkpoint / "commits"), where
+    assert batch_ids(checkpoint / "offsets") == batch_ids(checkpoint / "commits"), where
 
     got, expected = tables(lake), tables(tmp_path / "reference")
     ids = [r.eventID for r in got[EVENTS].select("eventID").collect()]
     assert len(ids) == len(set(ids)) == len(manifest.good_event_ids) == 24 * 40, where
     assert _rows(got[EVENTS]) == _rows(expected[EVENTS]), where  # row for row, every column
     assert got[QUARANTINE].count() == expected[QUARANTINE].count() == 0, where
-    assert any("eventTime" in m["predicate"] for m in _merges(events)), \
+    assert any("eventTime" in m["predicate"] for m in merge_commits(events)), \
         f"no MERGE of {events} was bounded by eventTime ({where})"

@@ -3,8 +3,8 @@
 Each test drives the job's own write path (:func:`spark_jobs.driver.write.write_batch`) in the session's
 SparkSession with hand-made CloudTrail deliveries, as two writers of one lake: the live job and a backfill
 (each its own app id, as each has its own checkpoint). The drivers killed mid-batch are in
-``tests/spark_jobs/test_crash_recovery.py`` and three writers at once in
-``tests/spark_jobs/test_backfill_overlap.py``: their files carry delivery times, so they take this path.
+``tests/spark_jobs/driver/test_crash_recovery.py`` and three writers at once in
+``tests/spark_jobs/cli/test_backfill_overlap.py``: their files carry delivery times, so they take this path.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from spark_jobs.model.lake import Lake
-from tests.spark_jobs.conftest import JOB
-from tests.spark_jobs.test_one_pass import _dated_file as _deliver  # a delivery named with its time
+from tests.helpers.cloudtrail import JOB, dated_delivery
+from tests.helpers.delta_log import merge_commits
 
 EVENTS, QUARANTINE = "cloudtrail_events", "cloudtrail_quarantine"
 DAY = dt.datetime(2024, 3, 2, tzinfo=dt.UTC)
@@ -33,18 +33,6 @@ def _record(event_id: str, moment: dt.datetime) -> dict:
 def _events(prefix: str, count: int, last: dt.datetime) -> list[dict]:
     """``count`` events, one every 10 seconds up to ``last``."""
     return [_record(f"{prefix}-{i:03d}", last - dt.timedelta(seconds=10 * (count - 1 - i))) for i in range(count)]
-
-
-def _merges(table: Path) -> list[dict]:
-    """Per MERGE commit of the table, oldest first: its app id and predicate (the test's own reading of the log)."""
-    merges = []
-    for commit in sorted((table / "_delta_log").glob("*.json")):
-        actions = [json.loads(line) for line in commit.read_text().splitlines()]
-        info = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
-        if info.get("operation") == "MERGE":
-            app = next((a["txn"]["appId"] for a in actions if "txn" in a), None)
-            merges.append({"app": app, "predicate": info["operationParameters"]["predicate"]})
-    return merges
 
 
 @pytest.fixture
@@ -74,18 +62,18 @@ def test_keys_first_written_by_either_writer_then_delivered_by_the_other_stay_on
     backfilled = _events("bf", 30, ten - dt.timedelta(minutes=3))
     live_new, later_new = _events("live", 10, ten + dt.timedelta(minutes=3)), _events("late", 8, ten + dt.timedelta(minutes=8))
     # The backfill writes first; the live job then gets a third of those events again, with ten new ones.
-    first = write("backfill", 0, _deliver(landing / "b", ten, backfilled, "B0"))
+    first = write("backfill", 0, dated_delivery(landing / "b", ten, backfilled, "B0"))
     assert (first.plan, first.rows) == ("pipelined", {EVENTS: 30, QUARANTINE: 0})
-    second = write("live", 0, _deliver(landing / "l", ten + dt.timedelta(minutes=5), backfilled[::3] + live_new, "L0"))
+    second = write("live", 0, dated_delivery(landing / "l", ten + dt.timedelta(minutes=5), backfilled[::3] + live_new, "L0"))
     assert (second.plan, second.rows) == ("pipelined", {EVENTS: 10, QUARANTINE: 0})
     # The reverse: the live job first, the backfill then delivers those events with others.
-    third = write("live", 1, _deliver(landing / "l", ten + dt.timedelta(minutes=10), later_new, "L1"))
-    fourth = write("backfill", 1, _deliver(landing / "b", ten + dt.timedelta(minutes=12),
+    third = write("live", 1, dated_delivery(landing / "l", ten + dt.timedelta(minutes=10), later_new, "L1"))
+    fourth = write("backfill", 1, dated_delivery(landing / "b", ten + dt.timedelta(minutes=12),
                                             later_new[:5] + live_new[::2] + _events("bf2", 4, ten + dt.timedelta(minutes=11)), "B1"))
     assert (third.rows[EVENTS], fourth.rows[EVENTS]) == (8, 4)
     # Each of these was one MERGE per batch, the table's side bounded by the files' delivery dates and times
     # (20 minutes before the first file's, 5 after the last's): Delta reads only the files of that time.
-    merges = _merges(lake.table_path(EVENTS))
+    merges = merge_commits(lake.table_path(EVENTS))
     assert [m["app"] for m in merges] == [f"{w}:{EVENTS}" for w in ("backfill", "live", "live", "backfill")]
     assert "eventTime#" in merges[1]["predicate"] and ">= 2024-03-02 09:45:00" in merges[1]["predicate"]
     assert "<= 2024-03-02 10:10:59.999999" in merges[1]["predicate"]
@@ -103,10 +91,10 @@ def test_a_file_delivered_again_a_day_later_and_a_late_event_go_the_cached_way_a
     landing = tmp_path / "landing"
     ten = DAY + dt.timedelta(hours=10)
     events = _events("ev", 20, ten - dt.timedelta(minutes=2))
-    original = _deliver(landing / "a", ten, events, "A0")
+    original = dated_delivery(landing / "a", ten, events, "A0")
     assert write("live", 0, original).rows[EVENTS] == 20
     # The same bytes under a new name, delivered a day later (its events' date is the day before: in the date bound).
-    again = _deliver(landing / "a", ten + dt.timedelta(days=1), [], "A1")
+    again = dated_delivery(landing / "a", ten + dt.timedelta(days=1), [], "A1")
     again.write_bytes(original.read_bytes())
     redelivered = write("live", 1, again)
     assert (redelivered.plan, redelivered.rows, redelivered.carried) == \
@@ -114,11 +102,11 @@ def test_a_file_delivered_again_a_day_later_and_a_late_event_go_the_cached_way_a
     # A file at 13:00 with one new event and an event of 09:58 (written at 10:00 already) delivered late, and
     # one late event nobody has.
     thirteen = ten + dt.timedelta(hours=3)
-    late = write("backfill", 0, _deliver(landing / "a", thirteen, [
+    late = write("backfill", 0, dated_delivery(landing / "a", thirteen, [
         _record("new-1", thirteen - dt.timedelta(minutes=1)), events[-1],
         _record("late-1", ten - dt.timedelta(minutes=30))], "A2"))
     assert (late.plan, late.rows[EVENTS]) == ("pipelined", 2)
-    merges = _merges(lake.table_path(EVENTS))
+    merges = merge_commits(lake.table_path(EVENTS))
     assert [m["app"] for m in merges] == ["live:" + EVENTS, "live:" + EVENTS, f"live:{EVENTS}:rest",
                                           "backfill:" + EVENTS, f"backfill:{EVENTS}:rest"]
     assert "eventTime" not in merges[2]["predicate"] and "eventTime" not in merges[4]["predicate"]
@@ -136,7 +124,7 @@ def test_lake_optimize_leaves_each_file_a_stretch_of_event_time(spark, tmp_path,
     for batch in range(2):  # each batch: events of 08:00, 12:00 and 16:00 (+ batch minutes), so files overlap
         records = [r for hour in (8, 12, 16) for r in _events(f"b{batch}h{hour}", 40, DAY + dt.timedelta(
             hours=hour, minutes=batch * 10))]
-        write("backfill", batch, _deliver(landing, DAY + dt.timedelta(hours=17), records, f"C{batch}"))
+        write("backfill", batch, dated_delivery(landing, DAY + dt.timedelta(hours=17), records, f"C{batch}"))
     before = tables(lake.root)[EVENTS].count()
     spec = next(t for t in JOB.tables if t.name == EVENTS)
     assert spec.zorder_by == ("eventTime",)

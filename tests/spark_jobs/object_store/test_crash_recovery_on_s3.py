@@ -1,6 +1,6 @@
 """kill -9 in the middle of a micro-batch with the input in one bucket and the lake in another, twice, then a
 restart: exact tables. While a killed batch's Parquet objects lie in the table's prefix (uploaded, never
-committed), delta-rs sees exactly the committed rows (as tests/spark_jobs/test_crash_recovery.py on disk).
+committed), delta-rs sees exactly the committed rows (as tests/spark_jobs/driver/test_crash_recovery.py on disk).
 """
 
 from __future__ import annotations
@@ -11,11 +11,12 @@ from collections import Counter
 
 from spark_jobs.model.lake import as_path
 from tools.sample_data import write_sample_landing
-from tests.conftest import PROJECT_ROOT
-from tests.spark_jobs.conftest import file_name
-# The local test's helpers read the checkpoint and the table's folder through pathlib's API, which the
-# lake's UPath paths (s3fs underneath) give on a bucket as well.
-from tests.spark_jobs.test_crash_recovery import _batch_ids, _kills_leaving_orphans, _uncommitted_files
+from tests.helpers.project import PROJECT_ROOT
+from tests.helpers.cloudtrail import file_name
+# The kill harness reads the checkpoint and the table's folder through pathlib's API, which the lake's UPath
+# paths (s3fs underneath) give on a bucket as well.
+from tests.helpers.kills import kills_leaving_orphans, uncommitted_files
+from tests.helpers.processes import batch_ids
 
 
 def _delta_rs_sees_only_committed_rows(table, seen: set[str]) -> int:
@@ -30,7 +31,7 @@ def _delta_rs_sees_only_committed_rows(table, seen: set[str]) -> int:
     committed = sum(int(h["operationMetrics"]["numTargetRowsInserted"]) for h in dt.history()
                     if h["operation"] == "MERGE")
     assert len(ids) == len(set(ids)) == committed
-    orphans = _uncommitted_files(table) - seen  # an object is whole once it is there
+    orphans = uncommitted_files(table) - seen  # an object is whole once it is there
     seen |= orphans
     orphan_ids = {i for f in orphans
                   for i in pq.read_table((table / f).path, columns=["eventID"],
@@ -50,7 +51,7 @@ def test_kill_9_mid_batch_twice_with_the_lake_in_a_bucket_then_restart_gives_exa
                "--lake", lake, "--max-files-per-trigger", "3"]
 
     seen: set[str] = set()
-    kills, orphan_rows = _kills_leaving_orphans(
+    kills, orphan_rows = kills_leaving_orphans(
         lambda n: subprocess.Popen(command, cwd=PROJECT_ROOT, stdout=(tmp_path / f"kill-{n}.log").open("w"),
                                    stderr=subprocess.STDOUT, start_new_session=True),
         checkpoint, events, after_commits=1, orphan_rows=lambda: _delta_rs_sees_only_committed_rows(events, seen),
@@ -61,7 +62,7 @@ def test_kill_9_mid_batch_twice_with_the_lake_in_a_bucket_then_restart_gives_exa
 
     final = run_job_s3(f"{trail}/AWSLogs/", lake, maxFilesPerTrigger="3")
     assert final.skipped is None and final.batches >= 1, final
-    assert _batch_ids(checkpoint / "offsets") == _batch_ids(checkpoint / "commits")
+    assert batch_ids(checkpoint / "offsets") == batch_ids(checkpoint / "commits")
 
     import deltalake
 

@@ -13,7 +13,7 @@ import pytest
 
 from spark_jobs.control.checkpoint import lease as lease_module
 from spark_jobs.control.checkpoint.lease import Lease, LeaseHeld, LeaseLost, read_lease
-from tests.conftest import PROJECT_ROOT, run_cli
+from tests.helpers.project import PROJECT_ROOT, run_cli
 
 
 def test_a_second_create_of_a_key_is_refused_by_the_server(s3_env, bucket):

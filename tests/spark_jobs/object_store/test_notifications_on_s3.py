@@ -17,9 +17,10 @@ from collections import Counter
 import boto3
 
 from tools.sample_data import write_sample_landing
-from tests.conftest import PROJECT_ROOT
-from tests.spark_jobs.conftest import file_name
-from tests.spark_jobs.test_crash_recovery import _batch_ids, _kill_mid_batch
+from tests.helpers.project import PROJECT_ROOT
+from tests.helpers.cloudtrail import file_name
+from tests.helpers.kills import kill_mid_batch
+from tests.helpers.processes import batch_ids
 
 VISIBILITY_SECONDS = 5
 
@@ -63,15 +64,15 @@ def test_notifications_reach_the_tables_exactly_once_across_two_kills_and_a_dele
         return subprocess.Popen(command, cwd=PROJECT_ROOT, stdout=(tmp_path / f"run-{n}.log").open("w"),
                                 stderr=subprocess.STDOUT, start_new_session=True)
 
-    first = _kill_mid_batch(start(0), checkpoint, after_commits=1, delay=0.3)
-    second = _kill_mid_batch(start(1), checkpoint, after_commits=first[0] + 2, delay=0.0)
+    first = kill_mid_batch(start(0), checkpoint, after_commits=1, delay=0.3)
+    second = kill_mid_batch(start(1), checkpoint, after_commits=first[0] + 2, delay=0.0)
     assert second[0] > first[0]
     deadline = time.monotonic() + 60  # what the killed drivers had received comes back after its visibility timeout
     while _messages(sqs, url)[1] and time.monotonic() < deadline:
         time.sleep(0.5)
     final = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600)
     assert final.returncode == 0, final.stdout[-3000:] + final.stderr[-3000:]
-    assert _batch_ids(checkpoint / "offsets") == _batch_ids(checkpoint / "commits")
+    assert batch_ids(checkpoint / "offsets") == batch_ids(checkpoint / "commits")
 
     events = deltalake.DeltaTable(str(lake / "tables" / "cloudtrail_events")).to_pyarrow_table(
         columns=["eventID"]).column("eventID").to_pylist()

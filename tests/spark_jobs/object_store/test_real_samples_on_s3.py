@@ -2,7 +2,7 @@
 
 ``python -m spark_jobs run cloudtrail_etl --input s3a://... --lake s3a://...`` with only the standard AWS
 variables set (pointing at the local S3 server): every record once in the table or in quarantine, exactly
-as on local disk (tests/spark_jobs/test_real_cloudtrail_samples.py); a rerun adds nothing; every reader
+as on local disk (tests/spark_jobs/jobs/test_real_cloudtrail_samples.py); a rerun adds nothing; every reader
 of the lake (delta-rs, ``sql --engine duckdb``, ``checkpoint inspect``, ``status``, ``lake history``)
 reads it there; and the secret key appears in no output, no command line, no object of the lake.
 """
@@ -18,9 +18,9 @@ from collections import defaultdict
 
 import pytest
 
-from tests.conftest import PROJECT_ROOT, run_cli
-from tests.spark_jobs.conftest import source_records
-from tests.spark_jobs.object_store.conftest import SECRET
+from tests.helpers.project import PROJECT_ROOT, run_cli
+from tests.helpers.cloudtrail import source_records
+from tests.helpers.s3_fixtures import SECRET
 
 pytestmark = pytest.mark.real_data
 INVALID_FILE = "zmallen_cloudtrail2sightings/cloudtrail.zip/aws.execution.ec2-user-data.json"

@@ -8,14 +8,11 @@ history) are safe together: of two commits of one version, one wins and the othe
 
 from __future__ import annotations
 
-import shutil
-
 import pyarrow as pa
 import pytest
 
-from tools.sample_data import write_sample_landing
-from tests.spark_jobs.conftest import file_name
-from tests.spark_jobs.object_store.conftest import at_once
+from tests.helpers.cloudtrail import file_name, overlapping_landings
+from tests.helpers.s3_fixtures import at_once
 
 EVENTS, QUARANTINE = "cloudtrail_events", "cloudtrail_quarantine"
 
@@ -67,12 +64,7 @@ def test_spark_and_delta_rs_commit_to_one_table_at_once(s3_spark, s3_env, bucket
 def test_two_job_writers_at_once_over_overlapping_input_are_exact(s3, s3_env, bucket, run_job_s3, tmp_path):
     """The live job and a backfill (own checkpoint, own txnAppId) read one bucket, commit to one lake at once."""
     landing = tmp_path / "landing"
-    own = write_sample_landing(landing / "own", files=4, records_per_file=10, seed=41)
-    extra = write_sample_landing(landing / "extra", files=2, records_per_file=10, seed=42, include_bad_files=False)
-    bad = {b.path.name for b in own.bad}
-    for i, path in enumerate(p for p in own.files_written if p.name not in bad):
-        if i < 3:  # a redelivery of some of the job's files under new names
-            shutil.copyfile(path, landing / "extra" / f"copy-{path.name}")
+    own, extra = overlapping_landings(landing, files=4, records_per_file=10)
     trail, lake = bucket("trail"), f"{bucket('lake')}/lake"
     s3.upload(landing, trail.removeprefix("s3a://"))
     # The backfill reads everything (the job's own objects too: the same keys, the same bad files).

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.spark_jobs.supervision.helpers import remember_processes_before_the_test
+from tests.helpers.processes import remember_processes_before_the_test
 
 
 @pytest.fixture(autouse=True)

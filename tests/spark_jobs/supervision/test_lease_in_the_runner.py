@@ -12,8 +12,8 @@ from collections import Counter
 
 from spark_jobs.control.checkpoint.lease import read_lease
 from tools.sample_data import write_sample_landing
-from tests.conftest import PROJECT_ROOT, run_cli
-from tests.spark_jobs.supervision.helpers import batch_ids, table_event_ids, wait_for
+from tests.helpers.project import PROJECT_ROOT, run_cli
+from tests.helpers.processes import batch_ids, table_event_ids, wait_for
 
 TTL = "6"
 

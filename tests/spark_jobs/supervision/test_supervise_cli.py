@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.helpers.project import run_cli
 
 
 @pytest.mark.parametrize("args, message", [

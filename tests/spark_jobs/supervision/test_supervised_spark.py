@@ -16,9 +16,8 @@ from tools.sample_data import write_sample_landing
 from spark_jobs.control.supervision.command import driver_command
 from spark_jobs.control.supervision.state import read_events, read_supervisor_state
 from spark_jobs.control.supervision.supervisor import Supervisor
-from tests.conftest import PROJECT_ROOT
-from tests.spark_jobs.supervision.helpers import (assert_no_process_left, batch_ids, caught_up, table_event_ids,
-                                                  wait_for)
+from tests.helpers.project import PROJECT_ROOT
+from tests.helpers.processes import assert_no_process_left, batch_ids, caught_up, table_event_ids, wait_for
 
 JOB = get_job("cloudtrail_etl")
 POLICY = replace(JOB.restart, initial_backoff_seconds=1, max_backoff_seconds=5, window_seconds=600,

@@ -20,8 +20,11 @@ from spark_jobs.model.policies import RestartPolicy
 from spark_jobs.registry import get_job
 from spark_jobs.control.supervision.state import read_events, read_supervisor_state
 from spark_jobs.control.supervision.supervisor import Supervisor
-from tests.spark_jobs.supervision.helpers import assert_no_process_left, lease_holder, wait_for
+from tests.helpers.processes import assert_no_process_left, lease_holder, wait_for
 
+# JVM-free (its drivers are stand-ins), yet out of the fast tier (tests/helpers/tiers.py): its supervisors wait out real
+# backoffs, lease expiries and healthy runs, tens of seconds, until the supervisor takes a clock.
+NOT_IN_THE_FAST_TIER = "waits out real backoffs, lease expiries and healthy runs"
 JOB = get_job("cloudtrail_etl")
 FAST = RestartPolicy(initial_backoff_seconds=0.1, multiplier=2, max_backoff_seconds=1, max_restarts=3,
                      window_seconds=600, healthy_reset_seconds=600, poll_seconds=0.1, stop_grace_seconds=10)

@@ -1,0 +1,80 @@
+"""Named users of a test Airflow and its human-in-the-loop REST API, as people use them: the simple auth manager
+with users of real roles (``AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS``) and their passwords in the Airflow home's
+passwords file, a JWT from the API server's ``POST /auth/token`` per user, and the ``hitlDetails`` routes that
+list and answer required actions; and a test module's Airflow, started and stopped.
+"""
+
+from __future__ import annotations
+
+import json
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from tests.helpers.real_airflow import AirflowApiError, RestApi
+
+# Who is who in the tests: alice and bob may trigger DAGs and answer required actions (the USER role), vic may only
+# look (VIEWER), admin sets the stage.
+USERS = {"admin": "admin", "alice": "user", "bob": "user", "vic": "viewer"}
+
+
+def user_settings(home: Path) -> dict[str, str]:
+    """The environment of an Airflow whose simple auth manager knows :data:`USERS` with known passwords (written to
+    ``home``'s passwords file before the API server starts; it keeps the passwords it finds there)."""
+    home.mkdir(parents=True, exist_ok=True)
+    passwords = home / "simple_auth_manager_passwords.json.generated"
+    passwords.write_text(json.dumps({name: f"{name}-secret" for name in USERS}))
+    return {"AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": ",".join(f"{n}:{r}" for n, r in USERS.items()),
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "False",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords)}
+
+
+class UserApi(RestApi):
+    """Airflow's ``/api/v2`` at ``url`` as ``user`` (a bearer token from ``/auth/token``, the project's own client)."""
+
+    def __init__(self, url: str, user: str) -> None:
+        super().__init__(url, RestApi.login(url, user, f"{user}-secret").token)
+        self.user = user
+
+    def status(self, method: str, path: str, body: dict | None = None) -> tuple[int, dict | str]:
+        """(HTTP status, body) without raising on an error status."""
+        try:
+            return 200, self(method, path, body)
+        except AirflowApiError as error:
+            if error.status is None:
+                raise
+            return error.status, error.detail or ""
+
+    def trigger(self, dag_id: str, conf: dict) -> str:
+        return self("POST", f"/dags/{dag_id}/dagRuns", {"logical_date": None, "conf": conf})["dag_run_id"]
+
+    def required_actions(self, dag_id: str, run_id: str = "~") -> list[dict]:
+        """The HITL details of ``dag_id``'s runs (``~``: every run), answered or not."""
+        return self("GET", f"/dags/{dag_id}/dagRuns/{run_id}/hitlDetails")["hitl_details"]
+
+    def answer(self, dag_id: str, run_id: str, task_id: str, option: str) -> tuple[int, dict | str]:
+        """Answer the required action of ``task_id`` in ``run_id`` with ``option`` (``Approve`` / ``Reject``)."""
+        return self.status("PATCH", f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/-1/hitlDetails",
+                           {"chosen_options": [option]})
+
+
+def pending(api: UserApi, dag_id: str) -> list[dict]:
+    """The unanswered required actions of ``dag_id`` whose task waits for them."""
+    return [d for d in api.required_actions(dag_id) if not d["response_received"]
+            and d["task_instance"]["state"] == "awaiting_input"]
+
+
+@contextmanager
+def running(airflow, what: str, ready) -> Iterator[None]:
+    """``airflow`` (a :class:`tools.local_airflow.LocalAirflow`) started, ``ready()`` awaited (``what`` names it),
+    stopped at the end, and nothing it started left running."""
+    from tests.helpers.real_airflow import wait_for
+    from tools.local_airflow import marked_processes
+
+    try:
+        airflow.start()
+        wait_for(what, ready)
+        yield
+    finally:
+        airflow.stop(grace=20)
+    assert marked_processes(str(airflow.home)) == {}, "processes of the test Airflow outlived `stop`"
