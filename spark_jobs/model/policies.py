@@ -71,12 +71,13 @@ class ProgressHistory:
 class RestartPolicy:
     """How the supervisor of a continuous job restarts its driver (``python -m spark_jobs supervise``).
 
-    The backoff before restart *n* (n consecutive failures) is ``initial_backoff_seconds *
-    multiplier ** (n - 1)``, capped at ``max_backoff_seconds``. After ``max_restarts`` restarts within
-    ``window_seconds`` the next failure is not restarted: the supervisor gives up and tells a person
-    once. A run that stayed healthy for ``healthy_reset_seconds`` clears both counts.
+    A first failure (after a healthy run) is restarted at once; the backoff before restart *n* (n >= 2
+    consecutive failures) is ``initial_backoff_seconds * multiplier ** (n - 2)``, capped at
+    ``max_backoff_seconds``. After ``max_restarts`` restarts within ``window_seconds`` the next failure is
+    not restarted: the supervisor gives up and tells a person once. A run that stayed healthy for
+    ``healthy_reset_seconds`` clears both counts.
 
-    :param initial_backoff_seconds: the wait before the first restart.
+    :param initial_backoff_seconds: the wait before the second restart in a row (the first is immediate).
     :param multiplier: each further consecutive failure multiplies the wait by this.
     :param max_backoff_seconds: the longest wait.
     :param max_restarts: restarts allowed within ``window_seconds`` before giving up.

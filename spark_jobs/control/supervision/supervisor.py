@@ -32,8 +32,8 @@ While supervision is paused (a hold in ``<control>/supervision_hold.json``, plac
 stalled one is not killed: the supervisor waits (state ``held``) until the hold is lifted, then starts
 a driver again (a ``resume`` event). Such an end is not a failure: it uses none of the restart budget.
 
-After a failure it restarts the driver from the same checkpoint after ``initial_backoff_seconds *
-multiplier ** (consecutive_failures - 1)`` (capped), unless ``max_restarts`` restarts happened within
+After a failure it restarts the driver from the same checkpoint: at once after a first failure, then after
+``initial_backoff_seconds * multiplier ** (consecutive_failures - 2)`` (capped), unless ``max_restarts`` restarts happened within
 ``window_seconds``: then it gives up (state ``given_up``) and notifies once. A run healthy for
 ``healthy_reset_seconds`` clears the consecutive failures and the budget. Every state change is
 written to ``<control>/supervisor.json`` and passed to ``on_state``; every start, restart, give-up

@@ -61,7 +61,7 @@ def test_restart_storm_is_capped_by_the_budget_and_ends_in_one_give_up(tmp_path)
 
     assert seen.kinds() == ["start", "restart", "restart", "restart", "give_up"]
     restarts, [give_up] = seen.events[1:4], seen.events[4:]
-    assert [e["backoff_seconds"] for e in restarts] == [0.1, 0.2, 0.4]
+    assert [e["backoff_seconds"] for e in restarts] == [0, 0.1, 0.2]
     assert [e["consecutive_failures"] for e in restarts] == [1, 2, 3]
     assert all(e["reason"] == "the driver exited with status 1: error: input folder /no/such does not exist"
                for e in seen.events[1:])
@@ -81,14 +81,15 @@ def test_restart_storm_is_capped_by_the_budget_and_ends_in_one_give_up(tmp_path)
 
 def test_stop_while_backing_off_ends_at_once_without_a_driver(tmp_path):
     stop = threading.Event()
-    supervisor, seen = _supervisor(tmp_path, FAILS_AT_START, replace(FAST, initial_backoff_seconds=600), stop)
+    supervisor, seen = _supervisor(tmp_path, FAILS_AT_START, replace(FAST, initial_backoff_seconds=600, max_backoff_seconds=600), stop)
     thread, result = _in_thread(supervisor)
-    wait_for(lambda: "restart" in seen.kinds(), 60, "the first restart")
+    wait_for(lambda: seen.kinds().count("restart") == 2, 60, "the second restart (the first has no backoff)")
     assert read_supervisor_state(supervisor.control)["is_backing_off"] is True
     stop.set()
     thread.join(timeout=30)
     assert result == {"outcome": "stopped"}
-    assert seen.kinds() == ["start", "restart", "stop"]
+    assert seen.kinds() == ["start", "restart", "restart", "stop"]
+    assert [e["backoff_seconds"] for e in seen.events[1:3]] == [0, 600]
     assert seen.events[-1]["reason"] == "asked to stop while backing off"
     assert read_supervisor_state(supervisor.control)["state"] == "stopped"
     assert_no_process_left()
@@ -241,8 +242,8 @@ def test_a_lease_held_by_a_catchup_run_is_waited_for_not_counted_and_a_crash_aft
     second = wait_for(lambda: seen.states[-1]["state"] == "running" and seen.states[-1]["driver_pid"] != first
                       and seen.states[-1]["driver_pid"], 60, "the restarted driver")
     [restart] = [e for e in seen.events if e["kind"] == "restart"]
-    assert (restart["consecutive_failures"], restart["restarts_in_window"], restart["backoff_seconds"]) == (1, 1, 0.1)
-    assert restart["outcome"].startswith("restarting from the same checkpoint in 0.1 s (restart 1 of 3 allowed")
+    assert (restart["consecutive_failures"], restart["restarts_in_window"], restart["backoff_seconds"]) == (1, 1, 0)
+    assert restart["outcome"].startswith("restarting from the same checkpoint in 0 s (restart 1 of 3 allowed")
     stop.set()
     thread.join(timeout=60)
     assert result == {"outcome": "stopped"}
