@@ -275,12 +275,14 @@ def _run_standby(job: JobSpec, options: RunOptions, spark: SparkSession | None, 
     """A warm standby (:mod:`spark_jobs.driver.standby`): session, tables and a warm-up first, then the lease as soon
     as it is free, then the query as any driver runs it. A signal before the lease ends it at once."""
     from spark_jobs.control.supervision.hold import read_hold
+    from spark_jobs.control.supervision.standby_state import announce_standby, withdraw_standby
     from spark_jobs.driver import standby
     from spark_jobs.driver.session import build_session
 
     if options.trigger.available_now:
         raise UsageError("--standby is for a continuous run (a processing-time trigger): an available-now run ends")
     refuse_old_layout(options.lake, [t.name for t in job.tables])
+    control = str(options.control_path(job.name))
     stopper = _GracefulStop()
     stopper.install()  # until the query starts, a signal exits at once: a standby holds nothing
     try:
@@ -288,13 +290,12 @@ def _run_standby(job: JobSpec, options: RunOptions, spark: SparkSession | None, 
         standby.warm_up(spark, job, options)
         prepared = prepare_query(job, options, spark)  # all but the query's start: nothing touches the checkpoint
         warm = time.monotonic() - started
-        standby.announce(options, job, warm)
+        announce_standby(control, warm)
         log.info("standby for %s: warm in %.1f s; waiting for the checkpoint's lease", job.name, warm)
-        control = str(options.control_path(job.name))
         lease = standby.wait_for_lease(acquire, stopped=lambda: stopper.signal_name is not None,
                                        held=lambda: read_hold(control) is not None,
                                        keep_warm=lambda: standby.keep_warm(spark, job, prepared.targets))
-        standby.withdraw(options, job)
+        withdraw_standby(control)
         if lease is None:
             return RunSummary(job=job.name, trigger=options.trigger.spec, stopped_by=stopper.signal_name,
                               seconds=round(time.monotonic() - started, 2))
@@ -306,7 +307,7 @@ def _run_standby(job: JobSpec, options: RunOptions, spark: SparkSession | None, 
         finally:
             keeper.finish()
     finally:
-        standby.withdraw(options, job)
+        withdraw_standby(control)
         stopper.restore()
 
 

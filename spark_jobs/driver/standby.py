@@ -24,18 +24,16 @@ while the running driver still holds the checkpoint's single-writer lease:
    as strict as ever (a paused old driver that wakes up finds a newer generation and writes nothing);
 4. it starts the streaming query from the checkpoint, like any driver.
 
-While it waits, ``<lake>/control/<job>/standby.json`` says so (pid, host, since when, how long the warm-up took);
+While it waits, ``<lake>/control/<job>/standby.json`` says so (:mod:`spark_jobs.control.supervision.standby_state`);
 SIGTERM ends it at once (it holds nothing). It costs a second driver's memory the whole time: see
 docs/continuous-jobs.md for the figure.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
-import socket
 import threading
 import time
 from pathlib import Path
@@ -52,40 +50,6 @@ log = logging.getLogger("spark_jobs")
 POLL_SECONDS = 0.2
 # Spark ends Python workers idle for a minute; a Delta snapshot falls behind with every commit of the running driver.
 KEEP_WARM_SECONDS = 30.0
-STATE_FILE = "standby.json"
-
-
-def _state_path(options: RunOptions, job: JobSpec) -> Path:
-    return Path(str(options.control_path(job.name))) / STATE_FILE
-
-
-def announce(options: RunOptions, job: JobSpec, warm_seconds: float) -> None:
-    """Write ``standby.json``: this driver waits for the lease (monitoring reads it)."""
-    from spark_jobs.model.times import utc_iso
-    import datetime as dt
-
-    path = _state_path(options, job)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "warm_seconds": round(warm_seconds, 2),
-                                "since": utc_iso(dt.datetime.now(dt.timezone.utc))}))
-
-
-def withdraw(options: RunOptions, job: JobSpec) -> None:
-    """Remove ``standby.json`` when it is this process's."""
-    path = _state_path(options, job)
-    try:
-        if json.loads(path.read_text()).get("pid") == os.getpid():
-            path.unlink()
-    except (OSError, ValueError):
-        pass
-
-
-def read_standby(control: str) -> dict | None:
-    """The waiting standby of a job (its ``standby.json``), or ``None``."""
-    try:
-        return json.loads((Path(control) / STATE_FILE).read_text())
-    except (OSError, ValueError):
-        return None
 
 
 def wait_for_lease(acquire: Callable[[], object], stopped: Callable[[], bool], held: Callable[[], bool] = lambda: False,

@@ -89,6 +89,9 @@ class RestartPolicy:
         before its process group is killed (below Airflow's 60 s ``killed_task_cleanup_time``).
     :param stall_after_seconds: a driver whose lease heartbeat is older than this is stalled (a
         paused or hung process); ``None``: the lease's own ttl (after which it may not write anyway).
+    :param warm_standby: keep a second, warmed-up driver waiting on the checkpoint's lease, which takes the
+        job over the moment the running driver dies or is killed (:mod:`spark_jobs.driver.standby`). It costs
+        a second driver's memory for as long as the job runs (docs/continuous-jobs.md has the figure).
     """
 
     initial_backoff_seconds: float = 2.0
@@ -100,3 +103,4 @@ class RestartPolicy:
     poll_seconds: float = 1.0
     stop_grace_seconds: float = 45.0
     stall_after_seconds: float | None = None
+    warm_standby: bool = False

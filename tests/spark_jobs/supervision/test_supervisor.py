@@ -15,6 +15,8 @@ import threading
 import time
 from dataclasses import replace
 
+from spark_jobs.control.checkpoint.lease import read_lease
+from spark_jobs.control.supervision.standby_state import read_standby
 from spark_jobs.model.lake import Lake
 from spark_jobs.model.policies import RestartPolicy
 from spark_jobs.registry import get_job
@@ -282,3 +284,50 @@ def test_a_driver_refused_by_the_lease_exit_3_waits_for_it_and_uses_none_of_the_
     state = read_supervisor_state(supervisor.control)
     assert (state["restarts_total"], state["consecutive_failures"], state["attempt"]) == (0, 0, 2)
     assert_no_process_left(driver)
+
+
+def test_a_warm_standby_replaced_when_it_dies_takes_over_a_killed_driver_without_backoff(tmp_path):
+    control = Lake(tmp_path / "lake").control_path(JOB.name)
+    stop = threading.Event()
+    policy = replace(FAST, warm_standby=True, initial_backoff_seconds=600, max_backoff_seconds=600)
+    supervisor, seen = _supervisor(tmp_path, lease_holder(control, hold_seconds=-1, exit_code=0, ttl=2), policy, stop)
+    supervisor.standby_after_seconds = 0
+    thread, result = _in_thread(supervisor)
+
+    def warm_standby(not_pid=None):
+        said = read_standby(str(control))
+        return said and said["pid"] != not_pid and said["pid"] == supervisor.state.standby_pid and said["pid"]
+
+    first_standby = wait_for(warm_standby, 60, "a warm standby")
+    driver = supervisor.state.driver_pid
+    os.kill(first_standby, signal.SIGKILL)  # a standby that dies while it waits: replaced, not a restart
+    second_standby = wait_for(lambda: warm_standby(not_pid=first_standby), 60, "the standby's replacement")
+    assert (supervisor.state.driver_pid, supervisor.state.restarts_total) == (driver, 0)
+    standby_events = [e for e in seen.events if e["kind"] == "standby"]
+    assert [e["outcome"].split()[0] for e in standby_events] == ["started", "replaced", "started"]
+    replaced = standby_events[1]
+    assert replaced["reason"] == f"the warm standby (pid {first_standby}) was killed by SIGKILL while it waited"
+    assert replaced["outcome"] == ("replaced in 0 s; the driver runs on (a standby is not the job's driver: not a "
+                                   "restart, none of the budget)")
+
+    os.kill(driver, signal.SIGKILL)  # the driver dies: the standby takes the lease, the supervisor adopts it
+    wait_for(lambda: seen.states[-1]["state"] == "running" and seen.states[-1]["driver_pid"] == second_standby, 30,
+             "the standby running the job")
+    third_standby = wait_for(lambda: warm_standby(not_pid=second_standby), 60, "a new standby beside it")
+    lease = read_lease(str(control))
+    assert (lease.pid, lease.released) == (second_standby, False)
+    [take_over] = [e for e in seen.events if e["kind"] == "restart"]
+    assert take_over["reason"] == "the driver was killed by SIGKILL"
+    assert (take_over["take_over"], take_over["backoff_seconds"], take_over["standby_pid"],
+            take_over["consecutive_failures"], take_over["restarts_in_window"]) == (True, 0, second_standby, 1, 1)
+    assert take_over["outcome"].startswith(f"taken over by the warm standby (pid {second_standby}), which holds the "
+                                           "lease: it runs from the same checkpoint, no backoff (restart 1 of 3")
+
+    stop.set()
+    thread.join(timeout=60)
+    assert result == {"outcome": "stopped"}
+    assert seen.kinds() == ["start", "standby", "standby", "standby", "restart", "standby", "stop"]
+    assert read_lease(str(control)).released and read_standby(str(control)) is None
+    state = read_supervisor_state(supervisor.control)
+    assert (state["state"], state["restarts_total"], state["standby_pid"]) == ("stopped", 1, None)
+    assert_no_process_left(driver, first_standby, second_standby, third_standby)
