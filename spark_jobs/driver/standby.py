@@ -93,13 +93,18 @@ def warm_up(spark: SparkSession, job: JobSpec, options: RunOptions) -> float:
 
     :returns: the seconds it took.
     """
+    from pyspark.errors import AnalysisException
+
     from spark_jobs.driver.job_modules import job_module, output_schemas, table_targets
     from spark_jobs.driver.write import write_batch
     from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, create_tables
 
     started = time.monotonic()
     for target in table_targets(job, options.lake):
-        spark.read.format("delta").load(str(target.path)).limit(0).collect()  # Delta's snapshot, cached
+        try:
+            spark.read.format("delta").load(str(target.path)).limit(0).collect()  # Delta's snapshot, cached
+        except AnalysisException:  # not created yet (a fresh lake): the running driver creates it
+            pass
     sample = _recent_file(job, options)
     scratch = Path(os.environ.get("SPARK_LOCAL_DIRS", "/tmp").split(",")[0]) / f"standby-warm-up-{os.getpid()}"
     try:
