@@ -143,8 +143,14 @@ def _kill_and_time(job: SupervisedJob, rng: random.Random, wait_for_reset: bool,
     if standby:
         from spark_jobs.control.supervision.standby_state import read_standby
 
-        job.wait(lambda: (read_standby(str(job.control)) or {}).get("pid") == job.state().get("standby_pid"),
-                 RECOVERY_TIMEOUT_S, "a warm standby")
+        def warm() -> bool:  # the standby says it waits, and it is the supervisor's (under spark-submit, the JVM's child)
+            said, started = read_standby(str(job.control)) or {}, job.state().get("standby_pid")
+            try:
+                return bool(said.get("pid") and started and os.getpgid(said["pid"]) == started)
+            except ProcessLookupError:
+                return False
+
+        job.wait(warm, RECOVERY_TIMEOUT_S, "a warm standby")
     lease = job.wait(job.live_driver, RECOVERY_TIMEOUT_S, "a running driver")
     in_flight = bool(set(batch_files(job.checkpoint / "offsets")) - set(job.commits()))
     killed_at = time.time()
