@@ -67,11 +67,12 @@ def build_continuous_dag(job: JobSpec) -> DAG:
         tags=[*job.tags, "continuous"],
         params={
             "input": input_folder_param(job, "the driver reads"),
-            "warm_standby": Param(job.restart.warm_standby, type="boolean", title="Warm standby",
+            # None: the registry's RestartPolicy.warm_standby, read when the task runs (with its overrides).
+            "warm_standby": Param(None, type=["null", "boolean"], title="Warm standby",
                                   description="Keep a second, warmed-up driver waiting on the checkpoint's lease: it "
                                               "takes over within a second when the driver dies, at the cost of a "
-                                              "second driver's memory (docs/continuous-jobs.md). Default: the "
-                                              "registry's RestartPolicy.warm_standby."),
+                                              "second driver's memory (docs/continuous-jobs.md). Empty: the "
+                                              f"registry's RestartPolicy.warm_standby ({job.restart.warm_standby})."),
         },
     ) as dag:
         StreamingSupervisorOperator(

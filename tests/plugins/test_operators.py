@@ -61,7 +61,8 @@ def test_a_bad_policy_override_names_the_value_and_the_fields(monkeypatch, raw):
     assert "max_restarts" in str(error.value) and "initial_backoff_seconds" in str(error.value)
 
 
-@pytest.mark.parametrize("rendered, flag", [(True, True), ("True", True), ("false", False), ("", None), (None, None)])
+@pytest.mark.parametrize("rendered, flag", [(True, True), ("True", True), ("false", False), ("None", None), ("", None),
+                                            (None, None)])
 def test_the_rendered_warm_standby_param_is_a_flag(rendered, flag):
     assert as_flag(rendered, "warm_standby") is flag
 
