@@ -6,12 +6,14 @@
 
 - **`supervise`** spark-submits `run <job> --trigger <continuous_trigger>` and keeps the driver
   alive: a driver that dies, or stalls (its lease's heartbeat stops, or no commit while input
-  waits), is killed and restarted from the same checkpoint with exponential backoff, within the
-  registry's restart budget (`RestartPolicy`). The supervisor's state (consecutive failures,
-  backing off, next attempt, restarts in the window, last reason) is in the task's XCom
-  `supervisor`; each restart and the give-up reach a person through the notifier (a log line, and a
-  webhook when `SUPERVISOR_WEBHOOK_URL` or the connection `supervisor_webhook` is set). It holds one
-  worker slot while the driver runs: the driver is its child (see the operator).
+  waits), is killed and restarted from the same checkpoint (at once the first time, then with
+  exponential backoff), within the registry's restart budget (`RestartPolicy`). With the param
+  `warm_standby` (default: the registry's), a second, warmed-up driver waits beside it and takes
+  over within a second when it dies. The supervisor's state (consecutive failures, backing off,
+  next attempt, restarts in the window, last reason) is in the task's XCom `supervisor`; each
+  restart and the give-up reach a person through the notifier (a log line, and a webhook when
+  `SUPERVISOR_WEBHOOK_URL` or the connection `supervisor_webhook` is set). It holds one worker
+  slot while the driver runs: the driver is its child (see the operator).
 - **`checkpoint_health`** watches the checkpoint from the triggerer (no worker slot) and logs each
   change of its health (`healthy`, `lagging`, `stalled`, `dead`, ...) with the problems found, in XCom
   `health`; it ends when `supervise` ends. At each look it also decides the job's health alerts
@@ -32,7 +34,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from airflow.sdk import DAG
+from airflow.sdk import DAG, Param
 
 from spark_jobs.model.jobs import JobSpec
 
@@ -65,12 +67,19 @@ def build_continuous_dag(job: JobSpec) -> DAG:
         tags=[*job.tags, "continuous"],
         params={
             "input": input_folder_param(job, "the driver reads"),
+            # None: the registry's RestartPolicy.warm_standby, read when the task runs (with its overrides).
+            "warm_standby": Param(None, type=["null", "boolean"], title="Warm standby",
+                                  description="Keep a second, warmed-up driver waiting on the checkpoint's lease: it "
+                                              "takes over within a second when the driver dies, at the cost of a "
+                                              "second driver's memory (docs/continuous-jobs.md). Empty: the "
+                                              f"registry's RestartPolicy.warm_standby ({job.restart.warm_standby})."),
         },
     ) as dag:
         StreamingSupervisorOperator(
             task_id="supervise",
             job=job.name,
             input_path="{{ params.input }}",
+            warm_standby="{{ params.warm_standby }}",
             notifier=SupervisorEventNotifier(),
             doc_md=f"spark-submit `{job.name}` with `{job.continuous_trigger}` and keep it running "
                    f"(XCom `supervisor`).",

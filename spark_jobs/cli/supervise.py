@@ -18,12 +18,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--spark-submit", action="store_true",
                         help="start the driver with spark-submit (client mode) instead of python -m spark_jobs run")
     parser.add_argument("--lease-ttl", type=float, metavar="SECONDS", help="the driver's lease ttl (default: the registry's)")
+    parser.add_argument("--warm-standby", action=argparse.BooleanOptionalAction, default=None,
+                        help="keep a warmed-up second driver waiting on the lease, which takes over the moment the "
+                             "driver dies (default: the registry's RestartPolicy.warm_standby)")
     parser.add_argument("--policy", metavar="JSON",
                         help="RestartPolicy fields to override, e.g. '{\"max_restarts\": 2}' (default: the registry's)")
 
 
 def run(args: argparse.Namespace) -> int:
     """Supervise in the foreground: events as JSON lines on stdout; SIGTERM/Ctrl-C stop gracefully."""
+    import dataclasses
     import json
     import logging
     import signal
@@ -37,6 +41,8 @@ def run(args: argparse.Namespace) -> int:
 
     job = get_job(args.job)
     policy = policy_with_overrides(job.restart, args.policy)
+    if args.warm_standby is not None:
+        policy = dataclasses.replace(policy, warm_standby=args.warm_standby)
     lake = Lake.at(args.lake)
     input_path = resolve_input(job, args.input, args.lake)
     command = driver_command(job, lake=str(lake.root), input_path=str(input_path), trigger=args.trigger,

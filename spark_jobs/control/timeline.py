@@ -35,8 +35,8 @@ class TimelineEntry:
 
     :param at: when (UTC).
     :param kind: ``catch-up`` | ``backfill`` (a run) | ``incident`` | ``resolved`` | ``start`` | ``restart`` |
-        ``give_up`` | ``stop`` | ``held`` | ``resume`` | ``lease_wait`` | ``lease_free`` | ``oncall`` (a supervisor
-        event's own kind for the supervisor's).
+        ``give_up`` | ``stop`` | ``held`` | ``resume`` | ``lease_wait`` | ``lease_free`` | ``standby`` | ``oncall`` (a
+        supervisor event's own kind for the supervisor's; a standby's take-over is a ``restart`` that says so).
     :param summary: one line for people.
     :param requested_by: an on-call action's requester.
     :param decided_by: who approved or rejected it.
@@ -119,7 +119,8 @@ def supervisor_entries(job: JobSpec, lake: Lake) -> list[TimelineEntry]:
         kind = str(event.get("kind") or "event")
         counts = (f" ({event['restarts_in_window']}/{event['max_restarts']} restarts in the window)"
                   if kind in ("restart", "give_up") and event.get("max_restarts") is not None else "")
-        entries.append(TimelineEntry(at, kind, f"{kind.replace('_', ' ')}: {event.get('reason') or ''}{counts}",
+        what = "take-over by the warm standby" if kind == "restart" and event.get("take_over") else kind.replace("_", " ")
+        entries.append(TimelineEntry(at, kind, f"{what}: {event.get('reason') or ''}{counts}",
                                      outcome=event.get("outcome")))
     return entries
 

@@ -274,21 +274,28 @@ def _run_standby(job: JobSpec, options: RunOptions, spark: SparkSession | None, 
                  started: float) -> RunSummary:
     """A warm standby (:mod:`spark_jobs.driver.standby`): session, tables and a warm-up first, then the lease as soon
     as it is free, then the query as any driver runs it. A signal before the lease ends it at once."""
+    from spark_jobs.control.supervision.hold import read_hold
+    from spark_jobs.control.supervision.standby_state import announce_standby, withdraw_standby
     from spark_jobs.driver import standby
     from spark_jobs.driver.session import build_session
 
     if options.trigger.available_now:
         raise UsageError("--standby is for a continuous run (a processing-time trigger): an available-now run ends")
     refuse_old_layout(options.lake, [t.name for t in job.tables])
+    control = str(options.control_path(job.name))
     stopper = _GracefulStop()
     stopper.install()  # until the query starts, a signal exits at once: a standby holds nothing
     try:
         spark = spark or build_session(job.name, ui=True)
-        warm = standby.warm_up(spark, job, options)
-        standby.announce(options, job, warm)
+        standby.warm_up(spark, job, options)
+        prepared = prepare_query(job, options, spark)  # all but the query's start: nothing touches the checkpoint
+        warm = time.monotonic() - started
+        announce_standby(control, warm)
         log.info("standby for %s: warm in %.1f s; waiting for the checkpoint's lease", job.name, warm)
-        lease = standby.wait_for_lease(acquire, stopped=lambda: stopper.signal_name is not None)
-        standby.withdraw(options, job)
+        lease = standby.wait_for_lease(acquire, stopped=lambda: stopper.signal_name is not None,
+                                       held=lambda: read_hold(control) is not None,
+                                       keep_warm=lambda: standby.keep_warm(spark, job, prepared.targets))
+        withdraw_standby(control)
         if lease is None:
             return RunSummary(job=job.name, trigger=options.trigger.spec, stopped_by=stopper.signal_name,
                               seconds=round(time.monotonic() - started, 2))
@@ -296,20 +303,40 @@ def _run_standby(job: JobSpec, options: RunOptions, spark: SparkSession | None, 
                  getattr(lease.info, "generation", "?"), time.monotonic() - started)
         keeper = _LeaseKeeper(lease, details).start()
         try:
-            return _run_query(job, options, spark, keeper, stopper, started)
+            return _run_query(job, options, spark, keeper, stopper, started, prepared)
         finally:
             keeper.finish()
     finally:
-        standby.withdraw(options, job)
+        withdraw_standby(control)
         stopper.restore()
 
 
-def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, keeper: _LeaseKeeper,
-               stopper: "_GracefulStop", started: float) -> RunSummary:
-    """The body of :func:`run_streaming`, run while this driver holds the lease."""
-    from pyspark.errors import StreamingQueryException
+@dataclass
+class PreparedQuery:
+    """Everything a driver sets up before its streaming query starts; none of it writes to the checkpoint.
 
-    from spark_jobs.driver.session import build_session, session_conf
+    A driver prepares it under its lease; a warm standby prepares it while it waits for the lease
+    (:mod:`spark_jobs.driver.standby`), so that taking over is only the query's start.
+
+    :param spark: the driver's session.
+    :param module: the job's module (its transform and selects).
+    :param targets: the job's tables as write targets.
+    :param checkpoint: the stream's checkpoint.
+    :param source: the streaming DataFrame ``foreachBatch`` gets (a stateful job's: its transform's result).
+    :param discovery: the stream's discovery settings, for a job that discovers its files.
+    """
+
+    spark: SparkSession
+    module: object
+    targets: list
+    checkpoint: object
+    source: DataFrame
+    discovery: object | None
+
+
+def prepare_query(job: JobSpec, options: RunOptions, spark: SparkSession | None) -> PreparedQuery:
+    """The session (built when ``spark`` is None), the tables (created when missing), the source DataFrame."""
+    from spark_jobs.driver.session import build_session
 
     refuse_old_layout(options.lake, [t.name for t in job.tables])  # before Spark starts: one line
     fresh = spark is None  # a driver of its own: its JVM is cold
@@ -321,7 +348,6 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
     snapshot_partitions_per_core(spark)  # also for a session this module did not build
     module = job_module(job)
     targets = table_targets(job, options.lake)
-    checkpoint = options.checkpoint_path(job.name)
     # Every table exists (empty) before the first batch: readers and other writers find it.
     create_tables(spark, targets, output_schemas(spark, job))
     if fresh and job.source.kind == "files" and not job.stateful:  # while the query starts (driver/write/warm_up.py)
@@ -330,12 +356,30 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
         from spark_jobs.driver.job_modules import prepare_source
 
         prepare_source(spark, job, options.input_path)
-    summary = RunSummary(job=job.name, trigger=options.trigger.spec, rows={t.name: 0 for t in job.tables})
-    per_run: dict = {}  # made on the first batch: the writer
     from spark_jobs.control.discovery.settings import run_settings
 
     # A job reading through discovery: each batch's files are known from its manifests, before anything is read.
     discovery = run_settings(job, options) if job.discovers_files else None
+    # A backfill's dates or time window select its files in discovery (the job's key layout): a file out of the
+    # range is never listed past its folder, nor read.
+    source = read_input(spark, job, options, streaming=True)
+    if job.stateful:  # the state lives in the stream: its transform runs there, foreachBatch writes the result
+        source = module.transform(source, job)
+    return PreparedQuery(spark, module, targets, options.checkpoint_path(job.name), source, discovery)
+
+
+def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, keeper: _LeaseKeeper,
+               stopper: "_GracefulStop", started: float, prepared: PreparedQuery | None = None) -> RunSummary:
+    """The body of :func:`run_streaming`, run while this driver holds the lease (``prepared``: by a standby)."""
+    from pyspark.errors import StreamingQueryException
+
+    from spark_jobs.driver.session import session_conf
+
+    prepared = prepared or prepare_query(job, options, spark)
+    spark, module, targets, checkpoint = prepared.spark, prepared.module, prepared.targets, prepared.checkpoint
+    discovery = prepared.discovery
+    summary = RunSummary(job=job.name, trigger=options.trigger.spec, rows={t.name: 0 for t in job.tables})
+    per_run: dict = {}  # made on the first batch: the writer
     batch_files: dict[int, int] = {}
     batch_rows: dict[int, tuple[dict[str, int], dict[str, int]]] = {}  # carried and inserted, per batch
 
@@ -370,15 +414,10 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
     # Progress is read from the query in this thread (not through a StreamingQueryListener, whose
     # callbacks into Python can arrive after the query, and this process, have ended).
     logged = -1
-    # A backfill's dates or time window select its files in discovery (the job's key layout): a file out of the
-    # range is never listed past its folder, nor read.
-    files = read_input(spark, job, options, streaming=True)
-    if job.stateful:  # the state lives in the stream: its transform runs there, foreachBatch writes the result
-        files = module.transform(files, job)
     stopper.query_started = True  # from here on a signal stops the query after its micro-batch
     try:
         with session_conf(spark, job.spark_conf):  # the query keeps them (a started query has its own session)
-            query = (files.writeStream.queryName(options.stream_name(job.name))
+            query = (prepared.source.writeStream.queryName(options.stream_name(job.name))
                      .outputMode(job.output_mode)
                      .foreachBatch(on_batch)
                      .option("checkpointLocation", str(checkpoint))

@@ -12,25 +12,29 @@ while the running driver still holds the checkpoint's single-writer lease:
 2. it warms up: one micro-batch of a recent input file (or nothing, on an empty landing) through the job's own
    transform and write path into a scratch lake of its own (:func:`warm_up`), so every class, plan and Python
    worker the live path needs has been used once; the scratch lake is deleted;
-3. it waits for the lease (:func:`wait_for_lease`), checking it every :data:`POLL_SECONDS`. The lease is free
-   when its holder releases it, when its heartbeat is older than its ttl, or, on this host, the moment its
-   holder's process is gone (a driver killed with ``kill -9``): the standby then takes it with the lease's
-   own exclusive create, exactly as any driver would, so fencing stays as strict as ever (a paused old driver
-   that wakes up finds a newer generation and writes nothing);
+3. it waits for the lease (:func:`wait_for_lease`), checking it every :data:`POLL_SECONDS`, and not at all while
+   supervision is paused (an on-call hold, :mod:`spark_jobs.control.supervision.hold`: a driver stopped by hand
+   then stays stopped). What it warmed goes cold while it waits: Spark ends a Python worker idle for a minute,
+   and each commit of the running driver leaves the cached Delta snapshot further behind. So a daemon thread
+   (:func:`keep_warm`, every :data:`KEEP_WARM_SECONDS`) runs one tiny Python task per core and refreshes each
+   table's snapshot from the log (a fraction of a CPU-second each time; it dies with the process and holds no
+   lock the take-over needs). The lease is free when its holder releases it, when its heartbeat is older than
+   its ttl, or, on this host, the moment its holder's process is gone (a driver killed with ``kill -9``): the
+   standby then takes it with the lease's own exclusive create, exactly as any driver would, so fencing stays
+   as strict as ever (a paused old driver that wakes up finds a newer generation and writes nothing);
 4. it starts the streaming query from the checkpoint, like any driver.
 
-While it waits, ``<lake>/control/<job>/standby.json`` says so (pid, host, since when, how long the warm-up took);
+While it waits, ``<lake>/control/<job>/standby.json`` says so (:mod:`spark_jobs.control.supervision.standby_state`);
 SIGTERM ends it at once (it holds nothing). It costs a second driver's memory the whole time: see
 docs/continuous-jobs.md for the figure.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
-import socket
+import threading
 import time
 from pathlib import Path
 from typing import Callable
@@ -44,55 +48,43 @@ from spark_jobs.model.runs import RunOptions
 log = logging.getLogger("spark_jobs")
 
 POLL_SECONDS = 0.2
-STATE_FILE = "standby.json"
+# Spark ends Python workers idle for a minute; a Delta snapshot falls behind with every commit of the running driver.
+KEEP_WARM_SECONDS = 30.0
 
 
-def _state_path(options: RunOptions, job: JobSpec) -> Path:
-    return Path(str(options.control_path(job.name))) / STATE_FILE
-
-
-def announce(options: RunOptions, job: JobSpec, warm_seconds: float) -> None:
-    """Write ``standby.json``: this driver waits for the lease (monitoring reads it)."""
-    from spark_jobs.model.times import utc_iso
-    import datetime as dt
-
-    path = _state_path(options, job)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "warm_seconds": round(warm_seconds, 2),
-                                "since": utc_iso(dt.datetime.now(dt.timezone.utc))}))
-
-
-def withdraw(options: RunOptions, job: JobSpec) -> None:
-    """Remove ``standby.json`` when it is this process's."""
-    path = _state_path(options, job)
-    try:
-        if json.loads(path.read_text()).get("pid") == os.getpid():
-            path.unlink()
-    except (OSError, ValueError):
-        pass
-
-
-def read_standby(control: str) -> dict | None:
-    """The waiting standby of a job (its ``standby.json``), or ``None``."""
-    try:
-        return json.loads((Path(control) / STATE_FILE).read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def wait_for_lease(acquire: Callable[[], object], stopped: Callable[[], bool], poll: float = POLL_SECONDS):
+def wait_for_lease(acquire: Callable[[], object], stopped: Callable[[], bool], held: Callable[[], bool] = lambda: False,
+                   keep_warm: Callable[[], None] | None = None, poll: float = POLL_SECONDS,
+                   warm_every: float = KEEP_WARM_SECONDS):
     """Call ``acquire`` every ``poll`` seconds until it returns a lease (``LeaseHeld`` means not yet).
 
+    :param held: while true (supervision paused: an on-call hold), the lease is not even tried for.
+    :param keep_warm: run every ``warm_every`` seconds on a thread of its own while waiting, so that
+        what the first batch needs stays loaded (:func:`keep_warm`); the lease keeps being polled meanwhile.
     :returns: the lease, or ``None`` when ``stopped()`` says the standby was asked to stop first.
     """
     from spark_jobs.control.checkpoint.lease import LeaseHeld
 
-    while not stopped():
-        try:
-            return acquire()
-        except LeaseHeld:
+    done = threading.Event()
+    if keep_warm is not None:
+        def tick() -> None:
+            while not done.wait(warm_every):
+                try:
+                    keep_warm()
+                except Exception as exc:  # noqa: BLE001 - the first batch then does the work itself
+                    log.info("keeping the standby warm failed: %s", str(exc).strip().splitlines()[0][:200])
+
+        threading.Thread(target=tick, name="standby-keep-warm", daemon=True).start()
+    try:
+        while not stopped():
+            if not held():
+                try:
+                    return acquire()
+                except LeaseHeld:
+                    pass
             time.sleep(poll)
-    return None
+        return None
+    finally:
+        done.set()
 
 
 def warm_up(spark: SparkSession, job: JobSpec, options: RunOptions) -> float:
@@ -101,13 +93,18 @@ def warm_up(spark: SparkSession, job: JobSpec, options: RunOptions) -> float:
 
     :returns: the seconds it took.
     """
+    from pyspark.errors import AnalysisException
+
     from spark_jobs.driver.job_modules import job_module, output_schemas, table_targets
     from spark_jobs.driver.write import write_batch
     from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, create_tables
 
     started = time.monotonic()
     for target in table_targets(job, options.lake):
-        spark.read.format("delta").load(str(target.path)).limit(0).collect()  # Delta's snapshot, cached
+        try:
+            spark.read.format("delta").load(str(target.path)).limit(0).collect()  # Delta's snapshot, cached
+        except AnalysisException:  # not created yet (a fresh lake): the running driver creates it
+            pass
     sample = _recent_file(job, options)
     scratch = Path(os.environ.get("SPARK_LOCAL_DIRS", "/tmp").split(",")[0]) / f"standby-warm-up-{os.getpid()}"
     try:
@@ -125,6 +122,34 @@ def warm_up(spark: SparkSession, job: JobSpec, options: RunOptions) -> float:
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return time.monotonic() - started
+
+
+def _worker(job_module_name: str):
+    """A Python worker's task: import what the job's decoding imports, give back nothing."""
+
+    def run(batches):
+        import importlib
+
+        import pyarrow  # noqa: F401
+
+        importlib.import_module(job_module_name)
+        for _ in batches:
+            pass
+        return iter(())
+
+    return run
+
+
+def keep_warm(spark: SparkSession, job: JobSpec, targets: list) -> None:
+    """Load again what a first batch needs: a Python worker per core (Spark ends one idle for a minute) and each
+    table's Delta snapshot brought up to the running driver's newest commit (``DESCRIBE DETAIL`` reads the log,
+    no data file), so a take-over replays only the commits after it."""
+    from delta.tables import DeltaTable
+
+    cores = spark.sparkContext.defaultParallelism
+    spark.range(0, cores, 1, cores).mapInArrow(_worker(job.module), "id long").collect()
+    for target in targets:
+        DeltaTable.forPath(spark, str(target.path)).detail().collect()
 
 
 def _recent_file(job: JobSpec, options: RunOptions) -> str | None:

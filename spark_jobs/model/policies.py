@@ -71,12 +71,13 @@ class ProgressHistory:
 class RestartPolicy:
     """How the supervisor of a continuous job restarts its driver (``python -m spark_jobs supervise``).
 
-    The backoff before restart *n* (n consecutive failures) is ``initial_backoff_seconds *
-    multiplier ** (n - 1)``, capped at ``max_backoff_seconds``. After ``max_restarts`` restarts within
-    ``window_seconds`` the next failure is not restarted: the supervisor gives up and tells a person
-    once. A run that stayed healthy for ``healthy_reset_seconds`` clears both counts.
+    A first failure (after a healthy run) is restarted at once; the backoff before restart *n* (n >= 2
+    consecutive failures) is ``initial_backoff_seconds * multiplier ** (n - 2)``, capped at
+    ``max_backoff_seconds``. After ``max_restarts`` restarts within ``window_seconds`` the next failure is
+    not restarted: the supervisor gives up and tells a person once. A run that stayed healthy for
+    ``healthy_reset_seconds`` clears both counts.
 
-    :param initial_backoff_seconds: the wait before the first restart.
+    :param initial_backoff_seconds: the wait before the second restart in a row (the first is immediate).
     :param multiplier: each further consecutive failure multiplies the wait by this.
     :param max_backoff_seconds: the longest wait.
     :param max_restarts: restarts allowed within ``window_seconds`` before giving up.
@@ -88,6 +89,9 @@ class RestartPolicy:
         before its process group is killed (below Airflow's 60 s ``killed_task_cleanup_time``).
     :param stall_after_seconds: a driver whose lease heartbeat is older than this is stalled (a
         paused or hung process); ``None``: the lease's own ttl (after which it may not write anyway).
+    :param warm_standby: keep a second, warmed-up driver waiting on the checkpoint's lease, which takes the
+        job over the moment the running driver dies or is killed (:mod:`spark_jobs.driver.standby`). It costs
+        a second driver's memory for as long as the job runs (docs/continuous-jobs.md has the figure).
     """
 
     initial_backoff_seconds: float = 2.0
@@ -99,3 +103,4 @@ class RestartPolicy:
     poll_seconds: float = 1.0
     stop_grace_seconds: float = 45.0
     stall_after_seconds: float | None = None
+    warm_standby: bool = False

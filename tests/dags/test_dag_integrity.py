@@ -225,6 +225,9 @@ def test_continuous_dag_supervises_and_watches_side_by_side(continuous):
     assert supervise.retries == 0 and health.retries == 0
     assert not supervise.downstream_task_ids and not health.downstream_task_ids
     assert supervise.input_path == health.input_path == "{{ params.input }}"
+    # A warm standby is asked for per run; unset, the registry's applies (off: it costs a second driver's memory).
+    assert supervise.warm_standby == "{{ params.warm_standby }}"
+    assert dag.params["warm_standby"] is None and job.restart.warm_standby is False
 
 
 BAD_DAG = '''

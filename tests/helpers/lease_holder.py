@@ -4,7 +4,9 @@ It takes the job's real single-writer lease, renews it every ttl/3 like the runn
 line, holds it for HOLD seconds (forever if negative), then exits with EXIT (releasing the lease
 when EXIT is 0). SIGTERM: release and exit 0, as a driver that stops after its micro-batch. A lease held by
 another live driver: exit 3 with the CLI's one-line error, as ``python -m spark_jobs run`` does. An optional fifth
-argument is the trigger it says it runs (the lease's ``details.trigger``; default a streaming one).
+argument is the trigger it says it runs (the lease's ``details.trigger``; default a streaming one). A last argument
+``--standby`` (what the supervisor appends for a warm standby) makes it one: it says so in ``standby.json`` and takes
+the lease the moment it is free (every 0.2 s), as ``run --standby`` does.
 """
 
 import signal
@@ -13,14 +15,26 @@ import time
 
 from spark_jobs.control.checkpoint.lease import Lease, LeaseHeld
 from spark_jobs.control.supervision.ownership import LEASE_HELD_EXIT_STATUS
+from spark_jobs.control.supervision.standby_state import announce_standby, withdraw_standby
 
-control, hold, code, ttl = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
-trigger = sys.argv[5] if len(sys.argv) > 5 else "processing-time:1s"
-try:
-    lease = Lease.acquire(control, "cloudtrail_etl", ttl, details={"trigger": trigger})
-except LeaseHeld as held:
-    print(f"error: {held}", file=sys.stderr, flush=True)
-    sys.exit(LEASE_HELD_EXIT_STATUS)
+standby = sys.argv[-1] == "--standby"
+args = sys.argv[1:-1] if standby else sys.argv[1:]
+control, hold, code, ttl = args[0], float(args[1]), int(args[2]), float(args[3])
+trigger = args[4] if len(args) > 4 else "processing-time:1s"
+if standby:
+    signal.signal(signal.SIGTERM, lambda *_: (withdraw_standby(control), sys.exit(143)))
+    announce_standby(control, 0.0)
+while True:
+    try:
+        lease = Lease.acquire(control, "cloudtrail_etl", ttl, details={"trigger": trigger})
+        break
+    except LeaseHeld as held:
+        if not standby:
+            print(f"error: {held}", file=sys.stderr, flush=True)
+            sys.exit(LEASE_HELD_EXIT_STATUS)
+        time.sleep(0.2)
+if standby:
+    withdraw_standby(control)
 lease.start_heartbeat()
 print(f"holding lease generation {lease.info.generation} as pid {lease.info.pid}", flush=True)
 

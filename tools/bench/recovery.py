@@ -5,6 +5,7 @@ Usage::
     python -m spark_jobs trial recovery --kills 5     # median and max seconds from kill to next commit
     python -m spark_jobs trial soak --minutes 30      # a healthy supervised job: restarts must be 0
     python -m spark_jobs trial recovery --through airflow   # the same, supervised by a running scheduler
+    python -m spark_jobs trial recovery --through airflow --kills 5 --standby   # each kill taken over by a warm standby
 
 Both run the job as a person does: ``python -m spark_jobs supervise cloudtrail_etl`` (its own
 process; the registry's restart policy and continuous trigger unless ``--trigger`` is given) on a
@@ -14,8 +15,10 @@ name, then rename). ``recovery`` waits until the job commits, then ``kill -9``s 
 driver that replaced it (the first commit file written after the new lease was taken, by its
 modification time). Each kill is a *first* failure: the trial gives the supervisor
 ``healthy_reset_seconds`` of ``--healthy-reset`` (60 s) and kills a random 5-15 s after the
-supervisor reset its consecutive failures, so every restart backs off the policy's initial 2 s (back-to-back
-kills back off 2, 4, 8, 16, 32 s by design; ``--healthy-reset 0`` measures that).
+supervisor reset its consecutive failures, so every restart is a first failure, restarted at once (back-to-back
+kills back off 0, 2, 4, 8, 16 s by design; ``--healthy-reset 0`` measures that). With ``--standby`` the supervisor
+keeps a warm standby (``RestartPolicy.warm_standby``) and each kill waits until it is warm: each recovery is a
+take-over (``take_over`` in each kill's record).
 ``soak`` kills nothing for ``--minutes``. With ``--through airflow`` the supervisor is the ``supervise`` task
 of ``cloudtrail_etl_continuous`` under a running Airflow (:mod:`tools.bench.recovery_airflow`).
 At the end the landing stops, the job catches up, the supervisor is stopped with SIGTERM (a
@@ -72,6 +75,9 @@ def add_trial_arguments(parser: argparse.ArgumentParser) -> None:
                              "`supervise` task of <job>_continuous under a running Airflow on loopback (its own "
                              "home and port in the trial folder), started by unpausing the DAG and stopped by "
                              "pausing it")
+    parser.add_argument("--standby", action="store_true",
+                        help="recovery: the supervisor keeps a warm standby (RestartPolicy.warm_standby), and each "
+                             "kill waits until the standby is warm, so every kill is a take-over")
     parser.add_argument("--healthy-reset", type=float, default=60.0,
                         help="recovery: the supervisor's healthy_reset_seconds, and each kill waits until the driver "
                              "was healthy that long (its consecutive failures reset), so every kill is a first "
@@ -123,9 +129,10 @@ class Lander:
         self._thread.join(timeout=30)
 
 
-def _kill_and_time(job: SupervisedJob, rng: random.Random, wait_for_reset: bool) -> dict:
+def _kill_and_time(job: SupervisedJob, rng: random.Random, wait_for_reset: bool, standby: bool = False) -> dict:
     """Kill -9 the running driver once it has committed (and, with ``wait_for_reset``, once the supervisor
-    reset its consecutive failures); seconds from the kill to the next driver's commit."""
+    reset its consecutive failures; with ``standby``, once a warm standby waits); seconds from the kill to the
+    next driver's commit."""
     lease = job.wait(job.live_driver, RECOVERY_TIMEOUT_S, "a running driver")
     job.wait(lambda: any(p.stat().st_mtime > datetime.fromisoformat(lease.started_at).timestamp()
                          for p in job.commits().values()), RECOVERY_TIMEOUT_S, "a commit by the running driver")
@@ -133,6 +140,17 @@ def _kill_and_time(job: SupervisedJob, rng: random.Random, wait_for_reset: bool)
         job.wait(lambda: job.state().get("consecutive_failures") == 0, RECOVERY_TIMEOUT_S + 600,
                  "the supervisor's healthy reset")
     time.sleep(rng.uniform(5, 15))
+    if standby:
+        from spark_jobs.control.supervision.standby_state import read_standby
+
+        def warm() -> bool:  # the standby says it waits, and it is the supervisor's (under spark-submit, the JVM's child)
+            said, started = read_standby(str(job.control)) or {}, job.state().get("standby_pid")
+            try:
+                return bool(said.get("pid") and started and os.getpgid(said["pid"]) == started)
+            except ProcessLookupError:
+                return False
+
+        job.wait(warm, RECOVERY_TIMEOUT_S, "a warm standby")
     lease = job.wait(job.live_driver, RECOVERY_TIMEOUT_S, "a running driver")
     in_flight = bool(set(batch_files(job.checkpoint / "offsets")) - set(job.commits()))
     killed_at = time.time()
@@ -153,7 +171,8 @@ def _kill_and_time(job: SupervisedJob, rng: random.Random, wait_for_reset: bool)
         return min(times) if times else None
 
     committed_at = job.wait(committed_after, RECOVERY_TIMEOUT_S, "a commit after the restart")
-    result = {"killed_pid": lease.pid, "batch_in_flight": in_flight, "backoff_s": backoff,
+    take_over = next((bool(e.get("take_over")) for e in reversed(job.events()) if e["kind"] == "restart"), False)
+    result = {"killed_pid": lease.pid, "batch_in_flight": in_flight, "backoff_s": backoff, "take_over": take_over,
               "lease_taken_after_s": round(taken_at - killed_at, 2),
               "recovery_s": round(committed_at - killed_at, 2)}
     log.info("trial: recovered in %.1f s (new driver took the lease after %.1f s)", result["recovery_s"],
@@ -180,7 +199,10 @@ def run_supervised(name: str, args: argparse.Namespace) -> dict:
     landing, lake = root / "landing", root / "lake"
     rng = random.Random(args.seed)
     load_at_start = [round(x, 2) for x in os.getloadavg()]
-    overrides = {"healthy_reset_seconds": args.healthy_reset} if name == "recovery" and args.healthy_reset else None
+    overrides = {"healthy_reset_seconds": args.healthy_reset} if name == "recovery" and args.healthy_reset else {}
+    standby = name == "recovery" and getattr(args, "standby", False)
+    if standby:
+        overrides["warm_standby"] = True
     lander = Lander(landing, args.gap, args.records_per_file, args.seed).start()
     through = getattr(args, "through", "cli")
     if through == "airflow":
@@ -197,7 +219,8 @@ def run_supervised(name: str, args: argparse.Namespace) -> dict:
         if name == "recovery":
             for index in range(args.kills):
                 log.info("trial: kill %d of %d", index + 1, args.kills)
-                kills.append(_kill_and_time(job, rng, wait_for_reset=bool(overrides)))
+                kills.append(_kill_and_time(job, rng, wait_for_reset="healthy_reset_seconds" in overrides,
+                                            standby=standby))
         else:
             deadline = started + args.minutes * 60
             while time.monotonic() < deadline:
@@ -218,6 +241,7 @@ def run_supervised(name: str, args: argparse.Namespace) -> dict:
     report = {
         "trial": name,
         "through": through,
+        "standby": standby,
         "job": JOB.name,
         "trigger": args.trigger or JOB.continuous_trigger,
         "policy": {**asdict(JOB.restart), **(overrides or {})},

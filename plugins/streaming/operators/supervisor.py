@@ -21,6 +21,21 @@ TRIGGER_ENV = "STREAMING_CONTINUOUS_TRIGGER"  # e.g. processing-time:1s instead 
 NOTIFIED_KINDS = ("restart", "give_up")
 
 
+def as_flag(value: bool | str | None, name: str) -> bool | None:
+    """A rendered boolean field (``True``/``False`` as text after templating); ``None`` and empty: not given.
+
+    :raises ValueError: naming the value and the ones accepted.
+    """
+    if value is None or isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("", "none"):
+        return None
+    if text in ("true", "false"):
+        return text == "true"
+    raise ValueError(f"{name}={value!r} is not a boolean; give true or false")
+
+
 def restart_policy(job) -> Any:
     """The job's :class:`~spark_jobs.model.policies.RestartPolicy` with ``$STREAMING_SUPERVISOR_POLICY`` applied.
 
@@ -77,13 +92,16 @@ class StreamingSupervisorOperator(BaseOperator):
         ``supervisor_event`` and ``supervisor_state``; default: a
         :class:`~streaming.notifiers.SupervisorEventNotifier`.
     :param pause_poll_seconds: how often the DAG's pause flag is asked for.
+    :param warm_standby: keep a warm standby driver beside the running one (templated; empty: the registry's
+        ``RestartPolicy.warm_standby``); see :mod:`spark_jobs.control.supervision.supervisor`.
     """
 
-    template_fields = ("input_path",)
+    template_fields = ("input_path", "warm_standby")
     ui_color = "#fdf1e0"
 
     def __init__(self, *, job: str, input_path: str | None = None, conn_id: str = SPARK_CONN_ID,
-                 notifier=None, pause_poll_seconds: float = 5.0, **kwargs) -> None:
+                 notifier=None, pause_poll_seconds: float = 5.0, warm_standby: bool | str | None = None,
+                 **kwargs) -> None:
         kwargs.setdefault("retries", 0)
         super().__init__(**kwargs)
         self.job = job
@@ -91,6 +109,7 @@ class StreamingSupervisorOperator(BaseOperator):
         self.conn_id = conn_id
         self.notifier = notifier
         self.pause_poll_seconds = pause_poll_seconds
+        self.warm_standby = warm_standby
         self._stop_requested: threading.Event | None = None  # made in execute(): set by on_kill()
 
     def driver_command(self, trigger: str, input_path: str | None) -> list[str]:
@@ -122,6 +141,9 @@ class StreamingSupervisorOperator(BaseOperator):
             raise AirflowFailException(f"job {job.name!r} has no continuous_trigger in the registry: set one "
                                        f"(e.g. processing-time:10s) to supervise it")
         policy = restart_policy(job)
+        standby = as_flag(self.warm_standby, "warm_standby")
+        if standby is not None:
+            policy = dataclasses.replace(policy, warm_standby=standby)
         notifier = self.notifier or SupervisorEventNotifier()
         ti = context["ti"]
         dag_id = context["dag"].dag_id

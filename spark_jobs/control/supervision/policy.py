@@ -15,11 +15,14 @@ from spark_jobs.model.policies import RestartPolicy
 def backoff_seconds(policy: RestartPolicy, consecutive_failures: int) -> float:
     """The wait before restarting after ``consecutive_failures`` (>= 1) failures in a row.
 
-    ``initial * multiplier ** (n - 1)``, capped at ``max_backoff_seconds``.
+    Nothing after a first failure (a driver that ran healthy and died is replaced at once, as Kubernetes restarts
+    a crashed container: the recovery time is the job's dark window); then ``initial * multiplier ** (n - 2)``, capped at ``max_backoff_seconds``.
     """
     n = max(1, consecutive_failures)
+    if n == 1:
+        return 0.0
     try:
-        wait = policy.initial_backoff_seconds * policy.multiplier ** (n - 1)
+        wait = policy.initial_backoff_seconds * policy.multiplier ** (n - 2)
     except OverflowError:
         wait = policy.max_backoff_seconds
     return float(min(wait, policy.max_backoff_seconds))

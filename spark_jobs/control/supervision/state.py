@@ -7,7 +7,7 @@
      "max_restarts", "last_reason", "last_exit_code", "driver_pid", "waiting_for", "updated_at", ...}
 
 ``<control>/events.jsonl``: one JSON object per line, appended: ``time``, ``job``, ``kind``
-(``start``, ``restart``, ``give_up``, ``stop``, ``held``, ``resume``, ``lease_wait``, ``lease_free``), ``reason``, ``outcome`` and the counts at that
+(``start``, ``restart``, ``give_up``, ``stop``, ``held``, ``resume``, ``lease_wait``, ``lease_free``, ``standby``), ``reason``, ``outcome`` and the counts at that
 moment. ``<control>`` is a local path or an fsspec URL. No pyspark here.
 """
 
@@ -28,7 +28,9 @@ STATES = ("starting", "running", "backing_off", "held", "waiting_for_lease", "st
 # "held" / "resume": supervision paused (a driver that ended is not restarted) and resumed (spark_jobs.control.supervision.hold).
 # "lease_wait" / "lease_free": another driver (a catch-up run) held the checkpoint's lease, so no driver was started
 # until it let go; neither is a failure (spark_jobs.control.supervision.ownership).
-EVENT_KINDS = ("start", "restart", "give_up", "stop", "held", "resume", "lease_wait", "lease_free")
+# "standby": a warm standby started, or one that died while it waited was replaced (not a restart); a standby's
+# take-over is a "restart" with take_over true (spark_jobs.control.supervision.supervisor).
+EVENT_KINDS = ("start", "restart", "give_up", "stop", "held", "resume", "lease_wait", "lease_free", "standby")
 
 
 def utc_iso(moment: datetime | None = None) -> str:
@@ -61,6 +63,7 @@ class SupervisorState:
     :param waiting_for: while ``waiting_for_lease``: who holds the lease (one line for people).
     :param waiting_since: when that wait began (ISO UTC).
     :param lease_waits: how many times this supervisor waited for another driver's lease (none is a restart).
+    :param standby_pid: the warm standby's process, while one runs (``RestartPolicy.warm_standby``).
     """
 
     job: str
@@ -84,6 +87,7 @@ class SupervisorState:
     waiting_for: str | None = None
     waiting_since: str | None = None
     lease_waits: int = 0
+    standby_pid: int | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -32,8 +32,20 @@ While supervision is paused (a hold in ``<control>/supervision_hold.json``, plac
 stalled one is not killed: the supervisor waits (state ``held``) until the hold is lifted, then starts
 a driver again (a ``resume`` event). Such an end is not a failure: it uses none of the restart budget.
 
-After a failure it restarts the driver from the same checkpoint after ``initial_backoff_seconds *
-multiplier ** (consecutive_failures - 1)`` (capped), unless ``max_restarts`` restarts happened within
+**A warm standby** (``RestartPolicy.warm_standby``, off by default: it costs a second driver's memory; the
+continuous DAG's ``warm_standby`` param, ``supervise --warm-standby``): once the driver has run for
+``standby_after_seconds`` (its first batch is not slowed by a second JVM's start), the supervisor starts
+``<command> --standby`` beside it (:mod:`spark_jobs.driver.standby`: it warms up and waits on the lease), writing to
+the other of ``driver.log`` / ``standby.log``. When the driver dies (or stalls and the standby takes its expired
+lease), the standby takes the lease within its 0.2 s poll; the supervisor adopts it as the running driver: a
+``restart`` event with ``take_over: true``, counted as a restart (within the budget) but with no backoff and no
+new process, then starts a new standby. A standby that dies while it waits is replaced (a ``standby`` event): it
+is not the job's driver, so that is no restart and uses none of the budget (standbys dying in a row back off like
+failures). The lease and its fencing are the same for a standby as for any driver. While supervision is paused,
+and on a stop, the standby is stopped first, so it never takes over a driver a person stopped.
+
+After a failure it restarts the driver from the same checkpoint: at once after a first failure, then after
+``initial_backoff_seconds * multiplier ** (consecutive_failures - 2)`` (capped), unless ``max_restarts`` restarts happened within
 ``window_seconds``: then it gives up (state ``given_up``) and notifies once. A run healthy for
 ``healthy_reset_seconds`` clears the consecutive failures and the budget. Every state change is
 written to ``<control>/supervisor.json`` and passed to ``on_state``; every start, restart, give-up
@@ -75,6 +87,11 @@ def _driver_log(control: str, job: str) -> Path:
 START_TIMEOUT_SECONDS = 180.0
 # The checkpoint (and the input listing) is inspected at most this often.
 INSPECT_EVERY_SECONDS = 5.0
+# A standby that said it is warm takes a freed lease within its 0.2 s poll: this long after the driver ended, it is stuck.
+TAKE_OVER_SECONDS = 10.0
+# A new standby starts this long after its driver took the lease: a JVM's start (~15 CPU-s) beside the driver's first
+# batch would slow the very batch the standby is there to hurry.
+STANDBY_AFTER_SECONDS = 10.0
 # supervisor.json's updated_at is refreshed this often while nothing changes (a sign of life).
 REFRESH_EVERY_SECONDS = 30.0
 LOG_TAIL_LINES = 20
@@ -102,7 +119,8 @@ class Supervisor:
     :param input_path: the job's landing folder, for the checkpoint's backlog (default: the registry's).
     :param env: the driver's environment (default: this process's).
     :param cwd: the driver's working folder.
-    :param log_path: the driver's log (default ``<control>/driver.log``).
+    :param log_path: the driver's log (default ``<control>/driver.log``); a warm standby's is ``standby.log`` beside
+        it, and the two swap roles when a standby takes over.
     """
 
     def __init__(self, job: JobSpec, lake: Lake, command: list[str], policy: RestartPolicy | None = None,
@@ -122,6 +140,11 @@ class Supervisor:
         self.input_path = input_path
         self.control = str(lake.control_path(job.name))
         self.driver = Driver(self.command, log_path or _driver_log(self.control, job.name), env=env, cwd=cwd)
+        self._logs = (self.driver.log_path, self.driver.log_path.with_name("standby.log"))
+        self.standby: Driver | None = None  # the warm standby, while one runs (RestartPolicy.warm_standby)
+        self.standby_after_seconds = STANDBY_AFTER_SECONDS
+        self._standby_failures = 0  # standbys that died in a row before they were warm
+        self._standby_next = 0.0  # monotonic: no new standby before
         self.budget = RestartBudget(self.policy)
         self.state = SupervisorState(job=job.name, window_seconds=self.policy.window_seconds,
                                      max_restarts=self.policy.max_restarts, supervisor_pid=os.getpid(),
@@ -181,22 +204,35 @@ class Supervisor:
                 if not self._wait_for_lease():
                     return self._stopped("asked to stop while waiting for the lease", "no driver was running")
                 self._start_driver()
-                failure = self._watch()
-                if failure is None:
-                    return self._graceful_stop()
-                if failure.exit_code == LEASE_HELD_EXIT_STATUS:  # another driver took the lease first: wait for it
-                    self._refused = failure.reason
-                    continue
-                ended = failure
-                if read_hold(self.control) is not None:
-                    continue  # supervision is paused: not a failure, nothing restarted until it resumes
-                if self._after_failure(failure) == "given_up":
-                    return "given_up"
-                if not self._back_off():
-                    return self._stopped("asked to stop while backing off", "no driver was running")
+                outcome, failure = self._until_a_new_driver()
+                if outcome is not None:
+                    return outcome
+                ended = failure or ended
         finally:
+            self._drop_standby()
             if self.driver.poll() is None or self.driver.members():
                 self.driver.kill()
+
+    def _until_a_new_driver(self) -> tuple[str | None, _Failure | None]:
+        """Watch the driver, and each standby that takes it over, until a new driver must start (``None`` and the
+        failure, if one) or supervision ends (its outcome)."""
+        while True:
+            failure = self._watch()
+            if failure is None:
+                return self._graceful_stop(), None
+            if failure.exit_code == LEASE_HELD_EXIT_STATUS:  # another driver took the lease first: wait for it
+                self._refused = failure.reason
+                return None, None
+            if read_hold(self.control) is not None:
+                return None, failure  # supervision is paused: not a failure, nothing restarted until it resumes
+            if not self.budget.exhausted() and self._standby_took_over():
+                self._adopt_standby(failure)
+                continue
+            if self._after_failure(failure) == "given_up":
+                return "given_up", failure
+            if not self._back_off():
+                return self._stopped("asked to stop while backing off", "no driver was running"), failure
+            return None, failure
 
     def _start_driver(self) -> None:
         self.state.attempt += 1
@@ -229,6 +265,7 @@ class Supervisor:
                 code = self.driver.kill()
                 return _Failure(problem, code, self.driver.log_tail(LOG_TAIL_LINES))
             self._maybe_reset()
+            self._keep_standby()
             if time.monotonic() - self._last_save >= REFRESH_EVERY_SECONDS:
                 self._save(changed=False)
             time.sleep(self.policy.poll_seconds)
@@ -239,6 +276,10 @@ class Supervisor:
 
         lease = read_lease(self.control)
         ours = lease is not None and not lease.released and self.driver.owns(lease.pid)
+        if not ours and lease is not None and not lease.released and self.standby is not None \
+                and self.standby.owns(lease.pid):
+            return (f"stalled: the warm standby (pid {lease.pid}) took the lease over from the driver (pid "
+                    f"{self.driver.pid}), which had stopped renewing it")
         if not ours:
             waited = time.monotonic() - (self.driver.started_monotonic or time.monotonic())
             if self.state.state == "starting" and waited > START_TIMEOUT_SECONDS:
@@ -337,6 +378,7 @@ class Supervisor:
 
     def _wait_while_held(self, ended: _Failure | None) -> bool:
         """Wait, starting no driver, until the hold is lifted (True) or a stop is asked for (False)."""
+        self._drop_standby()  # it would take over once the hold is lifted, racing the driver started then
         hold = read_hold(self.control) or {}
         said = f"supervision is paused by {hold.get('by') or 'someone'}: {hold.get('reason') or 'no reason given'}"
         self.state.state = "held"
@@ -360,6 +402,115 @@ class Supervisor:
             time.sleep(self.policy.poll_seconds)
         self._event("resume", reason="supervision resumed", outcome="starting the driver from the same checkpoint")
         return True
+
+    # -- the warm standby ----------------------------------------------------------------------------
+
+    def _standby_warm(self) -> bool:
+        """Whether the standby said it is warm and waiting (its ``standby.json``)."""
+        from spark_jobs.control.supervision.standby_state import read_standby
+
+        said = read_standby(self.control)
+        return bool(self.standby is not None and said and self.standby.owns(said.get("pid")))
+
+    def _keep_standby(self) -> None:
+        """While the driver runs (and ``warm_standby`` is on): a standby beside it, started or replaced."""
+        if not self.policy.warm_standby:
+            return
+        standby = self.standby
+        if standby is not None:
+            code = standby.poll()
+            if code is None:
+                if self._standby_failures and self._standby_warm():
+                    self._standby_failures = 0
+                return
+            standby.cleanup_after_exit()
+            self.standby = None
+            self.state.standby_pid = None
+            self._standby_failures += 1
+            wait = backoff_seconds(self.policy, self._standby_failures)
+            self._standby_next = time.monotonic() + wait
+            ended = (f"was killed by {signal.Signals(-code).name}" if code < 0 and -code in _SIGNALS
+                     else f"exited with status {code}")
+            tail = standby.log_tail(LOG_TAIL_LINES)
+            said = error_line(tail)
+            self._save()
+            self._event("standby", reason=f"the warm standby (pid {standby.pid}) {ended} while it waited"
+                        + (f": {said}" if said else ""),
+                        outcome=f"replaced in {wait:g} s; the driver runs on (a standby is not the job's driver: "
+                                "not a restart, none of the budget)",
+                        standby_pid=standby.pid, exit_code=code, log_tail=tail)
+            return
+        if self.state.state != "running" or self._running_since is None:
+            return
+        if time.monotonic() < max(self._standby_next, self._running_since + self.standby_after_seconds):
+            return
+        log_path = self._logs[1] if self.driver.log_path == self._logs[0] else self._logs[0]
+        self.standby = Driver([*self.command, "--standby"], log_path, env=self.driver.env, cwd=self.driver.cwd)
+        self.state.standby_pid = self.standby.start()
+        self._save()
+        self._event("standby", reason=f"the driver (pid {self.state.driver_pid}) runs and a warm standby is asked for",
+                    outcome=f"started a warm standby (pid {self.state.standby_pid}): it warms up, then takes the "
+                            "lease over the moment the driver dies", standby_pid=self.state.standby_pid)
+
+    def _standby_took_over(self) -> bool:
+        """After the driver ended: whether the standby holds the lease now. A warm one is given
+        :data:`TAKE_OVER_SECONDS`, one still warming up until :data:`START_TIMEOUT_SECONDS` after its start (it is
+        closer to its first batch than a new driver); one that does not take it is stopped."""
+        from spark_jobs.control.checkpoint.lease import read_lease
+
+        standby = self.standby
+        if standby is None:
+            return False
+        warm = self._standby_warm()
+        deadline = (time.monotonic() + TAKE_OVER_SECONDS if warm
+                    else (standby.started_monotonic or time.monotonic()) + START_TIMEOUT_SECONDS)
+        while standby.poll() is None and not self.should_stop() and time.monotonic() < deadline:
+            lease = read_lease(self.control)
+            if lease is not None and not lease.released and standby.owns(lease.pid):
+                return True
+            if not warm and self._standby_warm():
+                warm, deadline = True, min(deadline, time.monotonic() + TAKE_OVER_SECONDS)
+            time.sleep(0.1)
+        self._drop_standby()
+        return False
+
+    def _adopt_standby(self, failure: _Failure) -> None:
+        """The standby holds the lease: it is the running driver now (a restart, without backoff or a new process)."""
+        standby, old_log = self.standby, self.driver.log_path
+        self.standby = None
+        self.driver = standby
+        self.state.consecutive_failures += 1
+        self.state.last_reason = failure.reason
+        self.state.last_exit_code = failure.exit_code
+        self.budget.record()
+        self.state.restarts_total += 1
+        self.state.attempt += 1
+        self.state.state = "starting"
+        self.state.driver_pid = standby.pid
+        self.state.standby_pid = None
+        self.state.running_since = None
+        self.state.is_backing_off = False
+        self.state.next_attempt_at = None
+        self.state.log_path = str(standby.log_path)
+        self._running_since = None
+        self._save()
+        self._event("restart", reason=failure.reason,
+                    outcome=f"taken over by the warm standby (pid {standby.pid}), which holds the lease: it runs "
+                            f"from the same checkpoint, no backoff (restart {self.budget.count()} of "
+                            f"{self.policy.max_restarts} allowed within {self.policy.window_seconds:g} s)",
+                    take_over=True, backoff_seconds=0, standby_pid=standby.pid, exit_code=failure.exit_code,
+                    log_tail=failure.log_tail, log_path=str(old_log))
+
+    def _drop_standby(self) -> None:
+        """Stop the standby, if one runs (SIGTERM: it holds nothing and exits at once), and forget it."""
+        standby, self.standby = self.standby, None
+        if standby is None:
+            return
+        self.state.standby_pid = None
+        if standby.poll() is None:
+            standby.stop(grace_seconds=10.0)
+        elif standby.members():
+            standby.kill()
 
     def _after_failure(self, failure: _Failure) -> str | None:
         self.state.consecutive_failures += 1
@@ -411,6 +562,8 @@ class Supervisor:
 
     def _graceful_stop(self) -> str:
         from spark_jobs.control.checkpoint.lease import read_lease
+
+        self._drop_standby()  # first: it would take the lease the driver releases
 
         lease = read_lease(self.control)
         driver_pid = lease.pid if lease is not None and not lease.released else None

@@ -12,7 +12,7 @@ from spark_jobs.cli.main import build_parser
 from spark_jobs.launch.jars import jar_paths
 from spark_jobs.model.lake import PROJECT_ROOT
 from spark_jobs.registry import get_job
-from streaming.operators.supervisor import POLICY_ENV, StreamingSupervisorOperator, restart_policy
+from streaming.operators.supervisor import POLICY_ENV, StreamingSupervisorOperator, as_flag, restart_policy
 
 APPLICATION = str(PROJECT_ROOT / "spark_jobs" / "__main__.py")
 
@@ -59,3 +59,15 @@ def test_a_bad_policy_override_names_the_value_and_the_fields(monkeypatch, raw):
 
     assert f"${POLICY_ENV}={raw!r} is not a JSON object of RestartPolicy fields" in str(error.value)
     assert "max_restarts" in str(error.value) and "initial_backoff_seconds" in str(error.value)
+
+
+@pytest.mark.parametrize("rendered, flag", [(True, True), ("True", True), ("false", False), ("None", None), ("", None),
+                                            (None, None)])
+def test_the_rendered_warm_standby_param_is_a_flag(rendered, flag):
+    assert as_flag(rendered, "warm_standby") is flag
+
+
+def test_a_warm_standby_that_is_no_flag_names_the_value():
+    with pytest.raises(ValueError) as error:
+        as_flag("sometimes", "warm_standby")
+    assert str(error.value) == "warm_standby='sometimes' is not a boolean; give true or false"

@@ -15,6 +15,8 @@ import threading
 import time
 from dataclasses import replace
 
+from spark_jobs.control.checkpoint.lease import read_lease
+from spark_jobs.control.supervision.standby_state import read_standby
 from spark_jobs.model.lake import Lake
 from spark_jobs.model.policies import RestartPolicy
 from spark_jobs.registry import get_job
@@ -64,7 +66,7 @@ def test_restart_storm_is_capped_by_the_budget_and_ends_in_one_give_up(tmp_path)
 
     assert seen.kinds() == ["start", "restart", "restart", "restart", "give_up"]
     restarts, [give_up] = seen.events[1:4], seen.events[4:]
-    assert [e["backoff_seconds"] for e in restarts] == [0.1, 0.2, 0.4]
+    assert [e["backoff_seconds"] for e in restarts] == [0, 0.1, 0.2]
     assert [e["consecutive_failures"] for e in restarts] == [1, 2, 3]
     assert all(e["reason"] == "the driver exited with status 1: error: input folder /no/such does not exist"
                for e in seen.events[1:])
@@ -84,14 +86,15 @@ def test_restart_storm_is_capped_by_the_budget_and_ends_in_one_give_up(tmp_path)
 
 def test_stop_while_backing_off_ends_at_once_without_a_driver(tmp_path):
     stop = threading.Event()
-    supervisor, seen = _supervisor(tmp_path, FAILS_AT_START, replace(FAST, initial_backoff_seconds=600), stop)
+    supervisor, seen = _supervisor(tmp_path, FAILS_AT_START, replace(FAST, initial_backoff_seconds=600, max_backoff_seconds=600), stop)
     thread, result = _in_thread(supervisor)
-    wait_for(lambda: "restart" in seen.kinds(), 60, "the first restart")
+    wait_for(lambda: seen.kinds().count("restart") == 2, 60, "the second restart (the first has no backoff)")
     assert read_supervisor_state(supervisor.control)["is_backing_off"] is True
     stop.set()
     thread.join(timeout=30)
     assert result == {"outcome": "stopped"}
-    assert seen.kinds() == ["start", "restart", "stop"]
+    assert seen.kinds() == ["start", "restart", "restart", "stop"]
+    assert [e["backoff_seconds"] for e in seen.events[1:3]] == [0, 600]
     assert seen.events[-1]["reason"] == "asked to stop while backing off"
     assert read_supervisor_state(supervisor.control)["state"] == "stopped"
     assert_no_process_left()
@@ -244,8 +247,8 @@ def test_a_lease_held_by_a_catchup_run_is_waited_for_not_counted_and_a_crash_aft
     second = wait_for(lambda: seen.states[-1]["state"] == "running" and seen.states[-1]["driver_pid"] != first
                       and seen.states[-1]["driver_pid"], 60, "the restarted driver")
     [restart] = [e for e in seen.events if e["kind"] == "restart"]
-    assert (restart["consecutive_failures"], restart["restarts_in_window"], restart["backoff_seconds"]) == (1, 1, 0.1)
-    assert restart["outcome"].startswith("restarting from the same checkpoint in 0.1 s (restart 1 of 3 allowed")
+    assert (restart["consecutive_failures"], restart["restarts_in_window"], restart["backoff_seconds"]) == (1, 1, 0)
+    assert restart["outcome"].startswith("restarting from the same checkpoint in 0 s (restart 1 of 3 allowed")
     stop.set()
     thread.join(timeout=60)
     assert result == {"outcome": "stopped"}
@@ -284,3 +287,50 @@ def test_a_driver_refused_by_the_lease_exit_3_waits_for_it_and_uses_none_of_the_
     state = read_supervisor_state(supervisor.control)
     assert (state["restarts_total"], state["consecutive_failures"], state["attempt"]) == (0, 0, 2)
     assert_no_process_left(driver)
+
+
+def test_a_warm_standby_replaced_when_it_dies_takes_over_a_killed_driver_without_backoff(tmp_path):
+    control = Lake(tmp_path / "lake").control_path(JOB.name)
+    stop = threading.Event()
+    policy = replace(FAST, warm_standby=True, initial_backoff_seconds=600, max_backoff_seconds=600)
+    supervisor, seen = _supervisor(tmp_path, lease_holder(control, hold_seconds=-1, exit_code=0, ttl=2), policy, stop)
+    supervisor.standby_after_seconds = 0
+    thread, result = _in_thread(supervisor)
+
+    def warm_standby(not_pid=None):
+        said = read_standby(str(control))
+        return said and said["pid"] != not_pid and said["pid"] == supervisor.state.standby_pid and said["pid"]
+
+    first_standby = wait_for(warm_standby, 60, "a warm standby")
+    driver = supervisor.state.driver_pid
+    os.kill(first_standby, signal.SIGKILL)  # a standby that dies while it waits: replaced, not a restart
+    second_standby = wait_for(lambda: warm_standby(not_pid=first_standby), 60, "the standby's replacement")
+    assert (supervisor.state.driver_pid, supervisor.state.restarts_total) == (driver, 0)
+    standby_events = [e for e in seen.events if e["kind"] == "standby"]
+    assert [e["outcome"].split()[0] for e in standby_events] == ["started", "replaced", "started"]
+    replaced = standby_events[1]
+    assert replaced["reason"] == f"the warm standby (pid {first_standby}) was killed by SIGKILL while it waited"
+    assert replaced["outcome"] == ("replaced in 0 s; the driver runs on (a standby is not the job's driver: not a "
+                                   "restart, none of the budget)")
+
+    os.kill(driver, signal.SIGKILL)  # the driver dies: the standby takes the lease, the supervisor adopts it
+    wait_for(lambda: seen.states[-1]["state"] == "running" and seen.states[-1]["driver_pid"] == second_standby, 30,
+             "the standby running the job")
+    third_standby = wait_for(lambda: warm_standby(not_pid=second_standby), 60, "a new standby beside it")
+    lease = read_lease(str(control))
+    assert (lease.pid, lease.released) == (second_standby, False)
+    [take_over] = [e for e in seen.events if e["kind"] == "restart"]
+    assert take_over["reason"] == "the driver was killed by SIGKILL"
+    assert (take_over["take_over"], take_over["backoff_seconds"], take_over["standby_pid"],
+            take_over["consecutive_failures"], take_over["restarts_in_window"]) == (True, 0, second_standby, 1, 1)
+    assert take_over["outcome"].startswith(f"taken over by the warm standby (pid {second_standby}), which holds the "
+                                           "lease: it runs from the same checkpoint, no backoff (restart 1 of 3")
+
+    stop.set()
+    thread.join(timeout=60)
+    assert result == {"outcome": "stopped"}
+    assert seen.kinds() == ["start", "standby", "standby", "standby", "restart", "standby", "stop"]
+    assert read_lease(str(control)).released and read_standby(str(control)) is None
+    state = read_supervisor_state(supervisor.control)
+    assert (state["state"], state["restarts_total"], state["standby_pid"]) == ("stopped", 1, None)
+    assert_no_process_left(driver, first_standby, second_standby, third_standby)

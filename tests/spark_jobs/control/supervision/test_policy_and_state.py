@@ -19,8 +19,8 @@ POLICY = RestartPolicy(initial_backoff_seconds=5, multiplier=2, max_backoff_seco
                        window_seconds=100, healthy_reset_seconds=30)
 
 
-@pytest.mark.parametrize("failures, wait", [(1, 5), (2, 10), (3, 20), (4, 40), (5, 60), (50, 60), (5000, 60)])
-def test_backoff_doubles_from_the_initial_wait_up_to_the_cap(failures, wait):
+@pytest.mark.parametrize("failures, wait", [(1, 0), (2, 5), (3, 10), (4, 20), (5, 40), (6, 60), (50, 60), (5000, 60)])
+def test_a_first_failure_waits_nothing_then_the_backoff_doubles_from_the_initial_wait_up_to_the_cap(failures, wait):
     assert backoff_seconds(POLICY, failures) == wait
 
 
