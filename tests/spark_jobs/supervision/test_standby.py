@@ -33,9 +33,9 @@ from spark_jobs.control.supervision.state import read_supervisor_state
 from spark_jobs.control.supervision.supervisor import Supervisor
 from spark_jobs.model.lake import Lake
 from spark_jobs.registry import get_job
-from tests.conftest import PROJECT_ROOT
-from tests.spark_jobs.conftest import file_name
-from tests.spark_jobs.supervision.helpers import assert_no_process_left, batch_ids, table_event_ids, wait_for
+from tests.helpers.cloudtrail import file_name
+from tests.helpers.processes import assert_no_process_left, batch_ids, table_event_ids, wait_for
+from tests.helpers.project import PROJECT_ROOT
 from tools.sample_data import write_sample_landing
 
 JOB = get_job("cloudtrail_etl")
