@@ -74,6 +74,7 @@ LONGEST_FIRST = (
     "spark_jobs/live_path/test_random_kills.py",
     "dags/test_continuous_from_s3.py",
     "spark_jobs/supervision/test_supervised_spark.py",
+    "spark_jobs/supervision/test_standby.py",
     "spark_jobs/test_benchmark.py",
     "spark_jobs/object_store/test_writers_on_s3.py",
     "spark_jobs/live_path/test_time_bound.py",

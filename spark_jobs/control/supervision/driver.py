@@ -130,6 +130,9 @@ class Driver:
         with open(self.log_path, "ab") as out:
             out.write(f"==== {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} starting: "
                       f"{' '.join(self.command)}\n".encode())
+            # on disk before the child starts: its own writes (O_APPEND) must come after this header, or the
+            # offset below would point into them and the failure's reason lose its line
+            out.flush()
             self._log_start = out.tell()
             self.process = subprocess.Popen(self.command, stdin=subprocess.DEVNULL, stdout=out,
                                             stderr=subprocess.STDOUT, env=self.env, cwd=self.cwd,
