@@ -11,9 +11,10 @@ the harness makes itself; its own home, port, lake and landing folder in pytest'
 1. a catch-up run (``cloudtrail_etl_catchup``, its files one per micro-batch) holds the checkpoint's lease when the DAG
    is unpaused: the supervisor waits for it (no restart counted) and the continuous driver commits after it ended;
 2. the driver is killed with kill -9 and restarted (the first restart of the whole budget);
-3. with the catch-up DAG unpaused, files landing and its cron's run find the continuous driver owning the job: each
-   catch-up run ends at once as a success that says so, none failed or up for retry; a catch-up run with a bad input
-   fails, with its reason on the job's record;
+3. with the catch-up DAG unpaused, files landing are the continuous driver's (the landing's watcher fires only for
+   files no stream has taken), and a catch-up run started meanwhile finds the driver owning the job: each catch-up
+   run ends at once as a success that says so, none failed or up for retry; a catch-up run with a bad input fails,
+   with its reason on the job's record;
 4. alice's on-call ``restart`` (``streaming_oncall``: it clears ``supervise`` through the REST API with the harness's
    connection) replaces the driver; marking ``supervise`` failed stops it; started again, the on-call ``stop`` pauses
    the DAG; ``resume_supervision`` unpauses it for a driver that always fails at start, given up on once: each action

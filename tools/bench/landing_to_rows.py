@@ -17,21 +17,19 @@ The goal (issue "A stream that never looks away"): the median over the landings 
 from __future__ import annotations
 
 import logging
-import os
 import shutil
-import sys
 import time
 from datetime import datetime
 from pathlib import Path
 
-from tools.bench.launches import timing_shim
+from tools.bench.launches import DAG_ID
+from tools.bench.orchestration_live import airflow_with_timing_shim
 from tools.bench.probes import median
-from tools.bench.recovery_airflow import airflow_env, wait_for_api
-from spark_jobs.model.lake import PROJECT_ROOT
+from tools.bench.recovery_airflow import airflow_part_skipped, wait_for_api
 
 log = logging.getLogger("tools.bench")
 
-DAG_ID = "cloudtrail_etl_catchup"
+
 EVENTS_TABLE = "cloudtrail_events"
 GOAL_S = 20.0
 PARSE_TIMEOUT_S = 300.0
@@ -67,6 +65,12 @@ def _land(landing: Path, seed: int) -> set[str]:
     manifest = write_sample_landing(landing, files=1, records_per_file=RECORDS_PER_FILE, seed=seed,
                                     start=DEFAULT_START + SPAN * (seed - 99), include_bad_files=False)
     return set(manifest.good_event_ids)
+
+
+def _watcher_triggers(api) -> list[int]:
+    """The triggers watching the landing's Asset (``cloudtrail_etl_landing``); empty until the triggerer has one."""
+    assets = api.api("GET", "/assets?name_pattern=cloudtrail_etl_landing")["assets"]
+    return [watcher["trigger_id"] for asset in assets for watcher in asset.get("watchers") or []]
 
 
 def _runs(api) -> list[dict]:
@@ -107,15 +111,10 @@ def measure_landing_to_rows(workdir: Path, repeat: int = 5) -> dict:
     :param workdir: this part's folder (its landing, lake, Airflow home and timing shim; made afresh).
     :param repeat: landings, one at a time (each waits for the last one's rows and run).
     """
-    missing = [tool for tool in ("airflow", "spark-submit") if shutil.which(tool) is None]
-    if missing or not os.environ.get("AIRFLOW__CORE__DAGS_FOLDER"):
-        return {"status": "skipped", "why": f"needs the project environment (eval \"$(make -s env)\"): "
-                f"{', '.join(missing) or 'AIRFLOW__CORE__DAGS_FOLDER'} missing"}
-    plugins = str(PROJECT_ROOT / "plugins")
-    if plugins not in sys.path:
-        sys.path.insert(0, plugins)
-    from streaming.hooks.airflow_api import AirflowApi
-    from tools.local_airflow import LocalAirflow, free_port, marked_processes
+    skipped = airflow_part_skipped()
+    if skipped:
+        return skipped
+    from tools.local_airflow import marked_processes
     from tools.sample_data import write_sample_landing
     from spark_jobs.model.lake import Lake
     from spark_jobs.registry import get_job
@@ -124,32 +123,24 @@ def measure_landing_to_rows(workdir: Path, repeat: int = 5) -> dict:
     landing, lake, home = workdir / "landing", workdir / "lake", workdir / "airflow"
     first = write_sample_landing(landing, files=12, records_per_file=RECORDS_PER_FILE, seed=1, include_bad_files=False)
     table = Lake(lake).table_path(EVENTS_TABLE)
-    env = airflow_env(home, lake, landing, trigger=None, policy=None)
-    shim, marks = timing_shim(workdir / "shim")
-    airflow = LocalAirflow(home, free_port(), {**env, "PATH": f"{shim}{os.pathsep}{env['PATH']}"})
-    started = time.monotonic()
-    airflow.start()
-    try:
-        api = AirflowApi(airflow.url)
-        wait_for_api(f"the dag-processor to parse {DAG_ID}", lambda: api.dag(DAG_ID), PARSE_TIMEOUT_S)
-        start_s = round(time.monotonic() - started, 1)
-        api.set_paused(DAG_ID, False)
+    poll = get_job("cloudtrail_etl").catchup.poll_seconds
+    with airflow_with_timing_shim(home, lake, landing, workdir / "shim") as (api, marks, start_s):
         wanted = set(first.good_event_ids)
         wait_for_api("the first run to load the sample landing", lambda: _events_seen(table, wanted) == len(wanted),
                      ROWS_TIMEOUT_S, 0.5)
         wait_for_api("the first runs to end", lambda: all(r["state"] in ("success", "failed") for r in _runs(api)),
                      ROWS_TIMEOUT_S, 0.5)
+        # The watcher's first listing is its baseline (files there fire nothing): land only after it made one.
+        wait_for_api("the landing's watcher to run in the triggerer", lambda: _watcher_triggers(api), PARSE_TIMEOUT_S)
+        time.sleep(2 * poll + 1)
         landings = []
         for i in range(repeat):
             log.info("landing_to_rows: landing %d of %d", i + 1, repeat)
             landings.append(_one_landing(api, landing, table, marks, seed=100 + i))
-    finally:
-        airflow.stop(grace=30)
     left = sorted(marked_processes(str(home)))
     seconds = [one["seconds"] for one in landings]
     parts = ("landing_to_run_queued_s", "run_queued_to_spark_submit_s", "spark_submit_s",
              "spark_submit_end_to_rows_seen_s")
-    poll = get_job("cloudtrail_etl").catchup.poll_seconds
     return {
         "what": f"one new {RECORDS_PER_FILE}-event delivery landing in the watched folder of a running Airflow "
                 f"({DAG_ID} unpaused, catch-up on data, the watcher's poll {poll:g} s; LocalExecutor, SQLite) to "

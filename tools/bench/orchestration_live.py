@@ -27,20 +27,42 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import sys
 import time
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
 from tools.bench.launches import DAG_ID, _check_noop, spark_default, spark_submit_command, timed, timing_shim
 from tools.bench.probes import median
-from tools.bench.recovery_airflow import wait_for_api
-from spark_jobs.model.lake import PROJECT_ROOT
+from tools.bench.recovery_airflow import airflow_env, airflow_part_skipped, wait_for_api
 
 log = logging.getLogger("tools.bench")
 PARSE_TIMEOUT_S = 300.0
 RUN_TIMEOUT_S = 600.0
 POLL_S = 0.2
+
+
+@contextmanager
+def airflow_with_timing_shim(home: Path, lake: Path, landing: Path, shim_folder: Path):
+    """A running Airflow of the benchmark's own (home, SQLite database, lake and landing; a timing shim named
+    ``spark-submit`` first on its components' ``PATH``) with ``cloudtrail_etl_catchup`` parsed and unpaused; stopped
+    on leaving. Yields its API client, the shim's file of times and the seconds until the DAG was parsed."""
+    from streaming.hooks.airflow_api import AirflowApi
+    from tools.local_airflow import LocalAirflow, free_port
+
+    env = airflow_env(home, lake, landing, trigger=None, policy=None)
+    shim, marks = timing_shim(shim_folder)
+    airflow = LocalAirflow(home, free_port(), {**env, "PATH": f"{shim}{os.pathsep}{env['PATH']}"})
+    started = time.monotonic()
+    airflow.start()
+    try:
+        api = AirflowApi(airflow.url)
+        wait_for_api(f"the dag-processor to parse {DAG_ID}", lambda: api.dag(DAG_ID), PARSE_TIMEOUT_S)
+        parsed_s = round(time.monotonic() - started, 1)
+        api.set_paused(DAG_ID, False)
+        yield api, marks, parsed_s
+    finally:
+        airflow.stop(grace=30)
 
 
 def _epoch(iso: str | None) -> float | None:
@@ -86,31 +108,16 @@ def measure_orchestration_live(landing: Path, lake: Path, workdir: Path, repeat:
     :param workdir: this part's folder: Airflow's home is ``<workdir>/airflow``, the shim ``<workdir>/shim``.
     :param repeat: triggered runs (each beside one direct spark-submit).
     """
-    missing = [tool for tool in ("airflow", "spark-submit") if shutil.which(tool) is None]
-    if missing or not os.environ.get("AIRFLOW__CORE__DAGS_FOLDER"):
-        return {"status": "skipped", "why": f"needs the project environment (eval \"$(make -s env)\"): "
-                f"{', '.join(missing) or 'AIRFLOW__CORE__DAGS_FOLDER'} missing"}
-    plugins = str(PROJECT_ROOT / "plugins")
-    if plugins not in sys.path:
-        sys.path.insert(0, plugins)
-    from streaming.hooks.airflow_api import AirflowApi
-    from tools.local_airflow import LocalAirflow, free_port, marked_processes
-
-    from tools.bench.recovery_airflow import airflow_env
+    skipped = airflow_part_skipped()
+    if skipped:
+        return skipped
+    from tools.local_airflow import marked_processes
 
     home = workdir / "airflow"
     shutil.rmtree(home, ignore_errors=True)
-    env = airflow_env(home, lake, landing, trigger=None, policy=None)
-    shim, marks = timing_shim(workdir / "shim")
-    airflow = LocalAirflow(home, free_port(), {**env, "PATH": f"{shim}{os.pathsep}{env['PATH']}"})
+    env = airflow_env(home, lake, landing, trigger=None, policy=None)  # the direct spark-submit's: the tasks' own
     submit = spark_submit_command(spark_default())
-    started = time.monotonic()
-    airflow.start()
-    try:
-        api = AirflowApi(airflow.url)
-        wait_for_api(f"the dag-processor to parse {DAG_ID}", lambda: api.dag(DAG_ID), PARSE_TIMEOUT_S)
-        start_s = round(time.monotonic() - started, 1)
-        api.set_paused(DAG_ID, False)
+    with airflow_with_timing_shim(home, lake, landing, workdir / "shim") as (api, marks, start_s):
         # Unpausing schedules the latest interval's run (catchup=False); let it end so it queues nothing.
         time.sleep(3)
         wait_for_api("the scheduled run to end", lambda: all(r["state"] in ("success", "failed") for r in _runs(api)),
@@ -123,8 +130,6 @@ def measure_orchestration_live(landing: Path, lake: Path, workdir: Path, repeat:
             direct.append(seconds)
             runs.append(_one_triggered_run(api, marks))
         scheduled = [r["dag_run_id"] for r in _runs(api) if r["run_type"] == "scheduled"]
-    finally:
-        airflow.stop(grace=30)
     left = sorted(marked_processes(str(home)))
     total = [r["trigger_to_success_s"] for r in runs]
     difference = round(median(total) - median(direct), 2)
