@@ -22,10 +22,10 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from tools.bench.launches import DAG_ID
+from tools.bench.launches import DAG_ID, airflow_part_skipped
 from tools.bench.orchestration_live import airflow_with_timing_shim
 from tools.bench.probes import median
-from tools.bench.recovery_airflow import airflow_part_skipped, wait_for_api
+from tools.bench.recovery_airflow import wait_for_api
 
 log = logging.getLogger("tools.bench")
 

@@ -158,6 +158,19 @@ def timing_shim(folder: Path) -> tuple[Path, Path]:
     return folder, marks
 
 
+def airflow_part_skipped() -> dict | None:
+    """A benchmark part that runs Airflow: why it is skipped outside the project's environment (``None``: it can
+    run; the project's plugins are then importable)."""
+    missing = [tool for tool in ("airflow", "spark-submit") if shutil.which(tool) is None]
+    if missing or not os.environ.get("AIRFLOW__CORE__DAGS_FOLDER"):
+        return {"status": "skipped", "why": f"needs the project environment (eval \"$(make -s env)\"): "
+                f"{', '.join(missing) or 'AIRFLOW__CORE__DAGS_FOLDER'} missing"}
+    plugins = str(PROJECT_ROOT / "plugins")
+    if plugins not in sys.path:
+        sys.path.insert(0, plugins)
+    return None
+
+
 def measure_orchestration(landing: Path, lake: Path, airflow_home: Path, workdir: Path, repeat: int) -> dict:
     """``airflow dags test cloudtrail_etl_catchup`` vs the same spark-submit run directly, same environment.
 
@@ -165,10 +178,9 @@ def measure_orchestration(landing: Path, lake: Path, airflow_home: Path, workdir
     benchmark runs), so the project's own ``.airflow`` is neither used nor changed. ``workdir`` holds
     the timing shim (see :func:`timing_shim`).
     """
-    missing = [tool for tool in ("airflow", "spark-submit") if shutil.which(tool) is None]
-    if missing or not os.environ.get("AIRFLOW__CORE__DAGS_FOLDER"):
-        return {"status": "skipped", "why": f"needs the project environment (eval \"$(make -s env)\"): "
-                f"{', '.join(missing) or 'AIRFLOW__CORE__DAGS_FOLDER'} missing"}
+    skipped = airflow_part_skipped()
+    if skipped:
+        return skipped
     env = {**os.environ, "AIRFLOW_HOME": str(airflow_home),
            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{airflow_home / 'airflow.db'}",
            "LAKE_ROOT": str(lake), JOB.input_env_var: str(landing)}

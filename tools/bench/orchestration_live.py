@@ -32,9 +32,10 @@ from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
-from tools.bench.launches import DAG_ID, _check_noop, spark_default, spark_submit_command, timed, timing_shim
+from tools.bench.launches import (DAG_ID, _check_noop, airflow_part_skipped, spark_default, spark_submit_command, timed,
+                                  timing_shim)
 from tools.bench.probes import median
-from tools.bench.recovery_airflow import airflow_env, airflow_part_skipped, wait_for_api
+from tools.bench.recovery_airflow import airflow_env, wait_for_api
 
 log = logging.getLogger("tools.bench")
 PARSE_TIMEOUT_S = 300.0

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -60,17 +59,6 @@ def _plugins_on_path() -> None:
     plugins = str(PROJECT_ROOT / "plugins")
     if plugins not in sys.path:
         sys.path.insert(0, plugins)
-
-
-def airflow_part_skipped() -> dict | None:
-    """A benchmark part that starts Airflow: why it is skipped outside the project's environment (``None``: it
-    can run; the project's plugins are then importable)."""
-    missing = [tool for tool in ("airflow", "spark-submit") if shutil.which(tool) is None]
-    if missing or not os.environ.get("AIRFLOW__CORE__DAGS_FOLDER"):
-        return {"status": "skipped", "why": f"needs the project environment (eval \"$(make -s env)\"): "
-                f"{', '.join(missing) or 'AIRFLOW__CORE__DAGS_FOLDER'} missing"}
-    _plugins_on_path()
-    return None
 
 
 def airflow_env(home: Path, lake: Path, landing: Path, trigger: str | None, policy: dict | None) -> dict[str, str]:
