@@ -16,7 +16,8 @@ read again (the benchmark builds it as already ingested, :mod:`tools.bench.histo
 - **bucket**: :func:`put_objects` PUTs them to the local S3 server (moto) from threads, as an uploader would;
   :class:`PreloadedS3` is the fast way for large counts: a moto server process that fills its own store
   before it answers (moto's ``put_object`` in-process, the same objects and listings as PUTs leave: moto answers
-  about 250 PUTs/s on this machine, its store takes about 25,000/s).
+  about 250 PUTs/s on this machine, its store takes about 25,000/s), and answers LIST requests from a sorted
+  index of the keys, as S3 does (:mod:`tools.bench.s3_listing_index`).
 """
 
 from __future__ import annotations
@@ -215,6 +216,9 @@ def _serve(port: int, bucket: str, count: int, prefix: str = "") -> int:
 
     from tools.s3_server import REGION
 
+    from tools.bench.s3_listing_index import index_listings
+
+    index_listings()  # a LIST costs what it answers, as on S3 (not every key of the bucket, as in moto)
     started = time.monotonic()
     backend = s3_backends[DEFAULT_ACCOUNT_ID]["aws"]
     backend.create_bucket(bucket, REGION)
