@@ -192,8 +192,8 @@ def test_paused_supervision_neither_kills_a_stalled_driver_nor_restarts_an_ended
 CHILD_OF_A_SUPERVISOR = """
 import sys, time
 from pathlib import Path
-from spark_jobs.control.supervision.driver import Driver
-driver = Driver([sys.executable, "-c", "import time; time.sleep(600)"], Path(sys.argv[1]))
+from spark_jobs.control.supervision.child import ChildProcess
+driver = ChildProcess([sys.executable, "-c", "import time; time.sleep(600)"], Path(sys.argv[1]))
 print(driver.start(), flush=True)
 time.sleep(600)
 """
