@@ -47,15 +47,14 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
 for _folder in (Path(__file__).resolve().parents[1], Path(__file__).resolve().parents[1] / "plugins"):
     if str(_folder) not in sys.path:  # run as a script: the project (tools.ports) and the plugins, as Airflow has them
         sys.path.append(str(_folder))  # the hook's module imports nothing of Airflow at its top
-from streaming.hooks.airflow_api import API_CONN_ID  # noqa: E402 - the on-call operator's connection
+# the one REST client of Airflow, and the on-call operator's connection
+from streaming.hooks.airflow_api import API_CONN_ID, AirflowApi, AirflowApiError  # noqa: E402
 from tools import ports  # noqa: E402
 
 COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
@@ -216,11 +215,11 @@ class LocalAirflow:
         self.wait_healthy(timeout)
 
     def health(self) -> dict | None:
-        """``/api/v2/monitor/health`` (no login needed), or None while the API server is not up."""
+        """``/api/v2/monitor/health`` (no login needed), or None while the API server is not up (one attempt:
+        :meth:`wait_healthy` polls it anyway)."""
         try:
-            with urllib.request.urlopen(f"{self.url}/api/v2/monitor/health", timeout=5) as response:
-                return json.load(response)
-        except (urllib.error.URLError, OSError, ValueError):
+            return AirflowApi(self.url, timeout=5, attempts=1).api("GET", "/monitor/health")
+        except AirflowApiError:
             return None
 
     def wait_healthy(self, timeout: float) -> dict:

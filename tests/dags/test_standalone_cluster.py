@@ -39,7 +39,7 @@ from spark_jobs.model.lake import Lake
 from spark_jobs.registry import get_job
 from tools.sample_data import write_sample_landing
 from tools.standalone import StandaloneCluster, connection_json, executor_processes
-from spark_jobs.control.supervision.driver import group_members
+from spark_jobs.control.supervision.child import group_members
 from spark_jobs.control.supervision.supervisor import Supervisor
 from tests.helpers.project import PROJECT_ROOT
 from tests.helpers.airflow_fixtures import require_airflow_env

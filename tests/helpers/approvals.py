@@ -45,9 +45,6 @@ class UserApi(RestApi):
                 raise
             return error.status, error.detail or ""
 
-    def trigger(self, dag_id: str, conf: dict) -> str:
-        return self("POST", f"/dags/{dag_id}/dagRuns", {"logical_date": None, "conf": conf})["dag_run_id"]
-
     def required_actions(self, dag_id: str, run_id: str = "~") -> list[dict]:
         """The HITL details of ``dag_id``'s runs (``~``: every run), answered or not."""
         return self("GET", f"/dags/{dag_id}/dagRuns/{run_id}/hitlDetails")["hitl_details"]

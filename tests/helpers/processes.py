@@ -9,7 +9,7 @@ from pathlib import Path
 
 import psutil
 
-from spark_jobs.control.supervision.driver import group_members
+from spark_jobs.control.supervision.child import group_members
 
 HERE = Path(__file__).resolve().parent
 LEASE_HOLDER = HERE / "lease_holder.py"

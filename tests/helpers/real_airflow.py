@@ -22,7 +22,7 @@ WAIT = 600  # seconds any one step may take on a busy 2-core machine (a Delta ba
 
 
 class RestApi(AirflowApi):
-    """Airflow's ``/api/v2`` at ``url``, called as ``api(method, path, body)``, and the reads the tests share."""
+    """Airflow's ``/api/v2`` at ``url``, called as ``api(method, path, body)``, and the reads only the tests need."""
 
     def __call__(self, method: str, path: str, body: dict | None = None) -> dict:
         return self.api(method, path, body)
@@ -30,15 +30,6 @@ class RestApi(AirflowApi):
     @property
     def url(self) -> str:
         return self.base_url
-
-    def runs(self, dag_id: str) -> list[dict]:
-        found, offset = [], 0
-        while True:
-            page = self("GET", f"/dags/{dag_id}/dagRuns?order_by=id&limit=100&offset={offset}")["dag_runs"]
-            found += page
-            if len(page) < 100:
-                return found
-            offset += 100
 
     def xcom(self, dag_id: str, run_id: str, task_id: str, key: str):
         try:

@@ -17,8 +17,9 @@ from pathlib import Path
 # tests/ (the checks of the project itself: layers, links, helpers, tiers) are fast too.
 FAST_FOLDERS = (
     "docker",                   # docker-compose.yml, Dockerfile, the image's entrypoint
-    "plugins/notifiers",        # the Airflow side's pure parts: notifiers, operators (spark-submit a stand-in),
-    "plugins/operators",        # triggers
+    "plugins/hooks",            # the Airflow side's pure parts: the REST client, notifiers, operators
+    "plugins/notifiers",        # (spark-submit a stand-in), triggers
+    "plugins/operators",
     "plugins/triggers",
     "spark_jobs/control",       # the control plane (no pyspark: .importlinter)
     "spark_jobs/launch",        # spark-submit's command line, the code zip (building the class archive starts a JVM)

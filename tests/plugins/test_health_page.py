@@ -24,6 +24,7 @@ import pytest
 
 from spark_jobs.control.monitoring.history import read_progress
 from spark_jobs.registry import JOBS
+from streaming.hooks.airflow_api import AirflowApi
 from tools.local_airflow import LocalAirflow, free_port, marked_processes
 from tests.helpers.airflow_fixtures import require_airflow_env
 from tests.helpers.chromium import CHROMIUM_ARGS, chromium
@@ -58,11 +59,7 @@ class Ui:
         return self.planted
 
     def token(self) -> str:
-        request = urllib.request.Request(f"{self.airflow.url}/auth/token", method="POST", data=json.dumps(
-            {"username": "admin", "password": self.airflow.password()}).encode(),
-            headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return json.load(response)["access_token"]
+        return AirflowApi.login(self.airflow.url, "admin", self.airflow.password()).token
 
     def frame(self, path: str | None, title: str, shot: str):
         """Open ``path`` of the UI (None: the home page, then Browse → Streaming health in the

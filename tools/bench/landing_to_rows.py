@@ -73,13 +73,9 @@ def _watcher_triggers(api) -> list[int]:
     return [watcher["trigger_id"] for asset in assets for watcher in asset.get("watchers") or []]
 
 
-def _runs(api) -> list[dict]:
-    return api.api("GET", f"/dags/{DAG_ID}/dagRuns?order_by=id")["dag_runs"]
-
-
 def _one_landing(api, landing: Path, table: Path, marks: Path, seed: int) -> dict:
     marks.unlink(missing_ok=True)
-    before = {r["dag_run_id"] for r in _runs(api)}
+    before = {r["dag_run_id"] for r in api.runs(DAG_ID)}
     landed = time.time()
     wanted = _land(landing, seed)
     deadline = time.monotonic() + ROWS_TIMEOUT_S
@@ -90,8 +86,9 @@ def _one_landing(api, landing: Path, table: Path, marks: Path, seed: int) -> dic
                                "airflow home")
         time.sleep(POLL_S)
     visible = time.time()
-    run = wait_for_api("the run that loaded the file", lambda: [r for r in _runs(api) if r["dag_run_id"] not in before
-                                                                 and r["state"] in ("success", "failed")], 120, 0.5)[0]
+    run = wait_for_api("the run that loaded the file",
+                       lambda: [r for r in api.runs(DAG_ID) if r["dag_run_id"] not in before
+                                and r["state"] in ("success", "failed")], 120, 0.5)[0]
     marked = [float(line) for line in marks.read_text().split()] if marks.exists() else []
     begin, end = (marked[0], marked[1]) if len(marked) >= 2 else (None, None)
     queued = _epoch(run.get("queued_at"))
@@ -128,8 +125,8 @@ def measure_landing_to_rows(workdir: Path, repeat: int = 5) -> dict:
         wanted = set(first.good_event_ids)
         wait_for_api("the first run to load the sample landing", lambda: _events_seen(table, wanted) == len(wanted),
                      ROWS_TIMEOUT_S, 0.5)
-        wait_for_api("the first runs to end", lambda: all(r["state"] in ("success", "failed") for r in _runs(api)),
-                     ROWS_TIMEOUT_S, 0.5)
+        wait_for_api("the first runs to end",
+                     lambda: all(r["state"] in ("success", "failed") for r in api.runs(DAG_ID)), ROWS_TIMEOUT_S, 0.5)
         # The watcher's first listing is its baseline (files there fire nothing): land only after it made one.
         wait_for_api("the landing's watcher to run in the triggerer", lambda: _watcher_triggers(api), PARSE_TIMEOUT_S)
         time.sleep(2 * poll + 1)

@@ -70,16 +70,11 @@ def _epoch(iso: str | None) -> float | None:
     return datetime.fromisoformat(iso).timestamp() if iso else None
 
 
-def _runs(api) -> list[dict]:
-    return api.api("GET", f"/dags/{DAG_ID}/dagRuns?order_by=id")["dag_runs"]
-
-
 def _one_triggered_run(api, marks: Path) -> dict:
     """Trigger a run, wait for its end, and split its time (seconds, epoch-based on this machine)."""
     marks.unlink(missing_ok=True)
     triggered = time.time()
-    run = api.api("POST", f"/dags/{DAG_ID}/dagRuns", {"logical_date": None, "conf": {}})
-    run_id = run["dag_run_id"]
+    run_id = api.trigger(DAG_ID)
     def ended() -> dict | None:
         current = api.api("GET", f"/dags/{DAG_ID}/dagRuns/{run_id}")
         return current if current["state"] in ("success", "failed") else None
@@ -121,8 +116,8 @@ def measure_orchestration_live(landing: Path, lake: Path, workdir: Path, repeat:
     with airflow_with_timing_shim(home, lake, landing, workdir / "shim") as (api, marks, start_s):
         # Unpausing schedules the latest interval's run (catchup=False); let it end so it queues nothing.
         time.sleep(3)
-        wait_for_api("the scheduled run to end", lambda: all(r["state"] in ("success", "failed") for r in _runs(api)),
-                     RUN_TIMEOUT_S)
+        wait_for_api("the scheduled run to end",
+                     lambda: all(r["state"] in ("success", "failed") for r in api.runs(DAG_ID)), RUN_TIMEOUT_S)
         direct, runs = [], []
         for i in range(repeat):
             log.info("orchestration_live: repetition %d of %d (spark-submit, then a triggered run)", i + 1, repeat)
@@ -130,7 +125,7 @@ def measure_orchestration_live(landing: Path, lake: Path, workdir: Path, repeat:
             _check_noop(out, "spark-submit")
             direct.append(seconds)
             runs.append(_one_triggered_run(api, marks))
-        scheduled = [r["dag_run_id"] for r in _runs(api) if r["run_type"] == "scheduled"]
+        scheduled = [r["dag_run_id"] for r in api.runs(DAG_ID) if r["run_type"] == "scheduled"]
     left = sorted(marked_processes(str(home)))
     total = [r["trigger_to_success_s"] for r in runs]
     difference = round(median(total) - median(direct), 2)

@@ -125,7 +125,7 @@ class SupervisedJob:
 
     def stop(self, timeout: float) -> tuple[int | None, float, list[int]]:
         """SIGTERM the supervisor (a graceful stop of its driver); returns (status, seconds, processes left)."""
-        from spark_jobs.control.supervision.driver import group_members
+        from spark_jobs.control.supervision.child import group_members
 
         started = time.monotonic()
         if self.proc.poll() is None:

@@ -94,7 +94,7 @@ class JobSubmitOperator(SparkSubmitOperator):
 
     def _reason(self, exc: BaseException) -> str:
         """The driver's own ``error:`` line, else spark-submit's status and its last line of output."""
-        from spark_jobs.control.supervision.driver import error_line
+        from spark_jobs.control.supervision.child import error_line
 
         lines = list(getattr(self._hook, "_last_submit_log_lines", None) or [])
         said = error_line("\n".join(lines))

@@ -43,6 +43,10 @@ taken in a bucket by a process probes it (creates one key twice, expects the sec
 removes it) and refuses to hold a lease there when the store did not refuse. Listings are never
 cached (:mod:`spark_jobs.model.object_store`), so a newer generation is seen at once.
 
+**Clocks.** A lease reads two: the wall clock for the records' times (a heartbeat another process judges) and the
+monotonic clock for its own renewal's age. Both come from one :class:`Clock` given to :meth:`Lease.acquire`
+(:data:`SYSTEM_CLOCK` unless a test passes one it moves by hand), so a test passes time instead of waiting it out.
+
 The module imports no pyspark (Airflow sensors and the supervisor read it).
 """
 
@@ -58,7 +62,7 @@ import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Protocol
 
 import fsspec
 import psutil
@@ -80,6 +84,30 @@ def iso(moment: datetime) -> str:
 def parse_iso(text: str) -> datetime:
     moment = datetime.fromisoformat(text)
     return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+class Clock(Protocol):
+    """Where a lease reads the time: ``now()``, the wall clock (aware, UTC) for its records; ``monotonic()``,
+    seconds on a clock that keeps running while the process is stopped, for its own renewal's age."""
+
+    def now(self) -> datetime: ...
+
+    def monotonic(self) -> float: ...
+
+
+class _SystemClock:
+    """The real clocks."""
+
+    @staticmethod
+    def now() -> datetime:
+        return utc_now()
+
+    @staticmethod
+    def monotonic() -> float:
+        return time.monotonic()
+
+
+SYSTEM_CLOCK: Clock = _SystemClock()
 
 
 def _as_datetime(now: datetime | float | None) -> datetime:
@@ -352,27 +380,33 @@ class Lease:
     :param lease_dir: ``<control>/lease`` on ``fs``.
     :param info: this holder's generation record.
     :param control_dir: the control folder as given (for messages).
+    :param clock: its wall and monotonic clocks.
     """
 
-    def __init__(self, fs: fsspec.AbstractFileSystem, lease_dir: str, info: LeaseInfo, control_dir: str):
+    def __init__(self, fs: fsspec.AbstractFileSystem, lease_dir: str, info: LeaseInfo, control_dir: str,
+                 clock: Clock = SYSTEM_CLOCK):
         self._fs = fs
         self._lease_dir = lease_dir
         self._control_dir = control_dir
         self.info = info
-        self._renewed = time.monotonic()  # taken before the write: conservative
+        self._clock = clock
+        self._renewed = clock.monotonic()  # taken before the write: conservative
         self._lost: LeaseLost | None = None
         self._lock = threading.Lock()
         self._heartbeat: threading.Thread | None = None
         self._stop = threading.Event()
 
     @classmethod
-    def acquire(cls, control_dir: str, job: str, ttl_seconds: float, details: dict | None = None) -> "Lease":
+    def acquire(cls, control_dir: str, job: str, ttl_seconds: float, details: dict | None = None,
+                clock: Clock = SYSTEM_CLOCK) -> "Lease":
         """Take the lease on ``job``'s checkpoint.
 
         :param control_dir: ``<lake>/control/<job>``: a local path or an fsspec URL.
         :param job: the job's name.
         :param ttl_seconds: a heartbeat older than this lets another driver take over.
         :param details: free-form details to store (query id, Spark UI URL, ...).
+        :param clock: the clocks it judges the current holder by, stamps its records with and measures its own
+            renewals on (:data:`SYSTEM_CLOCK`; a test's clock it moves by hand).
         :raises LeaseHeld: another driver holds a live lease.
         """
         if ttl_seconds <= 0:
@@ -384,17 +418,17 @@ class Lease:
             generations = _generations(fs, lease_dir)
             newest = generations[-1] if generations else 0
             current = _read_generation(fs, lease_dir, newest) if newest else None
-            if current is not None and not current.expired():
+            if current is not None and not current.expired(clock.now()):
                 raise LeaseHeld(current, str(control_dir))
-            now = utc_now()
+            now = clock.now()
             pid = os.getpid()
             info = LeaseInfo(generation=newest + 1, owner=uuid.uuid4().hex, job=job, pid=pid,
                              host=socket.gethostname(), started_at=iso(now), heartbeat_at=iso(now),
                              ttl_seconds=float(ttl_seconds), released=False, details=dict(details or {}),
                              pid_start=_process_start(pid))
-            started = time.monotonic()
+            started = clock.monotonic()
             if _create_exclusive(fs, _gen_path(lease_dir, info.generation), _encode(info)):
-                lease = cls(fs, lease_dir, info, str(control_dir))
+                lease = cls(fs, lease_dir, info, str(control_dir), clock)
                 lease._renewed = started
                 lease._prune(generations)
                 return lease
@@ -432,7 +466,7 @@ class Lease:
             raise self._lost
         if self.info.released:
             self._fail("it was released")
-        age = time.monotonic() - self._renewed
+        age = self._clock.monotonic() - self._renewed
         if age > self.info.ttl_seconds:
             self._fail(f"its last renewal was {age:.1f} s ago, more than the ttl of {self.info.ttl_seconds:g} s")
         newer = self._newer_generation()
@@ -446,8 +480,8 @@ class Lease:
         """
         with self._lock:
             self.check()
-            started = time.monotonic()
-            info = LeaseInfo(**{**self.info.to_dict(), "heartbeat_at": iso(utc_now()),
+            started = self._clock.monotonic()
+            info = LeaseInfo(**{**self.info.to_dict(), "heartbeat_at": iso(self._clock.now()),
                                 "details": {**self.info.details, **(details or {})}})
             _overwrite(self._fs, _gen_path(self._lease_dir, info.generation), _encode(info))
             self.info = info
@@ -459,7 +493,7 @@ class Lease:
         with self._lock:
             if self.info.released:
                 return
-            info = LeaseInfo(**{**self.info.to_dict(), "heartbeat_at": iso(utc_now()), "released": True})
+            info = LeaseInfo(**{**self.info.to_dict(), "heartbeat_at": iso(self._clock.now()), "released": True})
             if self._newer_generation() is None:
                 _overwrite(self._fs, _gen_path(self._lease_dir, info.generation), _encode(info))
             self.info = info

@@ -6,7 +6,7 @@ The pieces (none imports pyspark, so Airflow, the CLI and the tests share them):
   and ``checkpoint inspect`` see) and ``events.jsonl`` (one line per start, restart, give-up, stop).
 - :mod:`~spark_jobs.control.supervision.policy`: the backoff, the restart budget and the healthy reset of
   the registry's :class:`~spark_jobs.model.policies.RestartPolicy`.
-- :mod:`~spark_jobs.control.supervision.driver`: the driver as a child process in its own process group,
+- :mod:`~spark_jobs.control.supervision.child`: the driver command as a child process in its own process group,
   which dies with its supervisor, stops gracefully and never leaves a process behind.
 - :mod:`~spark_jobs.control.supervision.supervisor`: :class:`Supervisor`, the loop that ties them together
   (``python -m spark_jobs supervise JOB`` runs it in the foreground; Airflow's ``supervise`` task

@@ -67,7 +67,7 @@ from spark_jobs.model.lake import PROJECT_ROOT, Lake
 from spark_jobs.model.jobs import JobSpec
 from spark_jobs.model.object_store import is_url
 from spark_jobs.model.policies import RestartPolicy
-from spark_jobs.control.supervision.driver import Driver, error_line
+from spark_jobs.control.supervision.child import ChildProcess, error_line
 from spark_jobs.control.supervision.hold import read_hold
 from spark_jobs.control.supervision.ownership import LEASE_HELD_EXIT_STATUS, lease_owner, live_lease
 from spark_jobs.control.supervision.policy import RestartBudget, backoff_seconds, healthy_long_enough
@@ -139,9 +139,9 @@ class Supervisor:
         self.on_state = on_state
         self.input_path = input_path
         self.control = str(lake.control_path(job.name))
-        self.driver = Driver(self.command, log_path or _driver_log(self.control, job.name), env=env, cwd=cwd)
+        self.driver = ChildProcess(self.command, log_path or _driver_log(self.control, job.name), env=env, cwd=cwd)
         self._logs = (self.driver.log_path, self.driver.log_path.with_name("standby.log"))
-        self.standby: Driver | None = None  # the warm standby, while one runs (RestartPolicy.warm_standby)
+        self.standby: ChildProcess | None = None  # the warm standby, while one runs (RestartPolicy.warm_standby)
         self.standby_after_seconds = STANDBY_AFTER_SECONDS
         self._standby_failures = 0  # standbys that died in a row before they were warm
         self._standby_next = 0.0  # monotonic: no new standby before
@@ -445,7 +445,7 @@ class Supervisor:
         if time.monotonic() < max(self._standby_next, self._running_since + self.standby_after_seconds):
             return
         log_path = self._logs[1] if self.driver.log_path == self._logs[0] else self._logs[0]
-        self.standby = Driver([*self.command, "--standby"], log_path, env=self.driver.env, cwd=self.driver.cwd)
+        self.standby = ChildProcess([*self.command, "--standby"], log_path, env=self.driver.env, cwd=self.driver.cwd)
         self.state.standby_pid = self.standby.start()
         self._save()
         self._event("standby", reason=f"the driver (pid {self.state.driver_pid}) runs and a warm standby is asked for",

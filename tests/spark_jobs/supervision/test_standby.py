@@ -149,7 +149,7 @@ class SharedLake:
 
 
 def _group_alive(pgid: int) -> bool:
-    from spark_jobs.control.supervision.driver import group_members
+    from spark_jobs.control.supervision.child import group_members
 
     return bool(group_members(pgid))
 

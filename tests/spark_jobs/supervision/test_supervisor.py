@@ -7,12 +7,12 @@ test_supervised_spark.py.
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
 import sys
 import threading
-import time
 from dataclasses import replace
 
 from spark_jobs.control.checkpoint.lease import read_lease
@@ -158,18 +158,46 @@ def test_a_long_healthy_run_resets_the_consecutive_failures_and_the_budget(tmp_p
     assert seen.kinds() == ["start", "restart", "restart", "give_up"]
 
 
-def test_paused_supervision_neither_kills_a_stalled_driver_nor_restarts_an_ended_one_until_resumed(tmp_path):
+class HoldReads:
+    """Counts the supervisor's reads of the hold: while supervision is paused it reads it once a poll, both
+    waiting with no driver and watching a driver it found stalled (only then), so a count that grows says the
+    loop went round again, leaving everything as it was, without sleeping for it."""
+
+    def __init__(self, monkeypatch) -> None:
+        import spark_jobs.control.supervision.supervisor as supervisor_module
+
+        self.count = 0
+        real = supervisor_module.read_hold
+
+        def counted(control: str):
+            self.count += 1
+            return real(control)
+
+        monkeypatch.setattr(supervisor_module, "read_hold", counted)
+
+    def wait_rounds(self, rounds: int, what: str) -> None:
+        start = self.count
+        wait_for(lambda: self.count >= start + rounds, 60, what)
+
+
+def test_paused_supervision_neither_kills_a_stalled_driver_nor_restarts_an_ended_one_until_resumed(
+        tmp_path, monkeypatch, caplog):
     from spark_jobs.control.supervision.hold import lift_hold, place_hold
 
+    reads = HoldReads(monkeypatch)
+    caplog.set_level(logging.WARNING, logger="spark_jobs.control.supervision")
     control, stop, supervisor, seen, thread, result, first = _supervising_a_lease_holder(tmp_path)
     place_hold(str(control), "alice", "taking a thread dump")
     os.kill(first, signal.SIGSTOP)
-    time.sleep(4)  # twice the lease's ttl: without the hold it would be killed as stalled
+    # Once the lease is older than its ttl the supervisor finds the driver stalled, and spares it, poll after poll.
+    wait_for(lambda: "not killed: supervision is paused" in caplog.text, 60, "the stall to be seen and spared")
+    assert f"stalled: the driver (pid {first}) has not renewed its lease for " in caplog.text
+    reads.wait_rounds(3, "three more polls of the stalled driver while held")
     assert os.path.exists(f"/proc/{first}") and seen.kinds() == ["start"]
     os.kill(first, signal.SIGCONT)
     os.kill(first, signal.SIGKILL)  # the on-call ends it by hand: not restarted while held
     held = wait_for(lambda: [e for e in seen.events if e["kind"] == "held"], 60, "the held event")[0]
-    time.sleep(1)
+    reads.wait_rounds(3, "three polls of the hold with no driver")
     state = read_supervisor_state(supervisor.control)
     assert (state["state"], state["restarts_total"], state["consecutive_failures"], state["driver_pid"]) == (
         "held", 0, 0, None)
@@ -192,8 +220,8 @@ def test_paused_supervision_neither_kills_a_stalled_driver_nor_restarts_an_ended
 CHILD_OF_A_SUPERVISOR = """
 import sys, time
 from pathlib import Path
-from spark_jobs.control.supervision.driver import Driver
-driver = Driver([sys.executable, "-c", "import time; time.sleep(600)"], Path(sys.argv[1]))
+from spark_jobs.control.supervision.child import ChildProcess
+driver = ChildProcess([sys.executable, "-c", "import time; time.sleep(600)"], Path(sys.argv[1]))
 print(driver.start(), flush=True)
 time.sleep(600)
 """

@@ -9,13 +9,33 @@ import subprocess
 import sys
 import time
 import uuid
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import fsspec
 import pytest
 
-from spark_jobs.control.checkpoint.lease import Lease, LeaseHeld, LeaseLost, parse_iso, read_lease
+from spark_jobs.control.checkpoint.lease import Lease, LeaseHeld, LeaseLost, iso, parse_iso, read_lease, utc_now
 from spark_jobs.model.policies import HealthThresholds
+from tests.helpers.processes import wait_for
+
+
+class HandClock:
+    """A lease's clocks (:class:`~spark_jobs.control.checkpoint.lease.Clock`) moved by the test: both start at the
+    real time and run only in :meth:`advance`, so a lease's ttl is passed, not waited out."""
+
+    def __init__(self) -> None:
+        self.wall: datetime = utc_now()
+        self.seconds = time.monotonic()
+
+    def now(self) -> datetime:
+        return self.wall
+
+    def monotonic(self) -> float:
+        return self.seconds
+
+    def advance(self, seconds: float) -> None:
+        self.seconds += seconds  # the monotonic first: a renewal that sees the new wall time reads it after this
+        self.wall += timedelta(seconds=seconds)
 
 
 @pytest.fixture(params=["local", "memory"])
@@ -65,16 +85,20 @@ def test_released_lease_is_taken_over_at_once(control_dir):
 
 
 def test_expired_heartbeat_is_taken_over_and_the_old_holder_is_fenced(control_dir):
-    first = Lease.acquire(control_dir, "job", ttl_seconds=0.5)
+    clock = HandClock()
+    first = Lease.acquire(control_dir, "job", ttl_seconds=0.5, clock=clock)
     with pytest.raises(LeaseHeld):
-        Lease.acquire(control_dir, "job", ttl_seconds=0.5)
-    time.sleep(0.7)
+        Lease.acquire(control_dir, "job", ttl_seconds=0.5, clock=clock)
+    clock.advance(0.4)
+    with pytest.raises(LeaseHeld):  # within the ttl
+        Lease.acquire(control_dir, "job", ttl_seconds=0.5, clock=clock)
+    clock.advance(0.3)
     info = read_lease(control_dir)
-    assert info.expired() is True
+    assert info.expired(clock.now()) is True
     assert info.expired(parse_iso(info.heartbeat_at) + timedelta(seconds=0.4)) is False
-    second = Lease.acquire(control_dir, "job", ttl_seconds=30)
+    second = Lease.acquire(control_dir, "job", ttl_seconds=30, clock=clock)
     assert second.info.generation == 2
-    with pytest.raises(LeaseLost, match="renewal was .* ago"):
+    with pytest.raises(LeaseLost, match="renewal was 0.7 s ago, more than the ttl of 0.5 s"):
         first.check()
     with pytest.raises(LeaseLost):
         first.renew()
@@ -95,34 +119,44 @@ def test_check_fails_after_a_newer_generation_even_when_own_renewal_is_fresh(con
 
 
 def test_paused_holder_that_wakes_up_cannot_write_even_if_nobody_took_over(control_dir):
-    lease = Lease.acquire(control_dir, "job", ttl_seconds=0.3)
-    lease.check()
-    time.sleep(0.5)  # as if SIGSTOPped for longer than the ttl
-    with pytest.raises(LeaseLost):
+    clock = HandClock()
+    lease = Lease.acquire(control_dir, "job", ttl_seconds=0.3, clock=clock)
+    clock.advance(0.3)
+    lease.check()  # at the ttl: still its own
+    clock.advance(0.2)  # as if SIGSTOPped for longer than the ttl
+    with pytest.raises(LeaseLost, match="renewal was 0.5 s ago"):
         lease.check()
+    assert read_lease(control_dir).generation == 1  # nobody took over
     with pytest.raises(LeaseLost):
         lease.renew()  # once lost, always lost for this holder
 
 
 def test_renew_moves_the_heartbeat_and_merges_details(control_dir):
-    lease = Lease.acquire(control_dir, "job", ttl_seconds=30, details={"query_id": "q"})
+    clock = HandClock()
+    lease = Lease.acquire(control_dir, "job", ttl_seconds=30, details={"query_id": "q"}, clock=clock)
     before = read_lease(control_dir).heartbeat_at
-    time.sleep(0.01)
+    clock.advance(5)
     lease.renew({"last_batch": 4})
     after = read_lease(control_dir)
-    assert parse_iso(after.heartbeat_at) > parse_iso(before)
+    assert (before, after.heartbeat_at) == (iso(clock.now() - timedelta(seconds=5)), iso(clock.now()))
     assert after.details == {"query_id": "q", "last_batch": 4}
     assert after.generation == 1
 
 
 def test_heartbeat_thread_keeps_a_short_lease_alive(control_dir):
-    lease = Lease.acquire(control_dir, "job", ttl_seconds=0.6)
-    lease.start_heartbeat(0.1)
+    clock = HandClock()
+    lease = Lease.acquire(control_dir, "job", ttl_seconds=1.0, clock=clock)
+    lease.start_heartbeat(0.01)
     try:
-        time.sleep(1.0)
+        # 1.25 s on the lease's clocks, past its ttl, in steps the thread renews: a renewal may read the monotonic
+        # clock just before a step, so its own age stays under three steps, 0.75 s, within the ttl.
+        for _ in range(5):
+            clock.advance(0.25)
+            wait_for(lambda: read_lease(control_dir).heartbeat_at == iso(clock.now()), 30,
+                     "the heartbeat thread to renew the lease at the moved clock")
         lease.check()
         with pytest.raises(LeaseHeld):
-            Lease.acquire(control_dir, "job", ttl_seconds=0.6)
+            Lease.acquire(control_dir, "job", ttl_seconds=1.0, clock=clock)
     finally:
         lease.release()
     assert read_lease(control_dir).released is True

@@ -1,4 +1,6 @@
-"""A driver process owned by its supervisor: it dies with it, stops gracefully, leaves nothing behind.
+"""A supervised child process (a job's driver command) and its process group: it dies with its supervisor,
+stops gracefully, leaves nothing behind. (A process handle of the control plane; the driver *layer*, the
+code that runs in that process, is :mod:`spark_jobs.driver`.)
 
 The driver command (``python -m spark_jobs run ...`` or ``spark-submit ...``) starts as a child in
 a new session and process group (the group holds the Python driver, the JVM and Spark's Python
@@ -9,10 +11,10 @@ driver from one thread (:class:`~spark_jobs.control.supervision.supervisor.Super
 
 Stopping:
 
-- :meth:`Driver.stop`: SIGTERM to the Python driver (its pid is in the lease: under spark-submit it
+- :meth:`ChildProcess.stop`: SIGTERM to the Python driver (its pid is in the lease: under spark-submit it
   is the JVM's child, and a SIGTERM to the JVM would stop Spark under the running batch), which
   stops after the current micro-batch; after ``grace_seconds`` SIGKILL to the whole group.
-- :meth:`Driver.kill`: SIGKILL to the whole group (works on a SIGSTOPped process too).
+- :meth:`ChildProcess.kill`: SIGKILL to the whole group (works on a SIGSTOPped process too).
 
 Both reap the child and wait until no process of the group is left (``/proc``). Linux only.
 """
@@ -93,8 +95,8 @@ def tail_text(path: Path, start: int = 0, lines: int = 20, max_bytes: int = 64 *
     return "\n".join(text.splitlines()[-lines:])
 
 
-class Driver:
-    """One driver process and its process group.
+class ChildProcess:
+    """One child process (a driver command) started in its own process group, and that group.
 
     :param command: the driver command (argv).
     :param log_path: the file its stdout and stderr are appended to.
