@@ -21,12 +21,12 @@ while the running driver still holds the checkpoint's single-writer lease:
    supervision is paused (an on-call hold, :mod:`spark_jobs.control.supervision.hold`: a driver stopped by hand
    then stays stopped). What it warmed goes cold while it waits: Spark ends a Python worker idle for a minute,
    and each commit of the running driver leaves the cached Delta snapshot further behind. So a daemon thread
-   (:func:`keep_warm`, every :data:`KEEP_WARM_SECONDS`) runs one tiny Python task per core and refreshes each
-   table's snapshot from the log (a fraction of a CPU-second each time; it dies with the process and holds no
-   lock the take-over needs). The lease is free when its holder releases it, when its heartbeat is older than
-   its ttl, or, on this host, the moment its holder's process is gone (a driver killed with ``kill -9``): the
-   standby then takes it with the lease's own exclusive create, exactly as any driver would, so fencing stays
-   as strict as ever (a paused old driver that wakes up finds a newer generation and writes nothing);
+   (:func:`keep_warm`, every :data:`KEEP_WARM_SECONDS`) runs a tiny task through two Python workers per core and
+   refreshes each table's snapshot from the log (a fraction of a CPU-second each time; it dies with the process
+   and holds no lock the take-over needs). The lease is free when its holder releases it, when its heartbeat is
+   older than its ttl, or, on this host, the moment its holder's process is gone (a driver killed with
+   ``kill -9``): the standby then takes it with the lease's own exclusive create, exactly as any driver would, so
+   fencing stays as strict as ever (a paused old driver that wakes up finds a newer generation and writes nothing);
 4. it starts the streaming query from the checkpoint, like any driver.
 
 While it waits, ``<lake>/control/<job>/standby.json`` says so (:mod:`spark_jobs.control.supervision.standby_state`);
@@ -182,7 +182,7 @@ def _scratch_batch(spark: SparkSession, job: JobSpec, options: RunOptions, scrat
 
 
 def _worker(job_module_name: str):
-    """A Python worker's task: import what the job's decoding imports, give back nothing."""
+    """A Python worker's task: import what the live batch's workers import, pass the rows on."""
 
     def run(batches):
         import importlib
@@ -191,21 +191,21 @@ def _worker(job_module_name: str):
 
         importlib.import_module("spark_jobs.driver.landing_source")  # the live batch's read, in the same workers
         importlib.import_module(job_module_name)
-        for _ in batches:
-            pass
-        return iter(())
+        yield from batches
 
     return run
 
 
 def keep_warm(spark: SparkSession, job: JobSpec, targets: list) -> None:
-    """Load again what a first batch needs: a Python worker per core (Spark ends one idle for a minute) and each
-    table's Delta snapshot brought up to the running driver's newest commit (``DESCRIBE DETAIL`` reads the log,
-    no data file), so a take-over replays only the commits after it."""
+    """Load again what a first batch needs: two Python workers per core (Spark ends one idle for a minute; a task of
+    the live batch runs two: the landing source's read and the job's decoding) and each table's Delta snapshot
+    brought up to the running driver's newest commit (``DESCRIBE DETAIL`` reads the log, no data file), so a
+    take-over replays only the commits after it."""
     from delta.tables import DeltaTable
 
     cores = spark.sparkContext.defaultParallelism
-    spark.range(0, cores, 1, cores).mapInArrow(_worker(job.module), "id long").collect()
+    task = _worker(job.module)
+    spark.range(0, cores, 1, cores).mapInArrow(task, "id long").mapInArrow(task, "id long").collect()
     for target in targets:
         DeltaTable.forPath(spark, str(target.path)).detail().collect()
 
