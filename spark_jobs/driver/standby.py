@@ -58,6 +58,8 @@ POLL_SECONDS = 0.2
 KEEP_WARM_SECONDS = 30.0
 # Streaming batches of the warm-up: the first inserts, the others run the same plans hot (see warm_up).
 WARM_UP_ROUNDS = 2
+# A warm-up batch that has not ended by then is stopped (the standby then waits less warm).
+SCRATCH_BATCH_TIMEOUT_SECONDS = 600.0
 
 
 def wait_for_lease(acquire: Callable[[], object], stopped: Callable[[], bool], held: Callable[[], bool] = lambda: False,
@@ -99,7 +101,7 @@ def warm_up(spark: SparkSession, job: JobSpec, options: RunOptions, rounds: int 
     """The live path's first batch, ``rounds`` times, into a scratch lake (deleted after), and each real table's
     Delta snapshot read: what a first batch would otherwise do cold.
 
-    Each round is a streaming query of its own over a scratch checkpoint: the job's source (the landing source,
+    Each round is one batch of a streaming query of its own over a scratch checkpoint: the job's source (the landing source,
     given the newest batch's files as an explicit file list, so nothing is listed and no notification received),
     ``foreachBatch`` into :func:`~spark_jobs.driver.write.write_batch` under the job's Spark settings, the same
     plan (pipelined or cached) and MERGE shape against scratch copies of the job's tables. The first round inserts
@@ -143,8 +145,8 @@ def warm_up(spark: SparkSession, job: JobSpec, options: RunOptions, rounds: int 
 
 def _scratch_batch(spark: SparkSession, job: JobSpec, options: RunOptions, scratch: Path, file_list: str,
                    round_: int) -> float:
-    """One available-now streaming query of the job's source over ``file_list`` into the scratch lake's tables,
-    written as the live query writes (see :func:`warm_up`); a checkpoint of its own, deleted after."""
+    """One batch of a streaming query of the job's source over ``file_list`` into the scratch lake's tables, under the
+    live query's trigger and written as it writes (see :func:`warm_up`); a checkpoint of its own, deleted after."""
     from dataclasses import replace
 
     from spark_jobs.control.discovery import planner
@@ -172,9 +174,17 @@ def _scratch_batch(spark: SparkSession, job: JobSpec, options: RunOptions, scrat
     source = spark.readStream.format(landing_source.NAME).options(**settings.to_options()).load()
     with session_conf(spark, job.spark_conf):
         query = (source.writeStream.outputMode(job.output_mode).foreachBatch(on_batch)
-                 .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
+                 .option("checkpointLocation", str(checkpoint)).trigger(**options.trigger.writer_kwargs()).start())
+    # Stopped after its first batch: an explicit file list is admitted again once the window forgets its files (an
+    # old file falls behind its stem's cut at once), so an available-now run of it need not end.
     try:
-        query.awaitTermination()
+        deadline = time.monotonic() + SCRATCH_BATCH_TIMEOUT_SECONDS
+        while query.isActive and not query.recentProgress:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the scratch batch did not end within {SCRATCH_BATCH_TIMEOUT_SECONDS:g} s")
+            query.awaitTermination(0.1)
+        if query.exception() is not None:
+            raise RuntimeError(str(query.exception()).strip().splitlines()[0][:300])
     finally:
         query.stop()
         shutil.rmtree(checkpoint, ignore_errors=True)
