@@ -287,8 +287,8 @@ def _run_standby(job: JobSpec, options: RunOptions, spark: SparkSession | None, 
     stopper.install()  # until the query starts, a signal exits at once: a standby holds nothing
     try:
         spark = spark or build_session(job.name, ui=True)
-        standby.warm_up(spark, job, options)
         prepared = prepare_query(job, options, spark)  # all but the query's start: nothing touches the checkpoint
+        standby.warm_up(spark, job, options)  # under the settings prepare_query gave the session
         warm = time.monotonic() - started
         announce_standby(control, warm)
         log.info("standby for %s: warm in %.1f s; waiting for the checkpoint's lease", job.name, warm)

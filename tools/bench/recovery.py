@@ -18,7 +18,7 @@ modification time). Each kill is a *first* failure: the trial gives the supervis
 supervisor reset its consecutive failures, so every restart is a first failure, restarted at once (back-to-back
 kills back off 0, 2, 4, 8, 16 s by design; ``--healthy-reset 0`` measures that). With ``--standby`` the supervisor
 keeps a warm standby (``RestartPolicy.warm_standby``) and each kill waits until it is warm: each recovery is a
-take-over (``take_over`` in each kill's record).
+take-over (``take_over`` in each kill's record), judged by the standby's goal (:data:`STANDBY_RECOVERY_GOALS`).
 ``soak`` kills nothing for ``--minutes``. With ``--through airflow`` the supervisor is the ``supervise`` task
 of ``cloudtrail_etl_continuous`` under a running Airflow (:mod:`tools.bench.recovery_airflow`).
 At the end the landing stops, the job catches up, the supervisor is stopped with SIGTERM (a
@@ -55,6 +55,7 @@ TRIAL_ROOT = PROJECT_ROOT / ".spark" / "bench"
 TRIALS = ("recovery", "soak")
 THROUGH = ("cli", "airflow")
 RECOVERY_GOALS = {"median_s": 20.0, "max_s": 30.0}  # issue 27, goal 4 (issue 13 asked 45 s and 60 s)
+STANDBY_RECOVERY_GOALS = {"median_s": 5.0, "max_s": 10.0}  # issue 41: a warm standby takes each kill over
 FIRST_COMMIT_TIMEOUT_S = 300.0
 RECOVERY_TIMEOUT_S = 300.0
 CATCH_UP_TIMEOUT_S = 600.0
@@ -264,10 +265,12 @@ def run_supervised(name: str, args: argparse.Namespace) -> dict:
     }
     if name == "recovery":
         times = [k["recovery_s"] for k in kills]
+        goals = STANDBY_RECOVERY_GOALS if standby else RECOVERY_GOALS
         report.update(kills=kills, median_s=round(statistics.median(times), 2), max_s=max(times),
-                      goal=f"median <= {RECOVERY_GOALS['median_s']:g} s, max <= {RECOVERY_GOALS['max_s']:g} s")
-        report["met"] = (report["median_s"] <= RECOVERY_GOALS["median_s"] and report["max_s"] <= RECOVERY_GOALS["max_s"]
-                         and exact and len(restarts) == len(kills) and not left and status == 0)
+                      goal=f"median <= {goals['median_s']:g} s, max <= {goals['max_s']:g} s")
+        report["met"] = (report["median_s"] <= goals["median_s"] and report["max_s"] <= goals["max_s"]
+                         and exact and len(restarts) == len(kills) and not left and status == 0
+                         and (not standby or all(k["take_over"] for k in kills)))
     else:
         report.update(minutes=args.minutes, goal="0 restarts, tables exact")
         report["met"] = not restarts and exact and not left and status == 0

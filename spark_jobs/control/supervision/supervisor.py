@@ -34,7 +34,8 @@ a driver again (a ``resume`` event). Such an end is not a failure: it uses none 
 
 **A warm standby** (``RestartPolicy.warm_standby``, off by default: it costs a second driver's memory; the
 continuous DAG's ``warm_standby`` param, ``supervise --warm-standby``): once the driver has run for
-``standby_after_seconds`` (its first batch is not slowed by a second JVM's start), the supervisor starts
+``standby_after_seconds`` and its lease says it committed a batch (its first batch, a take-over's above all, is not
+slowed by a second JVM's start), the supervisor starts
 ``<command> --standby`` beside it (:mod:`spark_jobs.driver.standby`: it warms up and waits on the lease), writing to
 the other of ``driver.log`` / ``standby.log``. When the driver dies (or stalls and the standby takes its expired
 lease), the standby takes the lease within its 0.2 s poll; the supervisor adopts it as the running driver: a
@@ -89,9 +90,12 @@ START_TIMEOUT_SECONDS = 180.0
 INSPECT_EVERY_SECONDS = 5.0
 # A standby that said it is warm takes a freed lease within its 0.2 s poll: this long after the driver ended, it is stuck.
 TAKE_OVER_SECONDS = 10.0
-# A new standby starts this long after its driver took the lease: a JVM's start (~15 CPU-s) beside the driver's first
-# batch would slow the very batch the standby is there to hurry.
+# A new standby starts this long after its driver took the lease, and not before the driver's lease says it committed a
+# batch (or this many times as long, for a driver with nothing to commit): a JVM's start and warm-up (~15 CPU-s and
+# more) beside the driver's first batch would slow the very batch the standby is there to hurry (on 2 busy cores, a
+# take-over's first batch took 30-50 s instead of 5-10 s beside one).
 STANDBY_AFTER_SECONDS = 10.0
+STANDBY_COMMIT_WAIT_FACTOR = 6
 # supervisor.json's updated_at is refreshed this often while nothing changes (a sign of life).
 REFRESH_EVERY_SECONDS = 30.0
 LOG_TAIL_LINES = 20
@@ -143,6 +147,7 @@ class Supervisor:
         self._logs = (self.driver.log_path, self.driver.log_path.with_name("standby.log"))
         self.standby: ChildProcess | None = None  # the warm standby, while one runs (RestartPolicy.warm_standby)
         self.standby_after_seconds = STANDBY_AFTER_SECONDS
+        self._driver_committed = False  # the running driver's lease says it committed a batch
         self._standby_failures = 0  # standbys that died in a row before they were warm
         self._standby_next = 0.0  # monotonic: no new standby before
         self.budget = RestartBudget(self.policy)
@@ -286,6 +291,7 @@ class Supervisor:
                 return (f"stalled: the driver (pid {self.driver.pid}) did not take the checkpoint's lease within "
                         f"{START_TIMEOUT_SECONDS:g} s of starting")
             return None
+        self._driver_committed = "last_committed_batch" in lease.details
         limit = self.policy.stall_after_seconds or lease.ttl_seconds
         age = lease.heartbeat_age()
         if age > limit:
@@ -442,7 +448,9 @@ class Supervisor:
             return
         if self.state.state != "running" or self._running_since is None:
             return
-        if time.monotonic() < max(self._standby_next, self._running_since + self.standby_after_seconds):
+        running = time.monotonic() - self._running_since
+        if time.monotonic() < self._standby_next or running < self.standby_after_seconds or (
+                not self._driver_committed and running < self.standby_after_seconds * STANDBY_COMMIT_WAIT_FACTOR):
             return
         log_path = self._logs[1] if self.driver.log_path == self._logs[0] else self._logs[0]
         self.standby = ChildProcess([*self.command, "--standby"], log_path, env=self.driver.env, cwd=self.driver.cwd)

@@ -5,8 +5,8 @@ the tests run in order and hand their drivers on (the standby that took over in 
 the next), so the module starts eight JVMs in all. Each test ends with the exact table: every good eventID once,
 the quarantine exactly the bad items, every planned batch committed.
 
-- a paused old driver (SIGSTOP of its whole group, JVM included) whose standby took over, resumed (SIGCONT)
-  while new files wait: it writes nothing and exits refusing;
+- a paused old driver (SIGSTOP of its whole group, JVM included) whose standby took over (after its warm-up ran
+  the live path into scratch tables), resumed (SIGCONT) while new files wait: it writes nothing and exits refusing;
 - a take-over racing a restart (the running driver killed and a plain driver started at the same moment): one
   of them holds the lease, the other waits (the standby) or refuses (the plain driver, status 3);
 - through the supervisor: a standby killed while it waits is replaced (no restart), the driver runs on; then
@@ -31,6 +31,7 @@ from spark_jobs.control.supervision.ownership import LEASE_HELD_EXIT_STATUS
 from spark_jobs.control.supervision.standby_state import read_standby
 from spark_jobs.control.supervision.state import read_supervisor_state
 from spark_jobs.control.supervision.supervisor import Supervisor
+from spark_jobs.driver.standby import WARM_UP_ROUNDS
 from spark_jobs.model.lake import Lake
 from spark_jobs.registry import get_job
 from tests.helpers.cloudtrail import file_name
@@ -170,6 +171,8 @@ def test_a_paused_old_driver_that_wakes_after_its_standby_took_over_writes_nothi
     shared.wait_caught_up()
     standby = shared.start("standby-a", standby=True)
     wait_for(lambda: shared.warm_standby(standby.pid), START_SECONDS, "the standby warm and waiting")
+    warmed = shared.log("standby-a")  # the live path ran, into scratch tables: the exact tables below prove it
+    assert f"standby warm-up of {JOB.name}: round {WARM_UP_ROUNDS} (" in warmed and "did not complete" not in warmed
 
     os.killpg(old.pid, signal.SIGSTOP)  # the whole driver paused, JVM included: its lease ages
     shared.land("b", seed=62)
