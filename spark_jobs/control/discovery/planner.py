@@ -147,6 +147,9 @@ class Discovery:
         self.until_mtime_ms: int | None = None
         self._window: Window | None = None
         self._deleted_upto: int | None = None
+        # a file list's files this instance has put in a manifest: a listed file older than its stem's cut is
+        # forgotten by the window once admitted, and would otherwise be admitted again at every trigger
+        self._listed_taken: set[str] = set()
         if queue is None and settings.queue_url:
             from spark_jobs.control.discovery.notifications import NotificationQueue
 
@@ -201,6 +204,8 @@ class Discovery:
             return start
         manifest = self._manifest(window, admission)
         self.log.write_manifest(manifest)
+        if self.settings.file_list:
+            self._listed_taken.update(f.key for f in admission.files)
         window.fold(manifest, self.settings.layout)
         return offset(manifest.id)
 
@@ -234,14 +239,16 @@ class Discovery:
         run began; oldest delivery first (newest first with ``latest_first``). A file of an explicit list or of a
         notification is new by what it is, whatever its time: notifications come in any order, and a file
         listed late by its stem's cut would otherwise be dropped (a duplicate notification of a file forgotten
-        by the window is read again; the tables' unique keys keep its rows once)."""
+        by the window is read again; the tables' unique keys keep its rows once). A listed file is admitted once
+        per run, even when the window forgets it (older than its stem's cut once the list's newer files moved it:
+        a reconcile's missed files can span more than the lookback)."""
         found, stats = self._find(window, max_files)
         layout = self.settings.layout
         by_time = not (self.settings.file_list or self.queue is not None)
         fresh: dict[str, Candidate] = {}
         behind = 0
         for candidate in found:
-            if candidate.key in window.seen or candidate.key in fresh:
+            if candidate.key in window.seen or candidate.key in fresh or candidate.key in self._listed_taken:
                 continue
             cut = window.cut_of(layout.stem(candidate.key)) if by_time else None
             if cut is not None and candidate.delivered_ms < cut:

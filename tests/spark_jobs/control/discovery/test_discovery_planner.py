@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from spark_jobs.control.discovery.listing import LocalStore
+from spark_jobs.control.discovery.listing import Candidate, LocalStore
 from spark_jobs.control.discovery.planner import Discovery, offset
 from spark_jobs.control.discovery.settings import discovery_settings
 from spark_jobs.control.discovery.state import DiscoveryLog
@@ -19,6 +19,7 @@ from spark_jobs.registry import get_job
 JOB = get_job("cloudtrail_etl")
 UTC = dt.timezone.utc
 STEM = "AWSLogs/111122223333/CloudTrail/us-east-1"
+NOW = dt.datetime(2026, 11, 27, tzinfo=UTC)
 
 
 def deliver(root: Path, moment: dt.datetime, stem: str = STEM, tag: str = "x") -> str:
@@ -105,6 +106,24 @@ def test_a_known_stem_is_listed_from_its_window_a_new_stem_whole(landing):
     assert days == [f"{STEM}/{now - dt.timedelta(days=1):%Y/%m/%d}", f"{STEM}/{now:%Y/%m/%d}"]
     assert old not in json.dumps([f.row() for f in found.files(end, offset(end["manifest"] + 1))])
     assert found.log.status()["skipped_old"] >= 1
+
+
+def test_a_file_list_spanning_more_than_the_lookback_is_admitted_once_and_the_run_ends(landing):
+    root, checkpoint = landing
+    ages = (5, 0)  # days before now: the older one falls behind its stem's cut once the newer one is admitted
+    keys = [deliver(root, NOW - dt.timedelta(days=d), tag=f"d{d}") for d in ages]
+    listed = root.parent / "missed.json"
+    listed.write_text(json.dumps([Candidate(k, 2, 0, int((NOW - dt.timedelta(days=d)).timestamp() * 1000), True).row()
+                                  for k, d in zip(keys, ages)]))
+    found = discovery(root, checkpoint, max_files=1, file_list=str(listed))
+    start, batches = offset(0), []
+    for _ in range(4):  # an endless run would admit the older file again at every trigger
+        end = found.latest(start, found.settings.max_files)
+        if end == start:
+            break
+        batches.append([f.key for f in found.files(start, end)])
+        start = end
+    assert batches == [[keys[0]], [keys[1]]]
 
 
 def test_the_state_holds_the_window_not_the_history(landing):
