@@ -222,7 +222,7 @@ class OncallRequest:
     table: str | None = None
     table_version: int | None = None
     replay: ReplayPlan | None = None
-    restore: object | None = None  # spark_jobs.control.delta_log.RestorePlan
+    restore: object | None = None  # spark_jobs.control.lake.delta_log.RestorePlan
     airflow: AirflowView | None = None
     requested_at: dt.datetime | None = None
     notes: list[str] = field(default_factory=list)
@@ -413,7 +413,7 @@ def check_reprocess(job: JobSpec, lake: Lake, from_time, input_path: str | None,
 
 
 def _check_rollback(job: JobSpec, lake: Lake, table, table_version) -> dict:
-    from spark_jobs.control.delta_log import restore_plan
+    from spark_jobs.control.lake.delta_log import restore_plan
 
     names = [t.name for t in job.tables]
     if table in (None, ""):

@@ -30,7 +30,7 @@ from datetime import date, datetime, timezone
 from decimal import Decimal
 from pathlib import Path
 
-from spark_jobs.control.delta_log import AsOf, parse_as_of, resolve_version
+from spark_jobs.control.lake.delta_log import AsOf, parse_as_of, resolve_version
 from spark_jobs.model.errors import UsageError
 from spark_jobs.model.lake import Lake
 from spark_jobs.model.object_store import delta_rs_options
