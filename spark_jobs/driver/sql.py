@@ -133,10 +133,10 @@ def register_tables(spark, lake: Lake, as_of: dict[str | None, AsOf] | None = No
 
 def _platform_schema(table: str):
     """The Arrow schema of a platform table (its writer's, delta-rs), for its empty view before its first row."""
-    from spark_jobs.control import ops_audit
     from spark_jobs.control.monitoring import progress
+    from spark_jobs.control.oncall import audit
 
-    return {ops_audit.AUDIT_TABLE: ops_audit.arrow_schema(), progress.PROGRESS_TABLE: progress.SCHEMA}[table]
+    return {audit.AUDIT_TABLE: audit.arrow_schema(), progress.PROGRESS_TABLE: progress.SCHEMA}[table]
 
 
 def print_result(frame, output_format: str, limit: int, out=sys.stdout) -> None:

@@ -34,7 +34,7 @@ none it does not, a reason, the times and versions) and the job's state, and ref
 problem with :class:`OncallRefused` naming the field; nothing runs before it has passed.
 :meth:`OncallRequest.plan` says exactly what would happen (a dry run stops there). Only checked,
 re-rendered values (registry names, integers, an ISO time, uuids) reach ``spark-submit``; the reason
-goes only to the audit table (:mod:`spark_jobs.control.ops_audit`).
+goes only to the audit table (:mod:`spark_jobs.control.oncall.audit`).
 
 No pyspark: Airflow's task imports this; the Spark actions run as ``spark-submit`` of
 ``python -m spark_jobs reprocess`` / ``lake restore``.
