@@ -47,7 +47,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from spark_jobs.control.backfill import BackfillRefused, BackfillRequest, FileListing, list_files, parse_time
+from spark_jobs.control.catchup.backfill import BackfillRefused, BackfillRequest, FileListing, list_files, parse_time
 from spark_jobs.control.checkpoint.lease import Lease, LeaseHeld, LeaseInfo, read_lease
 from spark_jobs.model.errors import UsageError
 from spark_jobs.model.lake import Lake
@@ -399,7 +399,7 @@ def check_reprocess(job: JobSpec, lake: Lake, from_time, input_path: str | None,
                                    f"{job.name} reads {job.source.describe()} into tables of "
                                    f"{job.output_mode} mode: use reset_checkpoint (its tables are rebuilt from "
                                    f"its whole source by the next run) or rollback_table")
-    from spark_jobs.control.catchup_plan import job_input
+    from spark_jobs.control.catchup.plan import job_input
 
     source = Path(input_path or job_input(job.name, None))
     if not source.is_dir():
