@@ -94,7 +94,7 @@ def build_backfill_dag(job: JobSpec) -> DAG:
             """Check the form (refused: fail naming the field, run nothing) and list the files."""
             from airflow.sdk.exceptions import AirflowFailException
 
-            from spark_jobs.control.backfill import BackfillRefused, check_request as check, list_files
+            from spark_jobs.control.catchup.backfill import BackfillRefused, check_request as check, list_files
             from streaming.operators.job_submit import record_try
 
             try:

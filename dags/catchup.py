@@ -15,7 +15,7 @@ The task runs:
         --jars <project>/.jars/delta-spark...jar,... --name <job> <project>/spark_jobs/__main__.py \\
         run <job> --trigger available-now [--input DIR] [--max-files-per-trigger N]
 
-A `plan` task decides what the run spark-submits (`spark_jobs.control.catchup_plan`): a scheduled or
+A `plan` task decides what the run spark-submits (`spark_jobs.control.catchup.plan`): a scheduled or
 manual run the command above; a run of **Airflow's own backfill** (`airflow backfill create
 --dag-id <job>_catchup --from-date ... --to-date ...`, or the UI's Backfill dialog) loads only the
 files *delivered in its data interval* (the CloudTrail object name's timestamp), as a writer with a
@@ -114,8 +114,8 @@ def build_catchup_dag(job: JobSpec) -> DAG:
             continuous job owns the checkpoint: skip."""
             from airflow.sdk.exceptions import AirflowFailException
 
-            from spark_jobs.control.backfill import BackfillRefused
-            from spark_jobs.control.catchup_plan import plan_run
+            from spark_jobs.control.catchup.backfill import BackfillRefused
+            from spark_jobs.control.catchup.plan import plan_run
             from spark_jobs.control.supervision.ownership import continuous_owner
             from spark_jobs.model.lake import Lake
             from streaming.operators.job_submit import record_try

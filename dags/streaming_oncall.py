@@ -29,7 +29,7 @@ task resumes (nothing runs; the task fails with "refused: the requester cannot a
 request is checked again against the job's state of that moment before it runs. `restart`, `stop`,
 `pause_supervision` and `resume_supervision` run at once.
 
-Every field is checked before anything runs (`spark_jobs.control.oncall_requests.check_request`); a refusal fails the
+Every field is checked before anything runs (`spark_jobs.control.oncall.requests.check_request`); a refusal fails the
 task with a message naming the field. Only checked values reach spark-submit (an argument list, no
 shell); the reason goes only to the audit. Every run, refused, rejected, expired and dry runs included, is one row of
 the Delta table `ops_audit` (requester, approver, decision and their times too) (`python -m spark_jobs sql "SELECT * FROM ops_audit"`), and the task's

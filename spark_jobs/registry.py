@@ -273,7 +273,7 @@ STREAMING_PROGRESS = TableSpec(
 )
 PLATFORM_TABLES: Mapping[str, TableSpec] = MappingProxyType({t.name: t for t in (OPS_AUDIT, STREAMING_PROGRESS)})
 
-# The on-call actions of the DAG streaming_oncall (spark_jobs.control.oncall_requests): the form's label of each, and
+# The on-call actions of the DAG streaming_oncall (spark_jobs.control.oncall.requests): the form's label of each, and
 # whether a second user must approve it (those that destroy or rewrite data) and how long the request waits.
 ONCALL_ACTION_SPECS: Mapping[str, OncallAction] = check_actions((
     OncallAction("restart", "restart: stop the driver after its micro-batch, start a new one"),

@@ -14,7 +14,7 @@ Routes (under the prefix):
   ``streaming_progress`` history (server-rendered SVG: no JavaScript, nothing fetched from the internet; the
   current checkpoint's micro-batches only; refreshes every 30 s) and its timeline: catch-up and backfill runs with
   the rows and files they loaded or why they failed, incidents, starts, restarts, give-ups, waits for the lease and
-  on-call actions with their requester and approver, in time order (:mod:`spark_jobs.control.timeline`);
+  on-call actions with their requester and approver, in time order (:mod:`spark_jobs.control.monitoring.timeline`);
 - ``/job/<job>`` and ``/dag/<dag_id>``: one job;
 - ``/api/status``: the same summary as ``python -m spark_jobs status --json``;
 - ``/api/jobs/<job>/progress?limit=N``: the job's newest progress rows as JSON;
@@ -201,7 +201,7 @@ def create_app():
     def page(jobs: list, title: str) -> HTMLResponse:
         from spark_jobs.control.monitoring.health import check_job
         from spark_jobs.control.monitoring.history import read_progress
-        from spark_jobs.control.timeline import job_timeline
+        from spark_jobs.control.monitoring.timeline import job_timeline
         from spark_jobs.model.lake import Lake
 
         lake = lake_root()
@@ -246,7 +246,7 @@ def create_app():
 
     @app.get("/api/jobs/{job}/timeline")
     def timeline(job: str) -> JSONResponse:
-        from spark_jobs.control.timeline import job_timeline
+        from spark_jobs.control.monitoring.timeline import job_timeline
         from spark_jobs.model.lake import Lake
         from spark_jobs.registry import JOBS
 

@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     import os
     from pathlib import Path
 
-    from spark_jobs.control.backfill import check_request, list_files
+    from spark_jobs.control.catchup.backfill import check_request, list_files
 
     request = check_request(args.job, args.source, args.date_from, args.date_to, args.max_files_per_trigger,
                             args.dry_run, time_from=args.time_from, time_to=args.time_to)
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({**head, "dry_run": True, **listing.summary()}, sort_keys=True))
         return 0
     from spark_jobs.model.lake import Lake
-    from spark_jobs.control.priority import lower_priority, parse_priority
+    from spark_jobs.control.catchup.priority import lower_priority, parse_priority
     from spark_jobs.driver.session import configure_logging
     from spark_jobs.model.runs import RunOptions
     from spark_jobs.driver.runner import run_streaming

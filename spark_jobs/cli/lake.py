@@ -1,6 +1,6 @@
 """``python -m spark_jobs lake history|optimize|vacuum|restore|convert``: maintenance and recovery of the lake's
 Delta tables (the work is in :mod:`spark_jobs.driver.lake_tools`; history and a restore's check read the log with
-delta-rs, :mod:`spark_jobs.control.delta_log`)."""
+delta-rs, :mod:`spark_jobs.control.lake.delta_log`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import argparse
 import json
 import sys
 
-from spark_jobs.control.delta_log import delta_path, history, restore_plan
+from spark_jobs.control.lake.delta_log import delta_path, history, restore_plan
 from spark_jobs.driver.lake_tools import (check_retention, chosen_tables, convert, optimize, print_history, restore,
                                           safety_minimum_hours, vacuum)
 from spark_jobs.model.errors import UsageError

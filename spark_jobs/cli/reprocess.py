@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from spark_jobs.model.lake import Lake
-    from spark_jobs.control.oncall_requests import check_reprocess
+    from spark_jobs.control.oncall.requests import check_reprocess
 
     job = get_job(args.job)
     lake = Lake.at(args.lake)

@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     if args.latest_first:
         options["latestFirst"] = "true"
     if job.source.kind == "kafka":
-        from spark_jobs.control.kafka_options import run_overrides
+        from spark_jobs.control.kafka.options import run_overrides
 
         # The DAG forms' "files per micro-batch" is messages per micro-batch for a Kafka job.
         per_trigger = options.pop("maxFilesPerTrigger", None)

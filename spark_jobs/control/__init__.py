@@ -1,1 +1,4 @@
-"""The control plane, without pyspark: checkpoints and the lease, supervision, monitoring, backfills, catch-up planning, on-call requests, the audit."""
+"""The control plane, without pyspark, one package per concept: ``checkpoint`` (the checkpoint and its lease),
+``discovery``, ``supervision``, ``monitoring``, ``catchup`` (catch-up runs and backfills), ``oncall`` (on-call
+requests, their approval, the audit), ``kafka`` (a Kafka job's lag and options), ``lake`` (Delta tables through
+delta-rs)."""

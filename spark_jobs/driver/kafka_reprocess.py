@@ -54,8 +54,8 @@ def reprocess_command(job: JobSpec, lake, args) -> int:
     """
     import json
 
-    from spark_jobs.control.kafka_lag import offsets_at
-    from spark_jobs.control.kafka_options import parse_time
+    from spark_jobs.control.kafka.lag import offsets_at
+    from spark_jobs.control.kafka.options import parse_time
     from spark_jobs.driver.runner import resolve_input
     from spark_jobs.driver.session import build_session, configure_logging
 

@@ -38,8 +38,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from spark_jobs.control.delta_log import (RestorePlan, commit_infos, delta_path, int_or_none, latest_version,
-                                           partitions_with_small_files, version_rows)
+from spark_jobs.control.lake.delta_log import (RestorePlan, commit_infos, delta_path, int_or_none, latest_version,
+                                                partitions_with_small_files, version_rows)
 from spark_jobs.model.errors import UsageError
 from spark_jobs.model.lake import Lake
 from spark_jobs.model.jobs import JobSpec
@@ -149,7 +149,7 @@ def optimize(spark, lake: Lake, table: TableSpec, where: str | None = None,
     :param where: a predicate on partition columns: only those partitions are compacted.
     :param changed_only: only the partitions holding two or more files under half of
         ``time_ordered_file_bytes`` (those appends wrote since the last optimize; see
-        :func:`spark_jobs.control.delta_log.partitions_with_small_files`), ANDed with ``where``. Delta's
+        :func:`spark_jobs.control.lake.delta_log.partitions_with_small_files`), ANDed with ``where``. Delta's
         Z-order rewrites every file of the partitions it is given, so without this a daily run rewrites
         the whole table; with it, the day the live job appends to and any day a backfill wrote.
         An unpartitioned table counts as one partition.

@@ -52,7 +52,7 @@ from spark_jobs.model.errors import UsageError
 from spark_jobs.model.lake import Lake
 from spark_jobs.model.times import utc_iso
 from spark_jobs.driver.session import session_conf
-from spark_jobs.control.oncall_requests import ReplayPlan, add_actions, missing_files
+from spark_jobs.control.oncall.requests import ReplayPlan, add_actions, missing_files
 from spark_jobs.model.jobs import JobSpec
 from spark_jobs.model.object_store import delta_rs_options
 from spark_jobs.driver.job_modules import job_module, output_schemas, table_targets

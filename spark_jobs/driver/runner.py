@@ -253,7 +253,7 @@ def run_streaming(job: JobSpec, options: RunOptions, spark: SparkSession | None 
     # Its pid is this Python driver's: the one a supervisor sends SIGTERM to for a graceful stop.
     lease = acquire()
     keeper = _LeaseKeeper(lease, details).start()
-    from spark_jobs.control.nothing_new import nothing_to_do
+    from spark_jobs.control.catchup.nothing_new import nothing_to_do
 
     reason = nothing_to_do(job, options)  # under the lease: no other driver can be adding a batch
     if reason is not None:

@@ -30,7 +30,7 @@ from datetime import date, datetime, timezone
 from decimal import Decimal
 from pathlib import Path
 
-from spark_jobs.control.delta_log import AsOf, parse_as_of, resolve_version
+from spark_jobs.control.lake.delta_log import AsOf, parse_as_of, resolve_version
 from spark_jobs.model.errors import UsageError
 from spark_jobs.model.lake import Lake
 from spark_jobs.model.object_store import delta_rs_options
@@ -133,10 +133,10 @@ def register_tables(spark, lake: Lake, as_of: dict[str | None, AsOf] | None = No
 
 def _platform_schema(table: str):
     """The Arrow schema of a platform table (its writer's, delta-rs), for its empty view before its first row."""
-    from spark_jobs.control import ops_audit
     from spark_jobs.control.monitoring import progress
+    from spark_jobs.control.oncall import audit
 
-    return {ops_audit.AUDIT_TABLE: ops_audit.arrow_schema(), progress.PROGRESS_TABLE: progress.SCHEMA}[table]
+    return {audit.AUDIT_TABLE: audit.arrow_schema(), progress.PROGRESS_TABLE: progress.SCHEMA}[table]
 
 
 def print_result(frame, output_format: str, limit: int, out=sys.stdout) -> None:

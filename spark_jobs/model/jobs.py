@@ -42,7 +42,8 @@ class JobSpec:
     :param progress: the job's progress history in ``streaming_progress`` (see :class:`ProgressHistory`).
     :param backfill_priority: the CPU priority of a backfill's driver, so the live job keeps its freshness
         during a large backfill: ``idle`` (Linux ``SCHED_IDLE``), ``nice:N`` or ``normal``
-        (:mod:`spark_jobs.control.priority`); ``$<NAME>_BACKFILL_PRIORITY`` or ``backfill --priority`` override it.
+        (:mod:`spark_jobs.control.catchup.priority`); ``$<NAME>_BACKFILL_PRIORITY`` or ``backfill --priority``
+        override it.
     :param source: what the job reads (:mod:`spark_jobs.model.streams`): files (``FileSource``, the default:
         Spark's ``binaryFile`` source), another job's Delta table as a stream (``DeltaTableSource``) or
         Kafka topics (``KafkaSource``). ``file_source_options`` are that source's options (for a Delta

@@ -16,7 +16,7 @@ environment (the DAGs' spark-submit passes the environment on); a person running
 
 :meth:`KafkaConnection.spark_options` turns it into the ``kafka.*`` options of Spark's Kafka source
 and sink (the Java client: SASL credentials become ``sasl.jaas.config``); :meth:`client_config` into
-librdkafka settings for the checkpoint's lag report (:mod:`spark_jobs.control.kafka_lag`). ``repr`` and
+librdkafka settings for the checkpoint's lag report (:mod:`spark_jobs.control.kafka.lag`). ``repr`` and
 :meth:`describe` show no secret, and the Kafka job sets ``spark.sql.redaction.options.regex`` so the
 query plan in logs and the Spark UI shows none either.
 """

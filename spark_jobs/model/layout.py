@@ -8,7 +8,7 @@ time derives from it, in every layer:
 
 - discovery lists only the date folders inside its window (:mod:`spark_jobs.control.discovery`);
 - a backfill's date or time range, ``reprocess --from-time`` and Airflow's backfill of the catch-up DAG
-  select files by :meth:`KeyLayout.delivery_time` (:mod:`spark_jobs.control.backfill`);
+  select files by :meth:`KeyLayout.delivery_time` (:mod:`spark_jobs.control.catchup.backfill`);
 - the pipelined write's delivery-date and delivery-time bounds of a batch come from its files' delivery
   times (:mod:`spark_jobs.driver.write.pipelined`).
 

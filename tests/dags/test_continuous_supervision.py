@@ -52,7 +52,7 @@ from tools.local_airflow import SERVICE_USER, LocalAirflow, free_port, marked_pr
 
 from spark_jobs.model.lake import Lake
 from spark_jobs.control.monitoring.runs import read_runs
-from spark_jobs.control.ops_audit import read_rows
+from spark_jobs.control.oncall.audit import read_rows
 
 DAG_ID = "cloudtrail_etl_continuous"
 CATCHUP = "cloudtrail_etl_catchup"

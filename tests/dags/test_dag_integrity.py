@@ -104,7 +104,7 @@ def validate_param(dag, name: str, value) -> None:
 def spark_submit_command(dag, params: dict, monkeypatch) -> list[str]:
     """The exact spark-submit command of a manual run with ``params``: what ``plan`` returns, rendered into
     ``spark_submit``'s arguments and built by the provider's hook."""
-    from spark_jobs.control.catchup_plan import plan_run
+    from spark_jobs.control.catchup.plan import plan_run
 
     task = dag.get_task("spark_submit")
     values = {**dag.params.dump(), **params}

@@ -29,7 +29,7 @@ import pytest
 
 from spark_jobs.control.monitoring.conditions import Condition
 from spark_jobs.control.monitoring.incidents import IncidentStore
-from spark_jobs.control.ops_audit import read_rows
+from spark_jobs.control.oncall.audit import read_rows
 from spark_jobs.control.supervision.state import append_event
 from spark_jobs.model.lake import Lake
 from tests.helpers.approvals import UserApi, pending, running, user_settings

@@ -33,8 +33,8 @@ import pytest
 
 from spark_jobs.control.checkpoint.lease import Lease
 from spark_jobs.model.lake import Lake
-from spark_jobs.control.oncall_approval import needs_approval
-from spark_jobs.control.ops_audit import read_rows
+from spark_jobs.control.oncall.approval import needs_approval
+from spark_jobs.control.oncall.audit import read_rows
 from tests.helpers.approvals import UserApi, pending, user_settings
 from tests.helpers.airflow_fixtures import fresh_airflow_home, require_airflow_env
 from tests.helpers.project import PROJECT_ROOT

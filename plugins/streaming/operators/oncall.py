@@ -22,19 +22,19 @@ NEEDS_AIRFLOW = ("restart", "stop", "resume_supervision")
 class OncallActionOperator(HITLOperator):
     """Carry out one on-call action on a registry job, from the run's params (the trigger form).
 
-    1. :func:`spark_jobs.control.oncall_requests.check_request` checks every field and the job's state (its lease, its
+    1. :func:`spark_jobs.control.oncall.requests.check_request` checks every field and the job's state (its lease, its
        supervisor, the continuous DAG in Airflow); a refusal fails the task naming the field
        (:class:`AirflowFailException`, no retry) and runs nothing.
-    2. The plan (:meth:`~spark_jobs.control.oncall_requests.OncallRequest.plan`) goes to the log and to XCom ``plan``;
+    2. The plan (:meth:`~spark_jobs.control.oncall.requests.OncallRequest.plan`) goes to the log and to XCom ``plan``;
        a dry run ends there.
     3. An action that destroys or rewrites data (the registry's ``needs_approval``: ``reset_checkpoint``,
        ``rollback_table``, ``reprocess_from``) waits for a second user: Airflow's human-in-the-loop (this operator is
        an :class:`HITLOperator`: Browse > Required Actions, or the REST API's ``hitlDetails``) shows the plan and
        offers ``Approve`` / ``Reject``; the request expires after the registry's time
-       (:func:`spark_jobs.control.oncall_approval.approval_expiry`). With the simple auth manager the request is
-       assigned to every other user who may answer (:func:`~spark_jobs.control.oncall_approval.approvers`), so
+       (:func:`spark_jobs.control.oncall.approval.approval_expiry`). With the simple auth manager the request is
+       assigned to every other user who may answer (:func:`~spark_jobs.control.oncall.approval.approvers`), so
        Airflow refuses the requester's own answer; none: refused at once. When the task resumes
-       (:meth:`execute_complete`), :func:`~spark_jobs.control.oncall_approval.decide` reads the answer: the
+       (:meth:`execute_complete`), :func:`~spark_jobs.control.oncall.approval.decide` reads the answer: the
        requester's own approval is refused (where Airflow could not keep them out), a rejection or an expiry runs
        nothing, and an approval checks the request again against the job's state of now before it runs.
     4. The action: ``reprocess_from`` and ``rollback_table`` spark-submit ``python -m spark_jobs reprocess``
@@ -73,7 +73,7 @@ class OncallActionOperator(HITLOperator):
     # -- the steps -------------------------------------------------------------------------------
 
     def execute(self, context) -> dict:
-        from spark_jobs.control.oncall_approval import needs_approval
+        from spark_jobs.control.oncall.approval import needs_approval
 
         lake, form, record = self._start(context)
         request = self._check(context, lake, form, record)
@@ -93,7 +93,7 @@ class OncallActionOperator(HITLOperator):
 
     def _start(self, context):
         from spark_jobs.model.lake import Lake
-        from spark_jobs.control.ops_audit import AuditRecord
+        from spark_jobs.control.oncall.audit import AuditRecord
 
         params, dag_run = context["params"], context["dag_run"]
         form = {name: params.get(name) for name in FORM_FIELDS}
@@ -108,7 +108,7 @@ class OncallActionOperator(HITLOperator):
 
     def _check(self, context, lake, form, record):
         """The checked request; a refusal is audited and fails the task."""
-        from spark_jobs.control.oncall_requests import OncallRefused, check_request
+        from spark_jobs.control.oncall.requests import OncallRefused, check_request
 
         try:
             airflow = self._airflow_view(form["job"]) if form["action"] in NEEDS_AIRFLOW else None
@@ -127,7 +127,7 @@ class OncallActionOperator(HITLOperator):
         manager's users); None when they cannot be listed (another auth manager, or everyone is let in)."""
         from airflow.configuration import conf
 
-        from spark_jobs.control.oncall_approval import approvers
+        from spark_jobs.control.oncall.approval import approvers
 
         manager = conf.get("core", "auth_manager", fallback="") or ""
         if not manager.endswith("SimpleAuthManager") or conf.getboolean("core", "simple_auth_manager_all_admins",
@@ -143,7 +143,7 @@ class OncallActionOperator(HITLOperator):
 
     def _ask_approval(self, context, request, record, plan) -> None:
         """Ask a second user (Airflow's human-in-the-loop); the task waits, then resumes in :meth:`execute_complete`."""
-        from spark_jobs.control.oncall_approval import approval_body, approval_expiry, approval_subject
+        from spark_jobs.control.oncall.approval import approval_body, approval_expiry, approval_subject
 
         may_approve = self._approvers(record.triggered_by)
         if may_approve == []:
@@ -173,7 +173,7 @@ class OncallActionOperator(HITLOperator):
         """The second user's answer (or the expiry): refuse, or check the request again and run it."""
         import datetime as dt
 
-        from spark_jobs.control.oncall_approval import decide
+        from spark_jobs.control.oncall.approval import decide
 
         asked = context["ti"].xcom_pull(task_ids=self.task_id, key="approval_request")
         lake, form, record = self._start(context)
@@ -213,7 +213,7 @@ class OncallActionOperator(HITLOperator):
         return self._audit(context, lake, record)
 
     def _audit(self, context, lake, record) -> dict:
-        from spark_jobs.control.ops_audit import append
+        from spark_jobs.control.oncall.audit import append
 
         row = append(lake, record)
         shown = {**row, "versions_before": dict(row["versions_before"]), "versions_after": dict(row["versions_after"]),
@@ -225,7 +225,7 @@ class OncallActionOperator(HITLOperator):
 
     @staticmethod
     def _versions(job, lake) -> dict[str, int]:
-        from spark_jobs.control.oncall_requests import table_versions
+        from spark_jobs.control.oncall.requests import table_versions
         from spark_jobs.registry import JOBS
 
         return table_versions(JOBS[job], lake) if job in JOBS else {}
@@ -237,7 +237,7 @@ class OncallActionOperator(HITLOperator):
 
     def _airflow_view(self, job_name):
         """The continuous DAG's state from the REST API (an unreachable API is a view with the error)."""
-        from spark_jobs.control.oncall_requests import AirflowView
+        from spark_jobs.control.oncall.requests import AirflowView
         from spark_jobs.registry import JOBS
         from streaming.hooks.airflow_api import AirflowApiError
 
@@ -259,7 +259,7 @@ class OncallActionOperator(HITLOperator):
         if action in ("reprocess_from", "rollback_table"):
             return self._spark_submit(request, record.audit_id)
         if action == "reset_checkpoint":
-            from spark_jobs.control.oncall_requests import reset_checkpoint
+            from spark_jobs.control.oncall.requests import reset_checkpoint
 
             return reset_checkpoint(request)
         control = str(request.lake.control_path(request.job.name))

@@ -10,7 +10,7 @@ Airflow's own file triggers do not fit: ``FileTrigger`` waits for one path to ex
 (``MessageQueueTrigger``) needs the common-messaging provider, which is not installed here, so only file jobs
 are watched. This one lists the folder or bucket prefix every ``poll_seconds`` in a thread
 (``asyncio.to_thread``: a listing, local or fsspec, never blocks the triggerer's event loop), and the decision is
-:class:`spark_jobs.control.landing_watch.LandingWatch`'s: new names since the previous listing fire one event.
+:class:`spark_jobs.control.catchup.landing_watch.LandingWatch`'s: new names since the previous listing fire one event.
 It lives in ``plugins/`` because the triggerer imports it; importing it reads nothing.
 """
 
@@ -42,12 +42,12 @@ class LandingFilesTrigger(BaseEventTrigger):
                 {"job": self.job, "input_path": self.input_path, "poll_seconds": self.poll_seconds})
 
     def folder(self) -> str:
-        from spark_jobs.control.catchup_plan import job_input
+        from spark_jobs.control.catchup.plan import job_input
 
         return self.input_path or job_input(self.job, None)
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
-        from spark_jobs.control.landing_watch import LandingWatch, landing_names
+        from spark_jobs.control.catchup.landing_watch import LandingWatch, landing_names
 
         folder = self.folder()
         watch = LandingWatch()

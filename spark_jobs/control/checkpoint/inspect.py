@@ -343,7 +343,7 @@ def _read_offsets(report: CheckpointReport, offsets: LogDir, committed: int,
 def _offset_of(job: JobSpec, offset: dict) -> int | DeltaOffset | None:
     """The source's offset as the job's kind of source writes it (None: another kind wrote it)."""
     if job.source.kind == "kafka":
-        from spark_jobs.control.kafka_lag import kafka_source_offset
+        from spark_jobs.control.kafka.lag import kafka_source_offset
 
         return kafka_source_offset(offset)
     if job.discovers_files:  # the landing source's manifest, or the file source's offset it takes over

@@ -2,7 +2,7 @@
 
 The checkpoint's offsets of the last committed batch are the job's position; the brokers (reached
 through the job's Airflow connection, :mod:`spark_jobs.model.kafka_connection`) say how far each partition
-has grown (:mod:`spark_jobs.control.kafka_lag`). ``backlog_files`` counts messages for a Kafka job, and
+has grown (:mod:`spark_jobs.control.kafka.lag`). ``backlog_files`` counts messages for a Kafka job, and
 ``consumer_lag`` holds the per-partition numbers and their age. No broker, no connection: the
 backlog is unknown and a warning says why (the rest of the report does not depend on it).
 """
@@ -18,7 +18,7 @@ from spark_jobs.model.jobs import JobSpec
 def kafka_backlog(report, job: JobSpec, given, entries: dict, committed: int, now: datetime) -> None:
     """Fill ``report``'s input, backlog (messages), in-flight messages and ``consumer_lag``."""
     from spark_jobs.model.kafka_connection import KafkaConnection
-    from spark_jobs.control.kafka_lag import consumer_lag, kafka_source_offset, lag_report
+    from spark_jobs.control.kafka.lag import consumer_lag, kafka_source_offset, lag_report
     from spark_jobs.model.inputs import named_input
     from spark_jobs.model.streams import kafka_subscription
 

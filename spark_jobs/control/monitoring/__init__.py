@@ -7,4 +7,5 @@
 - :mod:`.incidents`: open and resolved incidents, persisted beside the checkpoint.
 - :mod:`.status`: ``python -m spark_jobs status``.
 - :mod:`.plots`: server-rendered SVG charts of the history (the health page).
+- :mod:`.timeline`: a job's runs, supervisor events, incidents and on-call actions in time order (the health page).
 """

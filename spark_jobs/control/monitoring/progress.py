@@ -218,7 +218,7 @@ def progress_row(progress, *, job: JobSpec, stream: str, rates: tuple[float, flo
 
 def append_rows(lake_root: str | Path, rows: list[dict]) -> None:
     """Append ``rows`` to ``streaming_progress`` in one Delta commit (delta-rs; the first one creates it)."""
-    from spark_jobs.control import delta_append
+    from spark_jobs.control.lake import delta_append
 
     if not rows:
         return

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from spark_jobs.control.landing_watch import LandingWatch, landing_names
+from spark_jobs.control.catchup.landing_watch import LandingWatch, landing_names
 from spark_jobs.model.catchup import CatchupTrigger
 from spark_jobs.model.errors import RegistryError
 from spark_jobs.registry import JOBS

@@ -21,7 +21,7 @@ import pytest
 from spark_jobs.model.errors import UsageError
 from spark_jobs.launch.jars import JARS, MAVEN_REPO_ENV, JARS_DIR_ENV
 from spark_jobs.model.lake import Lake
-from spark_jobs.control.delta_log import restore_plan
+from spark_jobs.control.lake.delta_log import restore_plan
 from spark_jobs.cli.lake import run as run_command
 from spark_jobs.driver.lake_tools import optimize, restore, vacuum
 from spark_jobs.registry import get_job, table_specs

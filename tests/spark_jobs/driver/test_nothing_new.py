@@ -7,7 +7,7 @@ from pathlib import Path
 
 from spark_jobs.control.checkpoint.inspect import inspect_checkpoint
 from spark_jobs.model.lake import Lake
-from spark_jobs.control.nothing_new import nothing_to_do
+from spark_jobs.control.catchup.nothing_new import nothing_to_do
 from spark_jobs.registry import get_job
 from spark_jobs.model.runs import RunOptions
 from tools.sample_data import write_sample_landing

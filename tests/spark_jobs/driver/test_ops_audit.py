@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 import pytest
 
 from spark_jobs.model.lake import Lake
-from spark_jobs.control.ops_audit import AuditRecord, append, read_rows
+from spark_jobs.control.oncall.audit import AuditRecord, append, read_rows
 from spark_jobs.driver.sql import print_result, register_tables, run_duckdb
 
 QUERY = ("SELECT action, outcome, triggered_by, dry_run, parameters, versions_before, versions_after, time "

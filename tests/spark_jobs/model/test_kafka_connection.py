@@ -8,7 +8,7 @@ import pytest
 
 from spark_jobs.model.errors import UsageError
 from spark_jobs.model.kafka_connection import KafkaConnection
-from spark_jobs.control.kafka_options import run_overrides
+from spark_jobs.control.kafka.options import run_overrides
 from spark_jobs.model.streams import kafka_subscription
 
 SECRET = 's3cr"et'

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from spark_jobs.control.backfill import check_request, list_files
-from spark_jobs.control.oncall_requests import ReplayPlan
+from spark_jobs.control.catchup.backfill import check_request, list_files
+from spark_jobs.control.oncall.requests import ReplayPlan
 from spark_jobs.model.errors import RegistryError
 from spark_jobs.model.lake import Lake
 from spark_jobs.model.layout import KeyLayout

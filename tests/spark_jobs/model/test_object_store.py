@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from spark_jobs.control.backfill import BackfillRefused, check_source, input_roots
+from spark_jobs.control.catchup.backfill import BackfillRefused, check_source, input_roots
 from spark_jobs.model.lake import Lake
 from spark_jobs.model.object_store import S3Settings, delta_rs_options, hadoop_conf
 from spark_jobs.registry import get_job

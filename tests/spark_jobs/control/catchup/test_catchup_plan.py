@@ -6,8 +6,8 @@ import datetime as dt
 
 import pytest
 
-from spark_jobs.control.backfill import BackfillRefused
-from spark_jobs.control.catchup_plan import plan_run
+from spark_jobs.control.catchup.backfill import BackfillRefused
+from spark_jobs.control.catchup.plan import plan_run
 
 UTC = dt.timezone.utc
 HOUR = (dt.datetime(2024, 3, 1, 8, tzinfo=UTC), dt.datetime(2024, 3, 1, 9, tzinfo=UTC))

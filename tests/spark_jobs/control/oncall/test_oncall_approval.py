@@ -7,9 +7,9 @@ import datetime as dt
 
 import pytest
 
-from spark_jobs.control.oncall_approval import (EXPIRY_ENV, approval_body, approval_expiry, approval_subject,
+from spark_jobs.control.oncall.approval import (EXPIRY_ENV, approval_body, approval_expiry, approval_subject,
                                                  approvers, decide, needs_approval)
-from spark_jobs.control.ops_audit import AuditRecord, append, arrow_schema, audit_path, read_rows
+from spark_jobs.control.oncall.audit import AuditRecord, append, arrow_schema, audit_path, read_rows
 from spark_jobs.model.errors import RegistryError
 from spark_jobs.model.lake import Lake
 from spark_jobs.model.oncall import OncallAction, check_actions

@@ -1,7 +1,8 @@
 """Which partitions ``lake optimize --changed-only`` picks: those with two or more small files, read with delta-rs.
 
 Delta's Z-order rewrites every file of the partitions it is given, so the daily ``lake_maintenance`` run gives
-it only the days appends wrote to since the last compaction (:func:`spark_jobs.control.delta_log.partitions_with_small_files`).
+it only the days appends wrote to since the last compaction
+(:func:`spark_jobs.control.lake.delta_log.partitions_with_small_files`).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import datetime as dt
 
 import pyarrow as pa
 
-from spark_jobs.control.delta_log import partitions_with_small_files
+from spark_jobs.control.lake.delta_log import partitions_with_small_files
 
 
 def _append(path, days: list[dt.date], rows_each: int = 3) -> None:

@@ -13,7 +13,7 @@ only the date folders of the range (:mod:`spark_jobs.control.discovery.listing`)
 selects the same files, so nothing outside the range is listed past its folder or read. A request may give
 a time window instead of dates (``time_from`` inclusive, ``time_to`` exclusive: an Airflow data interval).
 Backfills run at a lower CPU priority than the live job
-(:attr:`~spark_jobs.model.jobs.JobSpec.backfill_priority`, :mod:`spark_jobs.control.priority`).
+(:attr:`~spark_jobs.model.jobs.JobSpec.backfill_priority`, :mod:`spark_jobs.control.catchup.priority`).
 
 Everything a form or a command line supplies is checked here before anything runs, and nothing
 else reaches a shell or spark-submit: a refused request raises :class:`BackfillRefused` naming the

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from spark_jobs.model.errors import UsageError
-from spark_jobs.control.priority import is_lowered, lower_threads, parse_priority, thread_nice
+from spark_jobs.control.catchup.priority import is_lowered, lower_threads, parse_priority, thread_nice
 
 THREADED = """
 import sys, threading, time
@@ -52,7 +52,7 @@ def test_every_thread_of_a_running_process_and_its_later_threads_run_at_the_lowe
 
 
 def test_outside_spark_submit_only_the_process_itself_is_lowered():
-    code = ("import json, os; from spark_jobs.control.priority import lower_priority; "
+    code = ("import json, os; from spark_jobs.control.catchup.priority import lower_priority; "
             "print(json.dumps(lower_priority('idle')), os.sched_getscheduler(0) == os.SCHED_IDLE)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr

@@ -20,7 +20,7 @@ from deltalake import write_deltalake
 
 from spark_jobs.control.checkpoint.lease import Lease, read_lease
 from spark_jobs.model.lake import Lake
-from spark_jobs.control.oncall_requests import AirflowView, OncallRefused, check_request, reset_checkpoint
+from spark_jobs.control.oncall.requests import AirflowView, OncallRefused, check_request, reset_checkpoint
 from spark_jobs.registry import get_job
 from spark_jobs.control.supervision.hold import place_hold
 from spark_jobs.control.supervision.state import SupervisorState, write_supervisor_state

@@ -34,7 +34,7 @@ none it does not, a reason, the times and versions) and the job's state, and ref
 problem with :class:`OncallRefused` naming the field; nothing runs before it has passed.
 :meth:`OncallRequest.plan` says exactly what would happen (a dry run stops there). Only checked,
 re-rendered values (registry names, integers, an ISO time, uuids) reach ``spark-submit``; the reason
-goes only to the audit table (:mod:`spark_jobs.control.ops_audit`).
+goes only to the audit table (:mod:`spark_jobs.control.oncall.audit`).
 
 No pyspark: Airflow's task imports this; the Spark actions run as ``spark-submit`` of
 ``python -m spark_jobs reprocess`` / ``lake restore``.
@@ -47,7 +47,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from spark_jobs.control.backfill import BackfillRefused, BackfillRequest, FileListing, list_files, parse_time
+from spark_jobs.control.catchup.backfill import BackfillRefused, BackfillRequest, FileListing, list_files, parse_time
 from spark_jobs.control.checkpoint.lease import Lease, LeaseHeld, LeaseInfo, read_lease
 from spark_jobs.model.errors import UsageError
 from spark_jobs.model.lake import Lake
@@ -222,7 +222,7 @@ class OncallRequest:
     table: str | None = None
     table_version: int | None = None
     replay: ReplayPlan | None = None
-    restore: object | None = None  # spark_jobs.control.delta_log.RestorePlan
+    restore: object | None = None  # spark_jobs.control.lake.delta_log.RestorePlan
     airflow: AirflowView | None = None
     requested_at: dt.datetime | None = None
     notes: list[str] = field(default_factory=list)
@@ -399,7 +399,7 @@ def check_reprocess(job: JobSpec, lake: Lake, from_time, input_path: str | None,
                                    f"{job.name} reads {job.source.describe()} into tables of "
                                    f"{job.output_mode} mode: use reset_checkpoint (its tables are rebuilt from "
                                    f"its whole source by the next run) or rollback_table")
-    from spark_jobs.control.catchup_plan import job_input
+    from spark_jobs.control.catchup.plan import job_input
 
     source = Path(input_path or job_input(job.name, None))
     if not source.is_dir():
@@ -413,7 +413,7 @@ def check_reprocess(job: JobSpec, lake: Lake, from_time, input_path: str | None,
 
 
 def _check_rollback(job: JobSpec, lake: Lake, table, table_version) -> dict:
-    from spark_jobs.control.delta_log import restore_plan
+    from spark_jobs.control.lake.delta_log import restore_plan
 
     names = [t.name for t in job.tables]
     if table in (None, ""):

@@ -11,15 +11,15 @@
   whose interval holds no file ends here, without a spark-submit.
 
 No pyspark (Airflow's ``plan`` task imports it). A form-supplied ``input`` is checked like a
-backfill's source (:func:`spark_jobs.control.backfill.check_source`: under the job's input roots, no ``..``,
-no symlink out of a root, no shell metacharacters) before it reaches spark-submit.
+backfill's source (:func:`spark_jobs.control.catchup.backfill.check_source`: under the job's input roots, no
+``..``, no symlink out of a root, no shell metacharacters) before it reaches spark-submit.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 
-from spark_jobs.control.backfill import BackfillRefused, check_request, check_source, list_files
+from spark_jobs.control.catchup.backfill import BackfillRefused, check_request, check_source, list_files
 from spark_jobs.model import inputs
 from spark_jobs.registry import get_job
 

@@ -9,7 +9,7 @@ Sources, all beside the checkpoint or in the lake:
 - ``<lake>/control/<job>/events.jsonl``: the supervisor's events (:mod:`spark_jobs.control.supervision.state`);
 - ``<lake>/control/<job>/incidents.json``: open incidents and the last resolved ones
   (:mod:`spark_jobs.control.monitoring.incidents`): an entry when one opened and one when it resolved;
-- ``ops_audit``: every on-call action on the job (:mod:`spark_jobs.control.ops_audit`), with its requester, its
+- ``ops_audit``: every on-call action on the job (:mod:`spark_jobs.control.oncall.audit`), with its requester, its
   approver or rejecter and its outcome.
 
 The health page (:mod:`streaming.health_page`) shows it per job. No pyspark here.
@@ -143,7 +143,7 @@ def incident_entries(job: JobSpec, lake: Lake) -> list[TimelineEntry]:
 
 
 def oncall_entries(job: JobSpec, lake: Lake) -> list[TimelineEntry]:
-    from spark_jobs.control.ops_audit import read_rows
+    from spark_jobs.control.oncall.audit import read_rows
 
     entries = []
     for row in read_rows(lake):

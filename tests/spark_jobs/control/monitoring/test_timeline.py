@@ -10,9 +10,9 @@ import pytest
 from spark_jobs.control.monitoring.conditions import Condition
 from spark_jobs.control.monitoring.incidents import IncidentStore
 from spark_jobs.control.monitoring.runs import RunRecord, loaded_since, read_runs, record_run
-from spark_jobs.control.ops_audit import AuditRecord, append
+from spark_jobs.control.oncall.audit import AuditRecord, append
 from spark_jobs.control.supervision.state import append_event
-from spark_jobs.control.timeline import job_timeline
+from spark_jobs.control.monitoring.timeline import job_timeline
 from spark_jobs.model.lake import Lake
 from spark_jobs.registry import JOBS
 

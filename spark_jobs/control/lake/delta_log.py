@@ -3,7 +3,7 @@ names, the history people read, and the plan of a restore.
 
 Shared by ``python -m spark_jobs sql --as-of`` and ``lake history|restore`` (:mod:`spark_jobs.driver.sql`,
 :mod:`spark_jobs.driver.lake_tools`) and by the on-call checks, which run in Airflow without pyspark
-(:mod:`spark_jobs.control.oncall_requests`).
+(:mod:`spark_jobs.control.oncall.requests`).
 """
 
 from __future__ import annotations

@@ -145,7 +145,7 @@ def append(lake: Lake, record: AuditRecord) -> dict:
     """
     import pyarrow as pa
 
-    from spark_jobs.control import delta_append
+    from spark_jobs.control.lake import delta_append
 
     row = record.to_row()
     table = pa.Table.from_pylist([row], schema=arrow_schema())

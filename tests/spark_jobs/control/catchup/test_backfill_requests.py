@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from spark_jobs.control.backfill import BackfillRefused, check_request, list_files
+from spark_jobs.control.catchup.backfill import BackfillRefused, check_request, list_files
 from spark_jobs.registry import CLOUDTRAIL_LAYOUT
 
 TODAY = dt.date(2026, 11, 23)
