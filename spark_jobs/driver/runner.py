@@ -49,7 +49,7 @@ class RunSummary:
     """What one run did, printed as one JSON line when it ends.
 
     ``skipped`` says why an available-now run ended without starting Spark (nothing new, proved from
-    the checkpoint: :mod:`spark_jobs.control.nothing_new`); ``None`` when Spark ran.
+    the checkpoint: :mod:`spark_jobs.control.catchup.nothing_new`); ``None`` when Spark ran.
     """
 
     job: str

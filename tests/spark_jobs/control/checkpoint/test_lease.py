@@ -121,9 +121,9 @@ def test_check_fails_after_a_newer_generation_even_when_own_renewal_is_fresh(con
 def test_paused_holder_that_wakes_up_cannot_write_even_if_nobody_took_over(control_dir):
     clock = HandClock()
     lease = Lease.acquire(control_dir, "job", ttl_seconds=0.3, clock=clock)
-    clock.advance(0.3)
-    lease.check()  # at the ttl: still its own
-    clock.advance(0.2)  # as if SIGSTOPped for longer than the ttl
+    clock.advance(0.25)
+    lease.check()  # within the ttl: still its own (not at it exactly: a float's sum may land either side)
+    clock.advance(0.25)  # as if SIGSTOPped for longer than the ttl
     with pytest.raises(LeaseLost, match="renewal was 0.5 s ago"):
         lease.check()
     assert read_lease(control_dir).generation == 1  # nobody took over
