@@ -66,14 +66,19 @@ def read_input(spark: SparkSession, job: JobSpec, options: "RunOptions", streami
     from spark_jobs.control.discovery.settings import run_settings
 
     if streaming and job.discovers_files:
-        from spark_jobs.driver import landing_source
-
-        landing_source.register(spark)
-        settings = run_settings(job, options, spark.sparkContext.defaultParallelism)
-        return spark.readStream.format(landing_source.NAME).options(**settings.to_options()).load()
+        return read_landing(spark, run_settings(job, options, spark.sparkContext.defaultParallelism))
     if job.source.kind == "files" and job.source.format == "binaryFile":
         return read_files(spark, job, options.input_path, options.file_source_options, streaming)
     return read_source(spark, job, options.input_path, options.file_source_options, streaming)
+
+
+def read_landing(spark: SparkSession, settings) -> DataFrame:
+    """The landing source (:mod:`spark_jobs.driver.landing_source`) as a stream, discovering files by ``settings``
+    (:class:`~spark_jobs.control.discovery.settings.DiscoverySettings`)."""
+    from spark_jobs.driver import landing_source
+
+    landing_source.register(spark)
+    return spark.readStream.format(landing_source.NAME).options(**settings.to_options()).load()
 
 
 def read_file_list(spark: SparkSession, paths: list[str]) -> DataFrame:

@@ -151,9 +151,9 @@ def _scratch_batch(spark: SparkSession, job: JobSpec, options: RunOptions, scrat
 
     from spark_jobs.control.discovery import planner
     from spark_jobs.control.discovery.settings import run_settings
-    from spark_jobs.driver import landing_source
     from spark_jobs.driver.job_modules import job_module, table_targets
     from spark_jobs.driver.session import session_conf
+    from spark_jobs.driver.source_readers import read_landing
     from spark_jobs.driver.write import write_batch
     from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter
 
@@ -170,13 +170,11 @@ def _scratch_batch(spark: SparkSession, job: JobSpec, options: RunOptions, scrat
         files = [f.key for f in planner.batch_files(settings, batch_id) if f.size]
         write_batch(frame, batch_id, job=job, module=module, writer=writer, targets=targets, files=files)
 
-    landing_source.register(spark)
-    source = spark.readStream.format(landing_source.NAME).options(**settings.to_options()).load()
+    source = read_landing(spark, settings)
     with session_conf(spark, job.spark_conf):
         query = (source.writeStream.outputMode(job.output_mode).foreachBatch(on_batch)
                  .option("checkpointLocation", str(checkpoint)).trigger(**options.trigger.writer_kwargs()).start())
-    # Stopped after its first batch: an explicit file list is admitted again once the window forgets its files (an
-    # old file falls behind its stem's cut at once), so an available-now run of it need not end.
+    # Stopped after its first batch: under the live query's trigger (processing time) it would not end by itself.
     try:
         deadline = time.monotonic() + SCRATCH_BATCH_TIMEOUT_SECONDS
         while query.isActive and not query.recentProgress:
