@@ -15,14 +15,18 @@ HERE = Path(__file__).resolve().parent
 LEASE_HOLDER = HERE / "lease_holder.py"
 
 
-def wait_for(condition, timeout: float, what: str):
-    """Poll ``condition`` until it returns something truthy (returned), or fail naming ``what``."""
+def wait_for(condition, timeout: float, what: str, context=None):
+    """Poll ``condition`` until it returns something truthy (returned), or fail naming ``what``.
+
+    :param context: called on failure, its text added to the message (e.g. a log's tail).
+    """
     deadline = time.monotonic() + timeout
     while True:
         value = condition()
         if value:
             return value
-        assert time.monotonic() < deadline, f"timed out after {timeout:g} s waiting for {what}"
+        assert time.monotonic() < deadline, (f"timed out after {timeout:g} s waiting for {what}"
+                                             + (f"; {context()}" if context else ""))
         time.sleep(0.2)
 
 

@@ -50,8 +50,8 @@ def test_kill_9_mid_batch_then_restart_gives_exact_tables(tmp_path, tables, run_
         lambda n: start_cloudtrail_driver(landing, lake, tmp_path / f"kill-{n}.log"), checkpoint, events,
         after_commits=2, orphan_rows=lambda: _delta_rs_sees_only_committed_rows(events, seen), last_gap=4,
         last_delay=0.8)
-    for committed, in_flight in kills:
-        assert in_flight == committed + 1  # each kill hit a planned, uncommitted batch
+    for kill in kills:
+        assert kill.in_flight == kill.committed + 1  # each kill hit a planned, uncommitted batch
     assert orphan_rows[0] > 0  # the first killed batch's files were there, with rows delta-rs did not show
 
     # The restart: the same run (--max-files-per-trigger 3) from the killed drivers' checkpoint, to the end.

@@ -10,8 +10,6 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
-import subprocess
-import sys
 import zlib
 from collections import Counter
 from pathlib import Path
@@ -21,7 +19,7 @@ import pytest
 from spark_jobs.transforms.cowrie.parse import FIELDS
 from tests.helpers.project import PROJECT_ROOT
 from tests.helpers.cowrie import EVENTS, QUARANTINE, JOB, read_tables, run
-from tests.helpers.kills import kill_mid_batch, kill_with_files_uncommitted
+from tests.helpers.kills import JobDriver, kill_mid_batch, kill_with_files_uncommitted, run_command
 from tests.helpers.processes import batch_ids
 
 pytestmark = pytest.mark.real_data
@@ -145,17 +143,14 @@ def test_kill_9_mid_batch_then_restart_gives_the_uninterrupted_runs_tables(real_
 
     lake = tmp_path / "lake"
     checkpoint, events = lake / "checkpoints" / JOB.name, lake / "tables" / EVENTS
-    command = [sys.executable, "-m", "spark_jobs", "run", JOB.name, "--input", str(landing), "--lake", str(lake),
-               "--max-files-per-trigger", "1"]
-
-    def start(after_commits: int) -> subprocess.Popen:
-        with (tmp_path / f"kill-{after_commits}.log").open("w") as log:
-            return subprocess.Popen(command, cwd=PROJECT_ROOT, stdout=log, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
+    command = run_command(JOB.name, "--input", str(landing), "--lake", str(lake), "--max-files-per-trigger", "1")
 
     # The first kill waits until the batch in flight has written event files it has not committed.
-    kills = [kill_with_files_uncommitted(start(2), checkpoint, events, 2), kill_mid_batch(start(4), checkpoint, 4, 0.5)]
-    assert all(in_flight == committed + 1 for committed, in_flight in kills)  # each hit a planned, uncommitted batch
+    with JobDriver(command, tmp_path / "kill-2.log") as driver:
+        kills = [kill_with_files_uncommitted(driver, checkpoint, events, 2)]
+    with JobDriver(command, tmp_path / "kill-4.log") as driver:
+        kills.append(kill_mid_batch(driver, checkpoint, 4, 0.5))
+    assert all(k.in_flight == k.committed + 1 for k in kills)  # each hit a planned, uncommitted batch
 
     # The restart, in this process's SparkSession (a third JVM start would add nothing to what is proven).
     final = run(landing, lake, maxFilesPerTrigger="1")

@@ -5,17 +5,14 @@ committed), delta-rs sees exactly the committed rows (as tests/spark_jobs/driver
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections import Counter
 
 from spark_jobs.model.lake import as_path
 from tools.sample_data import write_sample_landing
-from tests.helpers.project import PROJECT_ROOT
 from tests.helpers.cloudtrail import file_name
 # The kill harness reads the checkpoint and the table's folder through pathlib's API, which the lake's UPath
 # paths (s3fs underneath) give on a bucket as well.
-from tests.helpers.kills import kills_leaving_orphans, uncommitted_files
+from tests.helpers.kills import JobDriver, kills_leaving_orphans, run_command, uncommitted_files
 from tests.helpers.processes import batch_ids
 
 
@@ -47,17 +44,16 @@ def test_kill_9_mid_batch_twice_with_the_lake_in_a_bucket_then_restart_gives_exa
     trail, lake = bucket("trail"), f"{bucket('lake')}/lake"
     s3.upload(landing, trail.removeprefix("s3a://"))
     checkpoint, events = as_path(f"{lake}/checkpoints/cloudtrail_etl"), as_path(f"{lake}/tables/cloudtrail_events")
-    command = [sys.executable, "-m", "spark_jobs", "run", "cloudtrail_etl", "--input", f"{trail}/AWSLogs/",
-               "--lake", lake, "--max-files-per-trigger", "3"]
+    command = run_command("cloudtrail_etl", "--input", f"{trail}/AWSLogs/", "--lake", lake,
+                          "--max-files-per-trigger", "3")
 
     seen: set[str] = set()
     kills, orphan_rows = kills_leaving_orphans(
-        lambda n: subprocess.Popen(command, cwd=PROJECT_ROOT, stdout=(tmp_path / f"kill-{n}.log").open("w"),
-                                   stderr=subprocess.STDOUT, start_new_session=True),
-        checkpoint, events, after_commits=1, orphan_rows=lambda: _delta_rs_sees_only_committed_rows(events, seen),
+        lambda n: JobDriver(command, tmp_path / f"kill-{n}.log"), checkpoint, events, after_commits=1,
+        orphan_rows=lambda: _delta_rs_sees_only_committed_rows(events, seen),
         last_gap=2, last_delay=0.0)
-    for committed, in_flight in kills:
-        assert in_flight == committed + 1  # each kill hit a planned, uncommitted batch
+    for kill in kills:
+        assert kill.in_flight == kill.committed + 1  # each kill hit a planned, uncommitted batch
     assert orphan_rows[0] > 0  # the first killed batch's objects were there, with rows delta-rs did not show
 
     final = run_job_s3(f"{trail}/AWSLogs/", lake, maxFilesPerTrigger="3")

@@ -19,7 +19,7 @@ import boto3
 from tools.sample_data import write_sample_landing
 from tests.helpers.project import PROJECT_ROOT
 from tests.helpers.cloudtrail import file_name
-from tests.helpers.kills import kill_mid_batch
+from tests.helpers.kills import JobDriver, kill_mid_batch, run_command
 from tests.helpers.processes import batch_ids
 
 VISIBILITY_SECONDS = 5
@@ -56,17 +56,15 @@ def test_notifications_reach_the_tables_exactly_once_across_two_kills_and_a_dele
     s3.client().put_object(Bucket=name, Key=gone, Body=b"{}")
     s3.client().delete_object(Bucket=name, Key=gone)  # its notification stays in the queue
     monkeypatch.setenv("CLOUDTRAIL_ETL_QUEUE_VISIBILITY_SECONDS", str(VISIBILITY_SECONDS))
-    command = [sys.executable, "-m", "spark_jobs", "run", "cloudtrail_etl", "--input", f"{trail}/AWSLogs/",
-               "--lake", str(lake), "--max-files-per-trigger", "3", "--queue-url", url]
+    command = run_command("cloudtrail_etl", "--input", f"{trail}/AWSLogs/", "--lake", str(lake),
+                          "--max-files-per-trigger", "3", "--queue-url", url)
     checkpoint = lake / "checkpoints" / "cloudtrail_etl"
 
-    def start(n: int) -> subprocess.Popen:
-        return subprocess.Popen(command, cwd=PROJECT_ROOT, stdout=(tmp_path / f"run-{n}.log").open("w"),
-                                stderr=subprocess.STDOUT, start_new_session=True)
-
-    first = kill_mid_batch(start(0), checkpoint, after_commits=1, delay=0.3)
-    second = kill_mid_batch(start(1), checkpoint, after_commits=first[0] + 2, delay=0.0)
-    assert second[0] > first[0]
+    with JobDriver(command, tmp_path / "run-0.log") as driver:
+        first = kill_mid_batch(driver, checkpoint, after_commits=1, delay=0.3)
+    with JobDriver(command, tmp_path / "run-1.log") as driver:
+        second = kill_mid_batch(driver, checkpoint, after_commits=first.committed + 2, delay=0.0)
+    assert second.committed > first.committed
     deadline = time.monotonic() + 60  # what the killed drivers had received comes back after its visibility timeout
     while _messages(sqs, url)[1] and time.monotonic() < deadline:
         time.sleep(0.5)
