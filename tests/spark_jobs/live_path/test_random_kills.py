@@ -13,40 +13,16 @@ from __future__ import annotations
 
 import os
 import random
-import signal
-import time
 from collections import Counter
-from pathlib import Path
 
 from tests.helpers.delta_log import merge_commits
-from tests.helpers.kills import start_cloudtrail_driver
+from tests.helpers.kills import kill_mid_batch, start_cloudtrail_driver
 from tests.helpers.processes import batch_ids
 from tools.sample_data import write_sample_landing
 
 SEED = int(os.environ.get("RANDOM_KILLS_SEED", "2711"))
 KILLS = 3
 EVENTS, QUARANTINE = "cloudtrail_events", "cloudtrail_quarantine"
-
-
-def _kill_at_a_random_point(process, checkpoint: Path, rng: random.Random, after_commits: int) -> dict:
-    """Wait for a batch planned after ``after_commits`` commits, sleep a random 0-2 s, kill -9 if it is still in
-    flight (else draw again for the next batch); returns where it hit."""
-    deadline = time.monotonic() + 420
-    delay = round(rng.uniform(0.0, 2.0), 2)
-    while time.monotonic() < deadline:
-        assert process.poll() is None, "the job ended before it could be killed"
-        commits, offsets = batch_ids(checkpoint / "commits"), batch_ids(checkpoint / "offsets")
-        in_flight = offsets - commits
-        if len(commits) >= after_commits and in_flight:
-            time.sleep(delay)
-            commits, offsets = batch_ids(checkpoint / "commits"), batch_ids(checkpoint / "offsets")
-            if offsets - commits:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait(30)
-                return {"delay_s": delay, "committed": max(commits, default=-1), "in_flight": max(offsets - commits)}
-            delay = round(rng.uniform(0.0, 2.0), 2)  # the batch committed first: another point, the next batch
-        time.sleep(0.02)
-    raise AssertionError("no micro-batch was in flight within 420 s")
 
 
 def _rows(frame) -> Counter:
@@ -63,12 +39,12 @@ def test_kill_9_at_random_points_leaves_the_tables_of_an_uninterrupted_run(tmp_p
     lake = tmp_path / "lake"
     checkpoint, events = lake / "checkpoints" / "cloudtrail_etl", lake / "tables" / EVENTS
     kills = []
-    for n in range(KILLS):
-        process = start_cloudtrail_driver(landing, lake, tmp_path / f"kill-{n}.log")
-        after = len(batch_ids(checkpoint / "commits")) + rng.randint(0, 1)
-        kills.append(_kill_at_a_random_point(process, checkpoint, rng, after))
+    for n in range(KILLS):  # each a random 0-2 s after a batch is planned, drawn again when the batch commits first
+        with start_cloudtrail_driver(landing, lake, tmp_path / f"kill-{n}.log") as driver:
+            after = len(batch_ids(checkpoint / "commits")) + rng.randint(0, 1)
+            kills.append(kill_mid_batch(driver, checkpoint, after, lambda: round(rng.uniform(0.0, 2.0), 2)))
     where = f"seed {SEED}, kills {kills}"
-    assert all(k["in_flight"] == k["committed"] + 1 for k in kills), where
+    assert all(k.in_flight == k.committed + 1 for k in kills), where
 
     final = run_job(landing, lake, maxFilesPerTrigger="3")
     assert final.skipped is None and final.batches >= 1, (final, where)
