@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 import sys
 import time
 from datetime import datetime, timezone
@@ -23,29 +21,13 @@ from spark_jobs.model.kafka_connection import env_var
 from tools.kafka_messages import Message, produce, sample_messages
 from tests.helpers.project import PROJECT_ROOT
 from tests.helpers.kafka_fixtures import KAFKA_JOB
+from tests.helpers.kills import JobDriver, kill_mid_batch, run_command
+from tests.helpers.processes import batch_ids
 
 TOPIC = "ct-main"
 PARTITIONS = 3
 HOUR_MS = 3_600_000
 SECRET = "trust-store-secret-5b1f"
-
-
-def _batch_ids(folder: Path) -> set[int]:
-    return {int(p.name) for p in folder.glob("*") if p.name.isdigit()} if folder.is_dir() else set()
-
-
-def _kill_mid_batch(process: subprocess.Popen, checkpoint: Path, after_commits: int) -> tuple[int, int]:
-    """SIGKILL the driver's process group (Python and JVM) while a batch is planned and not committed."""
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        assert process.poll() is None, "the job ended before it could be killed"
-        commits, offsets = _batch_ids(checkpoint / "commits"), _batch_ids(checkpoint / "offsets")
-        if len(commits) >= after_commits and offsets - commits:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(30)
-            return max(commits), max(offsets - commits)
-        time.sleep(0.02)
-    raise AssertionError("no micro-batch was in flight within 300 s")
 
 
 def _events(spark, lake: Path) -> list[str]:
@@ -59,7 +41,7 @@ def _quarantine(spark, lake: Path):
 
 def _checkpoint_offsets(checkpoint: Path) -> dict[int, int]:
     """The next offset per partition of the last committed batch, read straight from offsets/N."""
-    last = max(_batch_ids(checkpoint / "commits"))
+    last = max(batch_ids(checkpoint / "commits"))
     line = (checkpoint / "offsets" / str(last)).read_text().splitlines()[2]
     return {int(p): o for p, o in json.loads(line)[TOPIC].items()}
 
@@ -78,17 +60,11 @@ def ingested(spark, kafka_broker, run_kafka_job, tmp_path_factory):
     # it reaches Spark's Kafka options and must not reach the log.
     connection = {"conn_type": "kafka", "host": kafka_broker.bootstrap_servers,
                   "extra": {"ssl.truststore.password": SECRET}}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "spark_jobs", "run", KAFKA_JOB.name, "--input", TOPIC, "--lake", str(lake),
-         "--max-offsets-per-trigger", "1500", "--lease-ttl", "2"],
-        cwd=PROJECT_ROOT, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True,
-        env={**os.environ, env_var(KAFKA_JOB.source.connection_id): json.dumps(connection)})
-    try:
-        killed = _kill_mid_batch(process, checkpoint, after_commits=2)
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(30)
+    command = run_command(KAFKA_JOB.name, "--input", TOPIC, "--lake", str(lake), "--max-offsets-per-trigger", "1500",
+                          "--lease-ttl", "2")
+    env = {**os.environ, env_var(KAFKA_JOB.source.connection_id): json.dumps(connection)}
+    with JobDriver(command, log, env=env) as driver:
+        killed = kill_mid_batch(driver, checkpoint, after_commits=2, delay=0.0)
     text = log.read_text()
     assert f"reading Kafka {{'subscribe': '{TOPIC}'}} from {kafka_broker.bootstrap_servers} (PLAINTEXT)" in text
     assert "batch 0:" in text and SECRET not in text
@@ -100,8 +76,8 @@ def ingested(spark, kafka_broker, run_kafka_job, tmp_path_factory):
 
 def test_ten_thousand_messages_with_resends_and_bad_ones_killed_mid_stream_give_exact_tables(spark, ingested):
     sample, lake = ingested["sample"], ingested["lake"]
-    committed, in_flight = ingested["killed"]
-    assert in_flight == committed + 1  # the kill hit a planned, uncommitted batch
+    killed = ingested["killed"]
+    assert killed.in_flight == killed.committed + 1  # the kill hit a planned, uncommitted batch
     assert (len(sample.messages), len(sample.good_ids), sample.duplicates, len(sample.bad)) == (10_020, 9_800, 200, 20)
 
     ids = _events(spark, lake)
