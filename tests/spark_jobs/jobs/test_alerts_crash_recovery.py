@@ -12,46 +12,28 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import threading
-import time
 from datetime import timedelta
 
 from tools import sample_events as se
 from spark_jobs.transforms.alert_rules import alert_id
-from tests.helpers.project import PROJECT_ROOT
 from tests.helpers.analytics import accounts_file, events_lake, table
+from tests.helpers.kills import JobDriver, run_command
+from tests.helpers.processes import batch_ids
 
 SILENT_ACCOUNT = se.ACCOUNTS[2]
 DELIVERING = se.ACCOUNTS[:2]
 
 
-def _start(lake, log, env, files_per_trigger: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "spark_jobs", "run", "cloudtrail_alerts", "--lake", str(lake.root),
-         "--trigger", "processing-time:1s", "--max-files-per-trigger", files_per_trigger],
-        cwd=PROJECT_ROOT, env=env, stdout=log.open("a"), stderr=subprocess.STDOUT, start_new_session=True)
+def _driver(lake, log, env, files_per_trigger: str) -> JobDriver:
+    return JobDriver(run_command("cloudtrail_alerts", "--lake", str(lake.root), "--trigger", "processing-time:1s",
+                                 "--max-files-per-trigger", files_per_trigger), log, env=env)
 
 
 def _alert_commits(lake) -> int:
     """Commits of the alerts table that added rows (its version 0 only creates it)."""
     log = lake.table_path("cloudtrail_alerts") / "_delta_log"
     return sum(1 for p in log.glob("*.json") if '"add"' in p.read_text()) if log.is_dir() else 0
-
-
-def _wait(condition, timeout: float, what: str, log) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}; driver log:\n"
-                                 f"{log.read_text()[-4000:]}")
-        time.sleep(0.2)
-
-
-def _batch_ids(folder) -> set[int]:
-    """The batch ids logged in a checkpoint's ``offsets`` or ``commits`` folder."""
-    return {int(p.name) for p in folder.glob("[0-9]*")}
 
 
 def _alert_ids(lake) -> set[str]:
@@ -89,45 +71,33 @@ def test_each_alert_fires_once_across_a_kill_9_and_restart(spark, tmp_path):
            "CLOUDTRAIL_ALERTS_SETTINGS": json.dumps({"silent_after": "10 seconds", "state_ttl": "1 hour"})}
     checkpoint = lake.checkpoint_path("cloudtrail_alerts")
 
-    driver = _start(lake, log, env, "1")  # one commit per micro-batch: the burst's batch is mid-stream
-    try:
-        _wait(lambda: _alert_commits(lake) >= 1 or driver.poll() is not None, 300, "the first alert commit", log)
-        os.killpg(driver.pid, signal.SIGKILL)
-        driver.wait(30)
-    finally:
-        if driver.poll() is None:
-            os.killpg(driver.pid, signal.SIGKILL)
-    assert driver.returncode == -signal.SIGKILL, log.read_text()[-3000:]
-    committed = {int(p.name) for p in (checkpoint / "commits").glob("[0-9]*")}
-    planned = {int(p.name) for p in (checkpoint / "offsets").glob("[0-9]*")}
+    with _driver(lake, log, env, "1") as driver:  # one commit per micro-batch: the burst's batch is mid-stream
+        driver.wait_for(lambda: _alert_commits(lake) >= 1, 300, "the first alert commit")
+        assert driver.kill9() == -signal.SIGKILL, driver.tail(3000)
+    committed, planned = batch_ids(checkpoint / "commits"), batch_ids(checkpoint / "offsets")
     assert max(planned) < len(stream.commits) - 1  # killed with input still to read
 
     feeder = Feeder(spark, lake, max(e["eventTime"] for e in stream.events) + timedelta(minutes=1))
     feeder.start()
-    driver = _start(lake, log, env, "1000")
     try:
-        expected_silence = ("account_silent", SILENT_ACCOUNT, "", "",
-                            max(e["eventTime"] for e in stream.events if e["recipientAccountId"] == SILENT_ACCOUNT))
-        ids = {alert_id(rule, account, subject, ip, int(start.timestamp() * 1000))
-               for rule, account, subject, ip, start in stream.alerts | {expected_silence}}
-        _wait(lambda: _alert_ids(lake) >= ids or driver.poll() is not None, 400,
-              "the alerts, the silence one included", log)
-        # More batches of the delivering accounts' new commits: they must stay quiet. Wait for two more
-        # commits of theirs, then for a micro-batch planned after them to be committed.
-        feeds = feeder.commits
-        _wait(lambda: feeder.commits >= feeds + 2 or driver.poll() is not None, 120, "two more feeder commits", log)
-        planned_by_now = max(_batch_ids(checkpoint / "offsets"))
-        _wait(lambda: max(_batch_ids(checkpoint / "commits")) > planned_by_now or driver.poll() is not None, 300,
-              "a micro-batch over the feeder's newer commits", log)
-        feeder.stop.set()
-        feeder.join(60)
-        driver.send_signal(signal.SIGTERM)  # graceful: stops after its micro-batch
-        assert driver.wait(120) == 0, log.read_text()[-3000:]
+        with _driver(lake, log, env, "1000") as driver:
+            expected_silence = ("account_silent", SILENT_ACCOUNT, "", "",
+                                max(e["eventTime"] for e in stream.events if e["recipientAccountId"] == SILENT_ACCOUNT))
+            ids = {alert_id(rule, account, subject, ip, int(start.timestamp() * 1000))
+                   for rule, account, subject, ip, start in stream.alerts | {expected_silence}}
+            driver.wait_for(lambda: _alert_ids(lake) >= ids, 400, "the alerts, the silence one included")
+            # More batches of the delivering accounts' new commits: they must stay quiet. Wait for two more
+            # commits of theirs, then for a micro-batch planned after them to be committed.
+            feeds = feeder.commits
+            driver.wait_for(lambda: feeder.commits >= feeds + 2, 120, "two more feeder commits")
+            planned_by_now = max(batch_ids(checkpoint / "offsets"))
+            driver.wait_for(lambda: max(batch_ids(checkpoint / "commits")) > planned_by_now, 300,
+                            "a micro-batch over the feeder's newer commits")
+            feeder.stop.set()
+            feeder.join(60)
+            assert driver.stop(120) == 0, driver.tail(3000)  # graceful: stops after its micro-batch
     finally:
         feeder.stop.set()
-        if driver.poll() is None:
-            os.killpg(driver.pid, signal.SIGKILL)
-            driver.wait(30)
 
     rows = table(spark, lake, "cloudtrail_alerts").collect()
     assert sorted(r["alert_id"] for r in rows) == sorted(ids), (
