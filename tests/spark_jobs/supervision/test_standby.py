@@ -36,6 +36,7 @@ from spark_jobs.model.lake import Lake
 from spark_jobs.registry import get_job
 from tests.helpers.cloudtrail import file_name
 from tests.helpers.processes import assert_no_process_left, batch_ids, table_event_ids, wait_for
+from tests.helpers.kills import JobDriver
 from tests.helpers.project import PROJECT_ROOT
 from tools.sample_data import write_sample_landing
 
@@ -53,7 +54,7 @@ class SharedLake:
     root: Path
     good: list[str] = field(default_factory=list)
     bad: list[tuple] = field(default_factory=list)
-    processes: list[subprocess.Popen] = field(default_factory=list)
+    processes: list[JobDriver] = field(default_factory=list)
 
     @property
     def landing(self) -> Path:
@@ -76,11 +77,9 @@ class SharedLake:
                               lease_ttl_seconds=TTL, extra_args=["--max-files-per-trigger", "20"]) + (
             ["--standby"] if standby else [])
 
-    def start(self, name: str, standby: bool = False) -> subprocess.Popen:
+    def start(self, name: str, standby: bool = False) -> JobDriver:
         """A driver (or a standby) in a process group of its own, its output in ``<name>.log``."""
-        with open(self.root / f"{name}.log", "ab") as out:
-            process = subprocess.Popen(self.command(standby), stdout=out, stderr=subprocess.STDOUT,
-                                       stdin=subprocess.DEVNULL, cwd=str(PROJECT_ROOT), start_new_session=True)
+        process = JobDriver(self.command(standby), self.root / f"{name}.log")
         self.processes.append(process)
         return process
 
@@ -126,33 +125,26 @@ class SharedLake:
         assert sorted((file_name(r["source_file"]), r["record_index"], r["reason"]) for r in quarantine) == sorted(
             self.bad)
 
-    def running(self) -> subprocess.Popen:
+    def running(self) -> JobDriver:
         """The live process holding the lease (a plain driver started when there is none), once it holds it."""
         alive = [p for p in self.processes if p.poll() is None and p.pid == self.holder()]
         if alive:
             return alive[0]
         process = self.start(f"driver-{len(self.processes)}")
-        wait_for(lambda: self.holder() == process.pid, START_SECONDS, "the driver's lease")
+        process.wait_for(lambda: self.holder() == process.pid, START_SECONDS, "the driver's lease")
         return process
 
     def stop_all(self) -> None:
         """SIGTERM every live driver (a standby exits at once, a driver after its micro-batch), then SIGKILL."""
         for process in self.processes:
             if process.poll() is None:
-                os.kill(process.pid, signal.SIGTERM)
+                process.terminate()
         for process in self.processes:
             try:
                 process.wait(timeout=120)
             except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait(timeout=30)
-        wait_for(lambda: not any(_group_alive(p.pid) for p in self.processes), 60, "every driver's JVM gone")
-
-
-def _group_alive(pgid: int) -> bool:
-    from spark_jobs.control.supervision.child import group_members
-
-    return bool(group_members(pgid))
+                process.kill9()
+        wait_for(lambda: not any(p.group_alive() for p in self.processes), 60, "every driver's JVM gone")
 
 
 @pytest.fixture(scope="module")
@@ -162,7 +154,7 @@ def shared(tmp_path_factory):
     yield shared
     for process in shared.processes:  # a test that failed may have left one paused
         if process.poll() is None:
-            os.killpg(process.pid, signal.SIGCONT)
+            process.resume()
     shared.stop_all()
 
 
@@ -170,18 +162,18 @@ def test_a_paused_old_driver_that_wakes_after_its_standby_took_over_writes_nothi
     old = shared.running()
     shared.wait_caught_up()
     standby = shared.start("standby-a", standby=True)
-    wait_for(lambda: shared.warm_standby(standby.pid), START_SECONDS, "the standby warm and waiting")
+    standby.wait_for(lambda: shared.warm_standby(standby.pid), START_SECONDS, "the standby warm and waiting")
     warmed = shared.log("standby-a")  # the live path ran, into scratch tables: the exact tables below prove it
     assert f"standby warm-up of {JOB.name}: round {WARM_UP_ROUNDS} (" in warmed and "did not complete" not in warmed
 
-    os.killpg(old.pid, signal.SIGSTOP)  # the whole driver paused, JVM included: its lease ages
+    old.pause()  # the whole driver paused, JVM included: its lease ages
     shared.land("b", seed=62)
     wait_for(lambda: shared.holder() == standby.pid, 3 * TTL, "the standby taking the expired lease")
     shared.wait_caught_up()
     assert not shared.warm_standby(standby.pid)  # it said it no longer waits
 
     shared.land("c", seed=63)  # work waiting for the old driver when it wakes
-    os.killpg(old.pid, signal.SIGCONT)
+    old.resume()
     assert old.wait(timeout=120) == 1
     said = [line for line in shared.log(f"driver-{shared.processes.index(old)}").splitlines()
             if line.startswith("error: ")]
@@ -195,10 +187,10 @@ def test_a_paused_old_driver_that_wakes_after_its_standby_took_over_writes_nothi
 def test_a_standby_racing_a_restart_leaves_one_writer(shared):
     running = shared.running()
     standby = shared.start("standby-c", standby=True)
-    wait_for(lambda: shared.warm_standby(standby.pid), START_SECONDS, "the standby warm and waiting")
+    standby.wait_for(lambda: shared.warm_standby(standby.pid), START_SECONDS, "the standby warm and waiting")
     shared.land("d", seed=64)
 
-    os.killpg(running.pid, signal.SIGKILL)  # the running driver dies and a plain driver starts at the same moment
+    running.kill9()  # the running driver dies and a plain driver starts at the same moment
     plain = shared.start("plain-c")
     winner = wait_for(lambda: shared.holder() not in (None, running.pid) and shared.holder(), START_SECONDS,
                       "a new holder of the lease")
