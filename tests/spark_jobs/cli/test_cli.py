@@ -3,18 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import pytest
 
 from tools.sample_data import write_sample_landing
 from spark_jobs.registry import JOBS
-from tests.helpers.project import PROJECT_ROOT, run_cli
+from tests.helpers.kills import JobDriver, run_command
+from tests.helpers.project import run_cli
 
 
 @pytest.mark.parametrize("args, message", [
@@ -110,32 +105,18 @@ def test_sql_on_an_empty_lake_gives_empty_tables_and_a_note(tmp_path):
 def test_processing_time_runs_until_sigterm_then_stops_after_the_batch(tmp_path):
     landing, lake = tmp_path / "landing", tmp_path / "lake"
     first = write_sample_landing(landing / "a", files=2, records_per_file=10, seed=21, include_bad_files=False)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "spark_jobs", "run", "cloudtrail_etl", "--input", str(landing), "--lake", str(lake),
-         "--trigger", "processing-time:1s"], cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True)
     commits = lake / "checkpoints" / "cloudtrail_etl" / "commits"
-    try:
-        _wait_for(lambda: (commits / "0").exists(), 180)
+    with JobDriver(run_command("cloudtrail_etl", "--input", str(landing), "--lake", str(lake), "--trigger",
+                               "processing-time:1s"), tmp_path / "driver.log") as driver:
+        driver.wait_for(lambda: (commits / "0").exists(), 180, "the first commit")
         second = write_sample_landing(landing / "b", files=3, records_per_file=10, seed=22, include_bad_files=False)
-        _wait_for(lambda: (commits / "1").exists(), 120)  # the running job picked the new files up
-        assert process.poll() is None  # still running: processing-time does not end by itself
-        process.send_signal(signal.SIGTERM)
-        out, err = process.communicate(timeout=120)
-    finally:
-        if process.poll() is None:
-            process.kill()
-    assert process.returncode == 0, err[-3000:]
-    summary = json.loads(out.strip().splitlines()[-1])
+        driver.wait_for(lambda: (commits / "1").exists(), 120, "the running job's commit of the new files")
+        assert driver.poll() is None  # still running: processing-time does not end by itself
+        assert driver.stop(120) == 0, driver.tail(3000)
+    # The summary is the driver's one line of stdout (a JSON object); the log has its stderr too.
+    summary = json.loads([line for line in driver.log.read_text().splitlines() if line.startswith("{")][-1])
     assert summary["stopped_by"] == "SIGTERM"
     assert summary["rows"]["cloudtrail_events"] == 50
     offsets = {p.name for p in (commits.parent / "offsets").iterdir() if p.name.isdigit()}
     assert offsets == {p.name for p in commits.iterdir() if p.name.isdigit()}  # no batch left half done
     assert len(first.good_event_ids) + len(second.good_event_ids) == 50
-
-
-def _wait_for(condition, seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.2)
