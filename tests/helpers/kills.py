@@ -5,9 +5,9 @@ the files such a kill leaves in a table's folder.
 Used by every test that kills, pauses or stops a real driver: the crash-recovery tests of the CloudTrail job (on
 disk and on a bucket), the Cowrie job's real samples, the random kills of the live path, the S3 notifications, the
 Kafka job killed mid-stream, the alerts' kill and restart, the runner's lease (a paused driver fenced, a killed one
-taken over), the warm standby beside real drivers and the command line's SIGTERM stop. docs/testing.md, "How a kill
--9 lands between a batch's writes and its commit", says why :func:`kill_with_files_uncommitted` freezes the driver
-first.
+taken over), the warm standby beside real drivers and the command line's SIGTERM stop. docs/testing.md lists its
+parts ("The kill -9 harness"); "How a kill -9 lands between a batch's writes and its commit" says why
+:func:`kill_with_files_uncommitted` freezes the driver first.
 
 The driver is started by hand, not through the supervisor's child handling (``spark_jobs.control.supervision``):
 the tests pause, kill and stop it at moments the supervisor never chooses, and some test the supervisor itself.
