@@ -25,10 +25,15 @@ from tests.helpers.approvals import running
 from tests.helpers.airflow_fixtures import require_airflow_env
 from tests.helpers.real_airflow import RestApi, wait_for
 
+from spark_jobs.registry import JOBS
 from tools.local_airflow import LocalAirflow, free_port
 
 DAG_ID = "cloudtrail_etl_catchup"
-IDLE_SECONDS = 45  # more than four polls of the watcher
+# An idle window: five polls of the watcher (the registry's `poll_seconds`) and the seconds an asset event takes to be
+# written after a poll fires it. Both what the watcher fired (its asset events, written by the triggerer as it fires)
+# and the runs are read at the window's end: a fired event shows in the first within the margin, long before the
+# scheduler's run would.
+IDLE_SECONDS = 5 * JOBS["cloudtrail_etl"].catchup.poll_seconds + 5
 FOLDER = Path("AWSLogs/123456789012/CloudTrail/us-east-1/2024/03/02")
 
 
@@ -116,7 +121,7 @@ def story(stage):
     stage.api.set_paused(DAG_ID, False)
     cron = stage.settled()  # the cron's run of the last hour (catchup=False: only that one)
     time.sleep(IDLE_SECONDS)
-    idle_before = stage.runs("asset_triggered")
+    idle_before = {"watched": stage.watched_files(), "runs": stage.runs("asset_triggered")}
 
     stage.land("first")
     first = wait_for("a run started by the first file", lambda: stage.runs("asset_triggered"), every=0.5)
@@ -129,8 +134,9 @@ def story(stage):
     # Not a fixed wait: under load the watcher may report the burst's last files after the first burst run ended.
     after_burst = wait_for("every file of the burst seen by the watcher and in a finished run",
                            stage.every_event_in_a_run, every=0.5)
+    watched = stage.watched_files()
     time.sleep(IDLE_SECONDS)
-    idle_after = stage.runs("asset_triggered")
+    idle_after = {"watched_before": watched, "watched": stage.watched_files(), "runs": stage.runs("asset_triggered")}
     return {"cron": cron, "idle_before": idle_before, "first": first, "first_runs": first_runs,
             "after_burst": after_burst, "idle_after": idle_after, "events": stage.event_ids()}
 
@@ -141,9 +147,11 @@ def test_unpausing_runs_the_cron_once_the_safety_net(story):
 
 
 def test_no_files_no_run(story):
-    assert story["idle_before"] == []  # an idle window after the cron's run: the watcher fired nothing
+    # an idle window after the cron's run: the watcher fired nothing, and no run came of it
+    assert story["idle_before"] == {"watched": 0, "runs": []}
     # and after the burst's runs: nothing either (the cron may have run meanwhile if an hour began: not counted)
-    assert [r["dag_run_id"] for r in story["idle_after"]] == [
+    assert story["idle_after"]["watched"] == story["idle_after"]["watched_before"] == 21
+    assert [r["dag_run_id"] for r in story["idle_after"]["runs"]] == [
         r["dag_run_id"] for r in story["after_burst"] if r["run_type"] == "asset_triggered"]
 
 
