@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from spark_jobs.control.checkpoint.lease import read_lease
+from spark_jobs.model.lake import Lake
 from tools.kafka_broker import create_topic
 from spark_jobs.model.kafka_connection import env_var
 from tools.kafka_messages import Message, produce, sample_messages
@@ -68,7 +70,9 @@ def ingested(spark, kafka_broker, run_kafka_job, tmp_path_factory):
     text = log.read_text()
     assert f"reading Kafka {{'subscribe': '{TOPIC}'}} from {kafka_broker.bootstrap_servers} (PLAINTEXT)" in text
     assert "batch 0:" in text and SECRET not in text
-    time.sleep(2.5)  # the killed driver's lease expires (ttl 2 s)
+    # The killed driver's lease is free at once, before its ttl: on its own host a holder whose pid is gone holds nothing.
+    holder = read_lease(str(Lake(lake).control_path(KAFKA_JOB.name)))
+    assert holder is not None and holder.alive_locally() is False and holder.expired(), holder
     summary = run_kafka_job(TOPIC, lake, maxOffsetsPerTrigger="20000")
     return {"sample": sample, "lake": lake, "checkpoint": checkpoint, "killed": killed, "summary": summary,
             "now_ms": now_ms}
