@@ -31,7 +31,8 @@ class AlertThresholds:
     :class:`HealthThresholds` (no commit for ``max_batch_age_seconds`` while input waits).
 
     :param slow_batches: falling behind: this many micro-batches in a row processed rows slower than
-        they arrived (``processedRowsPerSecond < inputRowsPerSecond``) while input waits.
+        they arrived (``processedRowsPerSecond < inputRowsPerSecond``) while input waits and more of it
+        waited after them than before (the backlog grew).
     :param max_backlog_files: more input files waiting than this; ``None``: the job's
         ``HealthThresholds.max_pending_files``.
     :param max_quarantine_rate: the share of the last ``quarantine_window_batches`` batches' rows that

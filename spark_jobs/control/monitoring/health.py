@@ -139,6 +139,17 @@ def quarantine_tables(job: JobSpec) -> list[str]:
     return [t.name for t in job.tables if t.quarantine]
 
 
+def _backlog_grew(rows: list[dict]) -> bool:
+    """Whether more input files waited at the last of these progress rows than at the first.
+
+    Spark's ``processedRowsPerSecond < inputRowsPerSecond`` alone is not falling behind: it only says a
+    batch took longer than the time since the trigger before it started, which every batch of a
+    driver working off a backlog does under a short ``processingTime`` trigger (a restarted driver
+    catching up, a slow machine). A job falls behind when, in the same window, the backlog grows."""
+    first, last = rows[0].get("backlog_files"), rows[-1].get("backlog_files")
+    return first is not None and last is not None and last > first
+
+
 def evaluate(job: JobSpec, report: dict, rows: list[dict]) -> list[Condition]:
     """The conditions the registry's ``AlertThresholds`` raise for a checkpoint report and the job's
     newest progress rows (oldest first)."""
@@ -157,13 +168,15 @@ def evaluate(job: JobSpec, report: dict, rows: list[dict]) -> list[Condition]:
               if r.get("input_rows_per_second") is not None and r.get("processed_rows_per_second") is not None]
     if (status in RUNNING and backlog > 0 and len(rows) >= alerts.slow_batches
             and len(recent) == alerts.slow_batches
-            and all(r["processed_rows_per_second"] < r["input_rows_per_second"] for r in recent)):
+            and all(r["processed_rows_per_second"] < r["input_rows_per_second"] for r in recent)
+            and _backlog_grew(recent)):
         came = sum(r["input_rows_per_second"] for r in recent) / len(recent)
         went = sum(r["processed_rows_per_second"] for r in recent) / len(recent)
         found.append(Condition(
             "falling_behind", "warning",
             f"{job.name} is falling behind: its last {len(recent)} micro-batches processed {went:.2f} rows/s "
-            f"while {came:.2f} rows/s arrived, and {backlog} input files wait",
+            f"while {came:.2f} rows/s arrived, and {backlog} input files wait"
+            f" (up from {recent[0]['backlog_files']} {len(recent)} batches ago)",
             "see which part of the batch duration grew (health page); give the driver more cores or memory, "
             "or raise maxFilesPerTrigger so each trigger does more; the backlog shrinks once processing "
             "outpaces input"))
@@ -248,7 +261,7 @@ def check_job(job: JobSpec, lake_root: str | Path | None, input_path: str | None
     needed = max(job.alerts.slow_batches, job.alerts.quarantine_window_batches)
     rows = read_progress(lake.path, job.name, limit=needed, days=job.progress.retention_days, now=now,
                          columns=["batch_id", "timestamp", "input_rows_per_second", "processed_rows_per_second",
-                                  "batch_duration_ms", "num_input_rows", "input_files", "rows"]) if lake.local else []
+                                  "batch_duration_ms", "num_input_rows", "input_files", "rows", "backlog_files"]) if lake.local else []
     conditions = evaluate(job, report, rows)
     state, reason = _state(report, conditions)
     supervisor = report.get("supervisor")

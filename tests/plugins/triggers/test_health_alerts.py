@@ -76,7 +76,8 @@ def test_a_lagging_job_alerts_that_it_falls_behind(planted, webhook, caplog):
     assert alerts(webhook) == [("opened", "falling_behind")]
     assert webhook[1][0][2]["severity"] == "warning"
     [line] = [r for r in caplog.records if r.name == "streaming.notifiers" and r.levelname == "WARNING"]
-    assert "processed 2.00 rows/s while 6.50 rows/s arrived, and 40 input files wait" in line.getMessage()
+    assert ("processed 2.00 rows/s while 6.50 rows/s arrived, and 40 input files wait (up from 18 5 batches ago)"
+            in line.getMessage())
 
 
 def test_a_healthy_job_raises_no_alert(planted, webhook):

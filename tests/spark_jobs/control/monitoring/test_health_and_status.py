@@ -68,7 +68,7 @@ def test_a_job_falling_behind_is_lagging(planted):
     [behind] = found.conditions
     assert behind.code == "falling_behind" and behind.severity == "warning"
     assert behind.summary == ("cloudtrail_etl is falling behind: its last 5 micro-batches processed 2.00 rows/s "
-                              "while 6.50 rows/s arrived, and 40 input files wait")
+                              "while 6.50 rows/s arrived, and 40 input files wait (up from 18 5 batches ago)")
     assert found.last_batch["batch_id"] == 5
     job = status_json(planted)[JOB.name]
     assert (job["state"], job["backlog_files"], job["latest_commit_batch"]) == ("lagging", 40, 5)
@@ -91,6 +91,23 @@ def test_one_slow_batch_is_not_falling_behind(planted):
     planted.progress([(5.0, 2.0), (5.0, 2.0), (5.0, 9.0), (5.0, 2.0), (5.0, 2.0), (5.0, 2.0)])
 
     assert health(planted).conditions == []
+
+
+def test_a_driver_working_off_its_backlog_is_not_falling_behind(planted):
+    # A restarted driver catching up under a short processingTime trigger: every batch takes longer than the time
+    # since the trigger before it started (Spark's processed < input rate), but the backlog shrinks.
+    planted.commit_batches(6, files_per_batch=1, committed_ago=1)
+    planted.new_files(2)
+    planted.hold_lease(started_ago=20)
+    slow = [(5.0, 2.0)] * 6
+    planted.progress(slow, backlog=[8, 7, 6, 5, 4, 3])
+    assert health(planted).conditions == []
+
+    planted.progress(slow, first_batch=6, backlog=[3, 3, 3, 3, 3, 3])  # holding level: not growing either
+    assert health(planted).conditions == []
+
+    planted.progress(slow, first_batch=12, backlog=[3, 3, 3, 3, 4, 5])  # growing again: behind
+    assert [c.code for c in health(planted).conditions] == ["falling_behind"]
 
 
 def test_backlog_quarantine_and_restarts_over_their_bounds(planted):
