@@ -45,7 +45,8 @@ def run_forward(spec: ForwardSpec, lake_root=None, trigger_spec: str = "availabl
     source = lake.table_path(spec.table)
     if not (source / "_delta_log").is_dir():
         raise UsageError(f"table {spec.table} does not exist at {source}; run its job first")
-    spark = spark or build_session(spec.name, ui=not trigger.available_now)
+    long_running = not trigger.available_now
+    spark = spark or build_session(spec.name, ui=long_running, long_running=long_running)
     from pyspark.sql import functions as F
 
     rows = spark.readStream.format("delta").option("skipChangeCommits", "true").load(str(source))

@@ -32,7 +32,7 @@ from spark_jobs.driver.session import snapshot_partitions_per_core
 from spark_jobs.driver.source_readers import read_input
 from spark_jobs.driver.write import warm_up, write_batch
 from spark_jobs.driver.lake_tools import refuse_old_layout
-from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, create_tables
+from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, any_missing, create_tables
 from spark_jobs.driver.write.stateful import StatefulBatchWriter
 
 log = logging.getLogger("spark_jobs")
@@ -286,7 +286,7 @@ def _run_standby(job: JobSpec, options: RunOptions, spark: SparkSession | None, 
     stopper = _GracefulStop()
     stopper.install()  # until the query starts, a signal exits at once: a standby holds nothing
     try:
-        spark = spark or build_session(job.name, ui=True)
+        spark = spark or build_session(job.name, ui=True, long_running=True)
         prepared = prepare_query(job, options, spark)  # all but the query's start: nothing touches the checkpoint
         standby.warm_up(spark, job, options)  # under the settings prepare_query gave the session
         warm = time.monotonic() - started
@@ -340,7 +340,8 @@ def prepare_query(job: JobSpec, options: RunOptions, spark: SparkSession | None)
 
     refuse_old_layout(options.lake, [t.name for t in job.tables])  # before Spark starts: one line
     fresh = spark is None  # a driver of its own: its JVM is cold
-    spark = spark or build_session(job.name, ui=not options.trigger.available_now)
+    long_running = not options.trigger.available_now
+    spark = spark or build_session(job.name, ui=long_running, long_running=long_running)
     # The input is a local folder: Spark gets each micro-batch's file statuses fastest in the driver.
     # (Past this many files it would run a Spark job of one task per file, which pays off on object
     # stores, not on a local disk.)
@@ -348,8 +349,9 @@ def prepare_query(job: JobSpec, options: RunOptions, spark: SparkSession | None)
     snapshot_partitions_per_core(spark)  # also for a session this module did not build
     module = job_module(job)
     targets = table_targets(job, options.lake)
-    # Every table exists (empty) before the first batch: readers and other writers find it.
-    create_tables(spark, targets, output_schemas(spark, job))
+    # Every table exists (empty) before the first batch: readers and other writers find it. Their schemas are
+    # derived (an analysis of the transform: ~2 s in a new JVM) only when one is missing.
+    create_tables(spark, targets, output_schemas(spark, job) if any_missing(targets) else {})
     if fresh and job.source.kind == "files" and not job.stateful:  # while the query starts (driver/write/warm_up.py)
         warm_up.start(spark, targets)
     if job.source.kind == "delta":

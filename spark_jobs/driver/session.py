@@ -29,6 +29,7 @@ from pyspark.sql import SparkSession
 
 from spark_jobs.launch import class_archive, code_zip
 from spark_jobs.launch.jars import DELTA_CONF, spark_jars
+from spark_jobs.launch.submit import driver_java_options
 from spark_jobs.model.lake import PROJECT_ROOT
 from spark_jobs.model.object_store import hadoop_conf
 from spark_jobs.control.monitoring.prometheus import STREAMING_METRICS_CONF
@@ -70,13 +71,16 @@ def under_spark_submit() -> bool:
     return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
-def build_session(app_name: str, *, ui: bool = False, extra_conf: dict[str, str] | None = None) -> SparkSession:
+def build_session(app_name: str, *, ui: bool = False, long_running: bool = False,
+                  extra_conf: dict[str, str] | None = None) -> SparkSession:
     """The SparkSession for a job or a query.
 
     :param app_name: the Spark application name (a job's registry name).
     :param ui: start the Spark UI (for long-running jobs), with Spark's streaming metrics served for
         Prometheus on it (:mod:`spark_jobs.control.monitoring.prometheus`; under spark-submit its ``--conf``
         carries them).
+    :param long_running: a driver that lives for days (a continuous job's): the JVM's default JIT, not C1 only
+        (:mod:`spark_jobs.launch.jit`; under spark-submit, its command line decided).
     :param extra_conf: settings on top of the defaults.
     :raises UsageError: (started locally) when a pinned jar is missing, naming it.
     """
@@ -87,9 +91,9 @@ def build_session(app_name: str, *, ui: bool = False, extra_conf: dict[str, str]
         os.makedirs(os.environ["SPARK_LOCAL_DIRS"].split(",")[0], exist_ok=True)
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         builder = builder.master(os.environ.get("SPARK_MASTER", "local[2]")).config("spark.jars", spark_jars())
-        archive_options = class_archive.java_options()  # a faster JVM start (no archive: ignored)
-        if archive_options:
-            builder = builder.config(class_archive.DEFAULT_JAVA_OPTIONS_CONF, archive_options)
+        java_options = driver_java_options(long_running)  # the class archive (a faster start), the JIT
+        if java_options:
+            builder = builder.config(class_archive.DEFAULT_JAVA_OPTIONS_CONF, java_options)
         for key, value in {**LOCAL_DEFAULTS, **(STREAMING_METRICS_CONF if ui else {}),
                            "spark.ui.enabled": str(ui).lower(),
                            "spark.sql.warehouse.dir": str(scratch / "warehouse"),

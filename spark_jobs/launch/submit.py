@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from spark_jobs.launch import jit
 from spark_jobs.launch.class_archive import DEFAULT_JAVA_OPTIONS_CONF, java_options
 from spark_jobs.launch.jars import DELTA_CONF, spark_submit_jars
 from spark_jobs.model.errors import UsageError
@@ -44,10 +45,16 @@ SPARK_BINARY = "spark-submit"
 _MODELLED_EXTRAS = {"deploy-mode", "spark-binary", "rest-scheme", "rest-port"}
 
 
-def spark_submit_conf() -> dict[str, str]:
+def driver_java_options(long_running: bool = False) -> str:
+    """A driver JVM's options: its class archive (:mod:`~spark_jobs.launch.class_archive`) and its JIT
+    (:mod:`~spark_jobs.launch.jit`: C1 only unless ``long_running``)."""
+    return " ".join(part for part in (java_options(), jit.java_options(long_running)) if part)
+
+
+def spark_submit_conf(long_running: bool = False) -> dict[str, str]:
     """The ``--conf`` every spark-submit of a job carries: Delta's extension and catalog, and the driver
-    JVM's class archive (a missing archive only makes the start slower; switched off: no entry)."""
-    options = java_options()
+    JVM's options (:func:`driver_java_options`; a missing archive only makes the start slower)."""
+    options = driver_java_options(long_running)
     return {**DELTA_CONF, **({DEFAULT_JAVA_OPTIONS_CONF: options} if options else {})}
 
 
@@ -152,11 +159,17 @@ class Submission:
 
     @classmethod
     def of(cls, application_args: Sequence[str] | str, name: str, *, extra_conf: Mapping[str, str] | None = None,
-           driver_memory: str | None = None, env_vars: Mapping[str, str] | None = None) -> "Submission":
-        """``python -m spark_jobs <application_args>`` under spark-submit, with the pinned jars, Delta's and the
-        class archive's conf, and ``extra_conf`` over them."""
+           driver_memory: str | None = None, env_vars: Mapping[str, str] | None = None,
+           long_running: bool = False) -> "Submission":
+        """``python -m spark_jobs <application_args>`` under spark-submit, with the pinned jars, Delta's conf and
+        the driver JVM's options, and ``extra_conf`` over them.
+
+        :param long_running: a driver that lives for days (a continuous job's): the JVM's default JIT instead of
+            C1 only (:mod:`spark_jobs.launch.jit`).
+        """
         args = application_args if isinstance(application_args, str) else tuple(str(a) for a in application_args)
-        return cls(args, name, conf={**spark_submit_conf(), **(extra_conf or {})}, driver_memory=driver_memory,
+        return cls(args, name, conf={**spark_submit_conf(long_running), **(extra_conf or {})},
+                   driver_memory=driver_memory,
                    env_vars=dict(env_vars) if env_vars else None)
 
     def hook_kwargs(self, conn_id: str = SPARK_CONN_ID) -> dict[str, Any]:

@@ -397,7 +397,7 @@ def _in_process(config: BenchConfig, spark, data, source, run_dir: Path, measure
     own_session = spark is None
     session_started = time.monotonic()
     try:
-        spark = spark or build_session("cloudtrail_etl_bench")
+        spark = spark or build_session("cloudtrail_etl_bench", long_running=True)
     except BaseException:
         if fresh_job:
             fresh_job.job.stop()

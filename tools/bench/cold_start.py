@@ -11,6 +11,8 @@ a fresh process:
   Delta's SQL extension, nothing else of the project: no class archive, no settings), reads the same
   file with ``spark.read.json`` and the Records schema, flattens it as bare Spark does
   (:mod:`tools.bench.bare`) and appends the rows to a Delta table;
+- the floor again with the JIT of the project's short-lived drivers (C1 only, :mod:`spark_jobs.launch.jit`),
+  reported beside it for comparison (the goal is against the floor as bare Spark starts it);
 - the first batch against a warm one: the job again on three new files, one per micro-batch
   (``--max-files-per-trigger 1``): its first batch's time against the median of the two after it.
 
@@ -38,6 +40,7 @@ from pyspark.sql import SparkSession
 
 from tools.bench.data import RecordSource
 from tools.bench.probes import median
+from spark_jobs.launch.jit import SHORT_LIVED_OPTIONS
 from spark_jobs.model.lake import Lake, PROJECT_ROOT
 from spark_jobs.registry import get_job
 
@@ -121,12 +124,13 @@ def _env() -> dict:
     return {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "SPARK_LOG_LEVEL": "WARN"}
 
 
-def _timed(command: list[str], stdout: bool = False) -> tuple[float, str]:
+def _timed(command: list[str], stdout: bool = False, env: dict | None = None) -> tuple[float, str]:
     """Run ``command`` in the project folder: its seconds and its stderr (``stdout``: its stdout)."""
     import subprocess
 
     started = time.monotonic()
-    done = subprocess.run(command, cwd=PROJECT_ROOT, env=_env(), capture_output=True, text=True, timeout=900)
+    done = subprocess.run(command, cwd=PROJECT_ROOT, env={**_env(), **(env or {})}, capture_output=True, text=True,
+                          timeout=900)
     seconds = round(time.monotonic() - started, 3)
     if done.returncode != 0:
         tail = "\n".join((done.stdout + done.stderr).splitlines()[-30:])
@@ -151,7 +155,7 @@ def _job(landing: Path, lake: Path, *extra: str) -> list[str]:
 
 def _one_lake(name: str, landing: Path, lake: Path, floor_table: Path, deliveries: _Deliveries, repeat: int) -> dict:
     """``repeat`` rounds of: one new file, the job's catch-up, the floor; then three files one batch each."""
-    jobs, floors, first_batches = [], [], []
+    jobs, floors, floors_c1, first_batches = [], [], [], []
     for i in range(repeat):
         log.info("cold start (%s): repetition %d of %d", name, i + 1, repeat)
         new = deliveries.land(landing)
@@ -162,6 +166,10 @@ def _one_lake(name: str, landing: Path, lake: Path, floor_table: Path, deliverie
         jobs.append({"seconds": seconds, "batch_ms": batches[0]["ms"], "add_batch_ms": batches[0]["add_batch_ms"]})
         floor_s, _ = _timed([sys.executable, "-c", FLOOR, str(new), str(floor_table)])
         floors.append(floor_s)
+        # The floor again with the JIT of the project's short-lived drivers (launch/jit.py), for comparison only.
+        floor_s, _ = _timed([sys.executable, "-c", FLOOR, str(new), str(floor_table)],
+                            env={"SPARK_SUBMIT_OPTS": SHORT_LIVED_OPTIONS})
+        floors_c1.append(floor_s)
     deliveries.land(landing)
     _, out = _timed([sys.executable, "-c", PROFILE, str(landing), str(lake)], stdout=True)
     profile = _profile(json.loads(out.strip().splitlines()[-1]))
@@ -178,6 +186,9 @@ def _one_lake(name: str, landing: Path, lake: Path, floor_table: Path, deliverie
         "job": {"runs": jobs, "median_s": job_s},
         "floor": {"seconds": floors, "median_s": floor_s},
         "ratio_to_floor": round(job_s / floor_s, 3), "goal_to_floor": f"<= {GOAL_TO_FLOOR}",
+        "floor_with_c1": {"seconds": floors_c1, "median_s": median(floors_c1),
+                          "ratio": round(job_s / median(floors_c1), 3),
+                          "what": "the floor with the JIT of the project's short-lived drivers (C1 only), not the goal"},
         "first_batch": {"batches": first_batches, "first_ms": first, "warm_ms": warm,
                         "ratio": round(first / warm, 3), "goal": f"<= {GOAL_FIRST_TO_WARM}"},
         "met": job_s / floor_s <= GOAL_TO_FLOOR and first / warm <= GOAL_FIRST_TO_WARM,

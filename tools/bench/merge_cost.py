@@ -225,7 +225,7 @@ def measure(sizes: tuple[int, ...] = (100_000, 1_000_000, 10_000_000), batch: in
     job = get_job("cloudtrail_etl")
     module = job_module(job)
     own_session = spark is None
-    spark = spark or build_session("merge_cost")
+    spark = spark or build_session("merge_cost", long_running=True)
     schemas = output_schemas(spark, job)
     # A size named twice is measured twice, the later figures kept (``100000,10000000,100000,10000000``: each
     # size again on a JVM the others warmed up).

@@ -124,7 +124,7 @@ class StreamingSupervisorOperator(BaseOperator):
         args = ["run", self.job, "--trigger", trigger] + (["--input", input_path] if input_path else [])
         found = BaseHook.get_connection(self.conn_id)
         connection = SparkConnection.from_fields(found.conn_type, found.host, found.port, found.extra_dejson)
-        return Submission.of(args, name=self.job, extra_conf=STREAMING_METRICS_CONF).argv(connection)
+        return Submission.of(args, name=self.job, extra_conf=STREAMING_METRICS_CONF, long_running=True).argv(connection)
 
     def execute(self, context) -> str:
         from spark_jobs.model.lake import PROJECT_ROOT, Lake

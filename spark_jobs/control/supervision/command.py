@@ -59,4 +59,4 @@ def driver_command(job: JobSpec, *, lake: str | None = None, input_path: str | N
     if shutil.which(connection.spark_binary) is None:
         raise UsageError(f"{connection.spark_binary} is not on PATH; put the venv's bin on PATH "
                          "(eval \"$(make -s env)\") or drop --spark-submit")
-    return Submission.of(args, name=job.name, extra_conf=STREAMING_METRICS_CONF).argv(connection)
+    return Submission.of(args, name=job.name, extra_conf=STREAMING_METRICS_CONF, long_running=True).argv(connection)

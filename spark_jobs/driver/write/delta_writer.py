@@ -143,8 +143,15 @@ def is_conflict(error: BaseException) -> bool:
     return any(name in text for name in CONFLICTS)
 
 
+def any_missing(targets: list[TableTarget]) -> bool:
+    """Whether one of ``targets`` has no Delta log yet (:func:`create_tables` then needs its schema)."""
+    return any(not (target.path / "_delta_log").is_dir() for target in targets)
+
+
 def create_tables(spark: SparkSession, targets: list[TableTarget], schemas: dict[str, StructType]) -> None:
     """Create every target that does not exist yet as an empty Delta table (before the first batch).
+
+    :param schemas: each missing target's schema, by table name (an existing target needs none).
 
     Safe when several writers start at once: Delta's first commit (version 0) is created exclusively,
     so one writer creates the table and the others find it. (A table folder in the previous version's

@@ -9,7 +9,10 @@ import os
 import pytest
 
 from spark_jobs.cli.main import build_parser
+from spark_jobs.launch.class_archive import DEFAULT_JAVA_OPTIONS_CONF
 from spark_jobs.launch.jars import jar_paths
+from spark_jobs.launch.jit import SHORT_LIVED_OPTIONS
+from spark_jobs.launch.submit import driver_java_options
 from spark_jobs.model.lake import PROJECT_ROOT
 from spark_jobs.registry import get_job
 from streaming.operators.supervisor import POLICY_ENV, StreamingSupervisorOperator, as_flag, restart_policy
@@ -29,6 +32,9 @@ def test_driver_command_is_spark_submit_on_spark_default_with_the_jobs_continuou
     assert "spark.sql.streaming.metricsEnabled=true" in command
     assert "spark.metrics.conf.*.sink.prometheusServlet.class=org.apache.spark.metrics.sink.PrometheusServlet" in command
     assert command[command.index("--jars") + 1] == ",".join(str(p) for p in jar_paths())
+    # A driver that lives for days keeps the JVM's default JIT (C1 only is for short-lived drivers: launch/jit.py)
+    assert f"{DEFAULT_JAVA_OPTIONS_CONF}={driver_java_options(long_running=True)}" in command
+    assert not any(SHORT_LIVED_OPTIONS in arg for arg in command)
     assert command[command.index(APPLICATION) - 2:command.index(APPLICATION)] == ["--name", "cloudtrail_etl"]
     args = command[command.index(APPLICATION) + 1:]
     assert args == ["run", "cloudtrail_etl", "--trigger", "processing-time:10s", "--input", "/data/in"]

@@ -10,14 +10,16 @@ import pytest
 from spark_jobs.launch.class_archive import (ARCHIVE_ENV, DEFAULT_JAVA_OPTIONS_CONF, QUIET, archive_path, check,
                                      java_options)
 from spark_jobs.launch.jars import DELTA_CONF
+from spark_jobs.launch.jit import SHORT_LIVED_OPTIONS
 from spark_jobs.launch.submit import SparkConnection, Submission, spark_submit_conf
 
 
 def test_every_spark_submit_of_the_project_carries_the_archive_options():
     assert java_options() == f"-XX:SharedArchiveFile={archive_path()} {QUIET}"
-    assert spark_submit_conf() == {**DELTA_CONF, DEFAULT_JAVA_OPTIONS_CONF: java_options()}
+    assert spark_submit_conf() == {**DELTA_CONF, DEFAULT_JAVA_OPTIONS_CONF: f"{java_options()} {SHORT_LIVED_OPTIONS}"}
+    assert spark_submit_conf(long_running=True) == {**DELTA_CONF, DEFAULT_JAVA_OPTIONS_CONF: java_options()}
     options = Submission.of(["list"], name="list").argv(SparkConnection("local[1]"))
-    assert options[options.index(f"{DEFAULT_JAVA_OPTIONS_CONF}={java_options()}") - 1] == "--conf"
+    assert options[options.index(f"{DEFAULT_JAVA_OPTIONS_CONF}={java_options()} {SHORT_LIVED_OPTIONS}") - 1] == "--conf"
 
 
 def test_the_archive_made_at_set_up_is_mapped_by_a_driver_jvm():
@@ -54,7 +56,8 @@ def test_the_archive_can_be_switched_off_or_moved(monkeypatch, tmp_path):
     default = archive_path()
     monkeypatch.setenv(ARCHIVE_ENV, "off")
     assert java_options() == "" and archive_path() == default
-    assert spark_submit_conf() == DELTA_CONF  # no --conf for the archive at all
+    assert spark_submit_conf(long_running=True) == DELTA_CONF  # no option for the archive at all
+    assert spark_submit_conf() == {**DELTA_CONF, DEFAULT_JAVA_OPTIONS_CONF: SHORT_LIVED_OPTIONS}  # the JIT's only
     moved = tmp_path / "elsewhere.jsa"
     monkeypatch.setenv(ARCHIVE_ENV, str(moved))
     assert java_options() == f"-XX:SharedArchiveFile={moved} {QUIET}"

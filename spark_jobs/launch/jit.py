@@ -1,0 +1,25 @@
+"""How a driver JVM compiles: C1 only for the project's short-lived drivers, the JVM's default for long-running ones.
+
+Most of the project's drivers live seconds to minutes: an available-now catch-up (one per landing when a job
+catches up on data), a backfill, a reprocess, lake maintenance, an on-call action, a ``sql`` query. HotSpot's
+tiered JIT spends much of such a life compiling with C2, its optimizing compiler, on the same cores that run the
+batch, for code that would pay that back only over a long life. ``-XX:TieredStopAtLevel=1`` keeps the quick C1
+compiler only. Measured on 2 cores (2026-11-28, docs/benchmarks.md, "a short-lived driver compiles with C1"): a
+catch-up of one new 50-event file from process start to exit 19-23 s -> 13.5-14.2 s; of 50 files (50,000
+events) 25.4-25.8 s -> 19.9-20.2 s; of 1,000 files (1M events, one batch) 55.2 s -> 54.5 s: the work of a
+catch-up is the Python workers' parse and the I/O, not JIT-compiled Java.
+
+A long-running driver (a continuous job's, a standby's) keeps the JVM's default, as its
+JVM lives for days. Neither Spark nor the JDK chooses a JIT by a process's expected life, hence this module.
+A user's ``spark.driver.extraJavaOptions`` come after these options on the JVM's command line, so
+``-XX:TieredStopAtLevel=4`` there gives a short-lived driver the default JIT back.
+"""
+
+from __future__ import annotations
+
+SHORT_LIVED_OPTIONS = "-XX:TieredStopAtLevel=1"
+
+
+def java_options(long_running: bool = False) -> str:
+    """The JIT's JVM options for a driver: C1 only unless ``long_running``."""
+    return "" if long_running else SHORT_LIVED_OPTIONS
