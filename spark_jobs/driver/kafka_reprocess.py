@@ -35,7 +35,7 @@ def reprocess_kafka(spark: SparkSession, job: JobSpec, lake, spec: str, from_tim
     """
     module = job_module(job)
     targets = table_targets(job, lake)
-    create_tables(spark, targets, output_schemas(spark, job))
+    create_tables(spark, targets, lambda: output_schemas(spark, job))
     options = {k: v for k, v in job.file_source_options.items() if k != "startingOffsets"}
     options["startingTimestamp"] = str(epoch_ms(from_time))
     options["startingOffsetsByTimestampStrategy"] = "latest"  # a partition with nothing that new: nothing to read

@@ -99,7 +99,7 @@ def reprocess(spark: SparkSession, job: JobSpec, lake: Lake, source: Path, from_
         raise UsageError(f"no input file in {source} was delivered at or after {utc_iso(from_time)}: nothing to replay")
     module = job_module(job)
     targets = table_targets(job, lake)
-    create_tables(spark, targets, output_schemas(spark, job))
+    create_tables(spark, targets, lambda: output_schemas(spark, job))
     files = read_file_list(spark, [_as_read(path) for path in plan.listing.files])
     replayed = files.select(F.col("path").alias(REPLAYED)).distinct().persist()
     count = replayed.count()

@@ -32,7 +32,7 @@ from spark_jobs.driver.session import snapshot_partitions_per_core
 from spark_jobs.driver.source_readers import read_input
 from spark_jobs.driver.write import warm_up, write_batch
 from spark_jobs.driver.lake_tools import refuse_old_layout
-from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, any_missing, create_tables
+from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, create_tables
 from spark_jobs.driver.write.stateful import StatefulBatchWriter
 
 log = logging.getLogger("spark_jobs")
@@ -349,9 +349,8 @@ def prepare_query(job: JobSpec, options: RunOptions, spark: SparkSession | None)
     snapshot_partitions_per_core(spark)  # also for a session this module did not build
     module = job_module(job)
     targets = table_targets(job, options.lake)
-    # Every table exists (empty) before the first batch: readers and other writers find it. Their schemas are
-    # derived (an analysis of the transform: ~2 s in a new JVM) only when one is missing.
-    create_tables(spark, targets, output_schemas(spark, job) if any_missing(targets) else {})
+    # Every table exists (empty) before the first batch: readers and other writers find it.
+    create_tables(spark, targets, lambda: output_schemas(spark, job))
     if fresh and job.source.kind == "files" and not job.stateful:  # while the query starts (driver/write/warm_up.py)
         warm_up.start(spark, targets)
     if job.source.kind == "delta":

@@ -143,15 +143,13 @@ def is_conflict(error: BaseException) -> bool:
     return any(name in text for name in CONFLICTS)
 
 
-def any_missing(targets: list[TableTarget]) -> bool:
-    """Whether one of ``targets`` has no Delta log yet (:func:`create_tables` then needs its schema)."""
-    return any(not (target.path / "_delta_log").is_dir() for target in targets)
-
-
-def create_tables(spark: SparkSession, targets: list[TableTarget], schemas: dict[str, StructType]) -> None:
+def create_tables(spark: SparkSession, targets: list[TableTarget],
+                  schemas: dict[str, StructType] | Callable[[], dict[str, StructType]]) -> None:
     """Create every target that does not exist yet as an empty Delta table (before the first batch).
 
-    :param schemas: each missing target's schema, by table name (an existing target needs none).
+    :param schemas: each missing target's schema, by table name (an existing target needs none); or a function
+        giving them, called only when a target is missing (deriving them analyses a job's transform: ~2 s in a
+        new JVM, for every run of a job whose tables exist).
 
     Safe when several writers start at once: Delta's first commit (version 0) is created exclusively,
     so one writer creates the table and the others find it. (A table folder in the previous version's
@@ -163,6 +161,8 @@ def create_tables(spark: SparkSession, targets: list[TableTarget], schemas: dict
         if (target.path / "_delta_log").is_dir():
             _wait_for_first_commit(target)  # another writer may be creating it right now
             continue
+        if callable(schemas):
+            schemas = schemas()
         builder = (DeltaTable.createIfNotExists(spark).location(str(target.path))
                    .addColumns(_nullable(schemas[target.name])).partitionedBy(*target.partition_by))
         properties = dict(TABLE_PROPERTIES)
