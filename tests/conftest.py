@@ -31,7 +31,7 @@ REQUIRED_ENV = ("AIRFLOW_HOME", "PYSPARK_PYTHON", "SPARK_LOCAL_DIRS")
 # and of the supervisor) reads $SPARK_SUBMIT_OPTS. A test's JVM lives for seconds to a few minutes on kilobytes
 # of data, where the JIT's optimizing compiler (C2) costs CPU it never pays back, and the suite is CPU-bound on
 # 2 cores. C1 only, measured on a quiet machine: a small catch-up run (7 batches) 81-93 -> 58 CPU-seconds;
-# tests/spark_jobs/driver/test_crash_recovery.py 190 -> 120 CPU-seconds, 103 -> 87 s; the whole suite 38 -> 33 min. The
+# the on-disk kill -9 module of the time (now in live_path/test_random_kills.py) 190 -> 120 CPU-seconds, 103 -> 87 s; the whole suite 38 -> 33 min. The
 # one JVM where it costs time is a session's own on heavy in-process queries (test_time_bound.py + test_one_pass.py:
 # 142 -> 130 CPU-seconds but 78 -> 94 s), a wash on a busy machine. The code and the plans are the same; only how
 # the JVM compiles them differs. (The serial collector was tried too: it changes the memory the JVM reports,
@@ -40,7 +40,7 @@ REQUIRED_ENV = ("AIRFLOW_HOME", "PYSPARK_PYTHON", "SPARK_LOCAL_DIRS")
 # generated classes: `spark.*` system properties are SparkConf defaults, so a job's --conf still wins): profiled
 # with JFR, a third of a session JVM's CPU on tests/spark_jobs/driver/write/test_delta_tables.py went to generating and
 # compiling (Janino) a class per plan for batches of a few rows. Measured on a quiet machine: that module's JVM
-# 145 -> 89 CPU-seconds (109 -> 74 s); test_crash_recovery.py 136 -> 114; the 30,481 real records
+# 145 -> 89 CPU-seconds (109 -> 74 s); that kill -9 module 136 -> 114; the 30,481 real records
 # (test_real_cloudtrail_samples.py) the same. Both modes are Spark's own and give the same rows (Spark falls back
 # to the interpreted one whenever generated code fails to compile); `make demo`, `make airflow` and the benchmark
 # keep Spark's defaults.
@@ -68,7 +68,6 @@ LONGEST_FIRST = (
     "spark_jobs/jobs/test_alerts_crash_recovery.py",
     "spark_jobs/kafka/test_cloudtrail_kafka_stream.py",
     "spark_jobs/cli/test_cli.py",
-    "spark_jobs/driver/test_crash_recovery.py",
     "spark_jobs/jobs/test_real_cowrie_samples.py",
     "spark_jobs/driver/test_lake_tools.py",
     "spark_jobs/live_path/test_random_kills.py",

@@ -2,8 +2,8 @@
 (:class:`JobDriver`), killed (the group: the Python driver and its JVM) at a chosen point of a micro-batch, and
 the files such a kill leaves in a table's folder.
 
-Used by every test that kills, pauses or stops a real driver: the crash-recovery tests of the CloudTrail job (on
-disk and on a bucket), the Cowrie job's real samples, the random kills of the live path, the S3 notifications, the
+Used by every test that kills, pauses or stops a real driver: the crash-recovery tests of the CloudTrail job (the
+random kills of the live path on disk, and on a bucket), the Cowrie job's real samples, the S3 notifications, the
 Kafka job killed mid-stream, the alerts' kill and restart, the runner's lease (a paused driver fenced, a killed one
 taken over), the warm standby beside real drivers and the command line's SIGTERM stop. docs/testing.md lists its
 parts ("The kill -9 harness"); "How a kill -9 lands between a batch's writes and its commit" says why

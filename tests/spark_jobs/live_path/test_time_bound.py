@@ -3,7 +3,7 @@
 Each test drives the job's own write path (:func:`spark_jobs.driver.write.write_batch`) in the session's
 SparkSession with hand-made CloudTrail deliveries, as two writers of one lake: the live job and a backfill
 (each its own app id, as each has its own checkpoint). The drivers killed mid-batch are in
-``tests/spark_jobs/driver/test_crash_recovery.py`` and three writers at once in
+``tests/spark_jobs/live_path/test_random_kills.py`` and three writers at once in
 ``tests/spark_jobs/cli/test_backfill_overlap.py``: their files carry delivery times, so they take this path.
 """
 

@@ -1,6 +1,6 @@
 """kill -9 in the middle of a micro-batch with the input in one bucket and the lake in another, twice, then a
 restart: exact tables. While a killed batch's Parquet objects lie in the table's prefix (uploaded, never
-committed), delta-rs sees exactly the committed rows (as tests/spark_jobs/driver/test_crash_recovery.py on disk).
+committed), delta-rs sees exactly the committed rows (as tests/spark_jobs/live_path/test_random_kills.py on disk).
 """
 
 from __future__ import annotations
