@@ -160,6 +160,36 @@ def uncommitted_files(table: Path) -> set[str]:
     return data_files(table) - added
 
 
+def delta_rs_sees_only_committed_rows(table: Path, seen: set[str] | None = None) -> int:
+    """Read ``table`` (a folder, or a bucket's prefix as a UPath) with delta-rs, a reader that is not Spark, while a
+    killed batch's files lie in it: every committed row once, not one row of those files. Returns their rows.
+
+    :param seen: files left by earlier kills (their batches ran again since and committed new files); this
+        kill's are added. On a bucket an object is whole once it is there; on disk a file cut off mid-write is
+        left out.
+    """
+    import deltalake
+    import pyarrow.parquet as pq
+
+    from spark_jobs.model.object_store import delta_rs_options
+
+    seen = set() if seen is None else seen
+    dt = deltalake.DeltaTable(str(table), storage_options=delta_rs_options(str(table)))
+    ids = dt.to_pyarrow_table(columns=["eventID"]).column("eventID").to_pylist()
+    committed = sum(int(h["operationMetrics"]["numTargetRowsInserted"]) for h in dt.history()
+                    if h["operation"] == "MERGE")
+    assert len(ids) == len(set(ids)) == committed
+    fs = getattr(table, "fs", None)
+    new = uncommitted_files(table) - seen
+    orphans = new if fs is not None else {f for f in new if whole_parquet(table / f)}
+    seen |= new
+    orphan_ids = {i for f in orphans
+                  for i in pq.read_table((table / f).path if fs is not None else table / f, columns=["eventID"],
+                                         filesystem=fs).column("eventID").to_pylist()}
+    assert not orphan_ids & set(ids)  # not one row of the uncommitted batch
+    return len(orphan_ids)
+
+
 def kill_mid_batch(driver: JobDriver, checkpoint: Path, after_commits: int,
                    delay: float | Callable[[], float]) -> Kill:
     """SIGKILL the driver's group (Python driver and JVM) while a batch is planned but not committed, ``delay`` s

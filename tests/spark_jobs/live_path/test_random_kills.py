@@ -22,11 +22,10 @@ from __future__ import annotations
 import os
 import random
 from collections import Counter
-from pathlib import Path
 
 from tests.helpers.delta_log import merge_commits
-from tests.helpers.kills import kill_mid_batch, kill_with_files_uncommitted, start_cloudtrail_driver, \
-    uncommitted_files, whole_parquet
+from tests.helpers.kills import delta_rs_sees_only_committed_rows, kill_mid_batch, kill_with_files_uncommitted, \
+    start_cloudtrail_driver
 from tests.helpers.processes import batch_ids
 from tools.sample_data import write_sample_landing
 
@@ -37,22 +36,6 @@ EVENTS, QUARANTINE = "cloudtrail_events", "cloudtrail_quarantine"
 
 def _rows(frame) -> Counter:
     return Counter(tuple(row) for row in frame.select(*sorted(frame.columns)).collect())
-
-
-def _delta_rs_sees_only_committed_rows(table: Path) -> int:
-    """Read the table with delta-rs while the killed batch's files are on disk; returns those files' rows."""
-    import deltalake
-    import pyarrow.parquet as pq
-
-    dt = deltalake.DeltaTable(str(table))
-    ids = dt.to_pyarrow_table(columns=["eventID"]).column("eventID").to_pylist()
-    committed = sum(int(h["operationMetrics"]["numTargetRowsInserted"]) for h in dt.history()
-                    if h["operation"] == "MERGE")
-    assert len(ids) == len(set(ids)) == committed
-    orphans = [f for f in uncommitted_files(table) if whole_parquet(table / f)]  # others were cut off mid-write
-    orphan_ids = {i for f in orphans for i in pq.read_table(table / f, columns=["eventID"]).column("eventID").to_pylist()}
-    assert not orphan_ids & set(ids)  # not one row of the uncommitted batch
-    return len(orphan_ids)
 
 
 def test_kill_9_at_random_points_leaves_the_tables_of_an_uninterrupted_run(tmp_path, run_job, tables):
@@ -66,7 +49,7 @@ def test_kill_9_at_random_points_leaves_the_tables_of_an_uninterrupted_run(tmp_p
     checkpoint, events = lake / "checkpoints" / "cloudtrail_etl", lake / "tables" / EVENTS
     with start_cloudtrail_driver(landing, lake, tmp_path / "kill-0.log") as driver:
         kills = [kill_with_files_uncommitted(driver, checkpoint, events, after_commits=1)]
-    orphan_rows = _delta_rs_sees_only_committed_rows(events)
+    orphan_rows = delta_rs_sees_only_committed_rows(events)
     assert orphan_rows > 0, kills  # the killed batch's files were there, with rows delta-rs did not show
     for n in range(1, 1 + RANDOM_KILLS):  # each a random 0-2 s after a batch is planned, drawn again when it commits first
         with start_cloudtrail_driver(landing, lake, tmp_path / f"kill-{n}.log") as driver:

@@ -12,29 +12,8 @@ from tools.sample_data import write_sample_landing
 from tests.helpers.cloudtrail import file_name
 # The kill harness reads the checkpoint and the table's folder through pathlib's API, which the lake's UPath
 # paths (s3fs underneath) give on a bucket as well.
-from tests.helpers.kills import JobDriver, kills_leaving_orphans, run_command, uncommitted_files
+from tests.helpers.kills import JobDriver, delta_rs_sees_only_committed_rows, kills_leaving_orphans, run_command
 from tests.helpers.processes import batch_ids
-
-
-def _delta_rs_sees_only_committed_rows(table, seen: set[str]) -> int:
-    """As the local test's, reading the uncommitted objects through s3fs (pyarrow takes no UPath)."""
-    import deltalake
-    import pyarrow.parquet as pq
-
-    from spark_jobs.model.object_store import delta_rs_options
-
-    dt = deltalake.DeltaTable(str(table), storage_options=delta_rs_options(str(table)))
-    ids = dt.to_pyarrow_table(columns=["eventID"]).column("eventID").to_pylist()
-    committed = sum(int(h["operationMetrics"]["numTargetRowsInserted"]) for h in dt.history()
-                    if h["operation"] == "MERGE")
-    assert len(ids) == len(set(ids)) == committed
-    orphans = uncommitted_files(table) - seen  # an object is whole once it is there
-    seen |= orphans
-    orphan_ids = {i for f in orphans
-                  for i in pq.read_table((table / f).path, columns=["eventID"],
-                                         filesystem=table.fs).column("eventID").to_pylist()}
-    assert not orphan_ids & set(ids)  # not one row of the uncommitted batch
-    return len(orphan_ids)
 
 
 def test_kill_9_mid_batch_twice_with_the_lake_in_a_bucket_then_restart_gives_exact_tables(
@@ -50,7 +29,7 @@ def test_kill_9_mid_batch_twice_with_the_lake_in_a_bucket_then_restart_gives_exa
     seen: set[str] = set()
     kills, orphan_rows = kills_leaving_orphans(
         lambda n: JobDriver(command, tmp_path / f"kill-{n}.log"), checkpoint, events, after_commits=1,
-        orphan_rows=lambda: _delta_rs_sees_only_committed_rows(events, seen),
+        orphan_rows=lambda: delta_rs_sees_only_committed_rows(events, seen),
         last_gap=2, last_delay=0.0)
     for kill in kills:
         assert kill.in_flight == kill.committed + 1  # each kill hit a planned, uncommitted batch
