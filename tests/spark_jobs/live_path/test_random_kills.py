@@ -51,7 +51,7 @@ def test_kill_9_at_random_points_leaves_the_tables_of_an_uninterrupted_run(tmp_p
         kills = [kill_with_files_uncommitted(driver, checkpoint, events, after_commits=1)]
     orphan_rows = delta_rs_sees_only_committed_rows(events)
     assert orphan_rows > 0, kills  # the killed batch's files were there, with rows delta-rs did not show
-    for n in range(1, 1 + RANDOM_KILLS):  # each a random 0-2 s after a batch is planned, drawn again when it commits first
+    for n in range(1, 1 + RANDOM_KILLS):  # a random 0-2 s after a batch is planned, drawn again if it commits first
         with start_cloudtrail_driver(landing, lake, tmp_path / f"kill-{n}.log") as driver:
             after = len(batch_ids(checkpoint / "commits")) + rng.randint(0, 1)
             kills.append(kill_mid_batch(driver, checkpoint, after, lambda: round(rng.uniform(0.0, 2.0), 2)))
