@@ -34,8 +34,9 @@ REQUIRED_ENV = ("AIRFLOW_HOME", "PYSPARK_PYTHON", "SPARK_LOCAL_DIRS")
 # the on-disk kill -9 module of the time (now in live_path/test_random_kills.py) 190 -> 120 CPU-seconds,
 # 103 -> 87 s; the whole suite 38 -> 33 min. The one JVM where it costs time is a session's own on heavy
 # in-process queries (test_time_bound.py + test_one_pass.py: 142 -> 130 CPU-seconds but 78 -> 94 s), a wash on a
-# busy machine. The code and the plans are the same; only how the JVM compiles them differs. (The serial collector was tried too: it changes the memory the JVM reports,
-# which a test of Spark's own message reads, for no clear gain.) A value already set is kept.
+# busy machine. The code and the plans are the same; only how the JVM compiles them differs. (The serial collector
+# was tried too: it changes the memory the JVM reports, which a test of Spark's own message reads, for no clear
+# gain.) A value already set is kept.
 # The same JVMs evaluate Spark SQL's expressions interpreted (whole-stage code generation off, expressions without
 # generated classes: `spark.*` system properties are SparkConf defaults, so a job's --conf still wins): profiled
 # with JFR, a third of a session JVM's CPU on tests/spark_jobs/driver/write/test_delta_tables.py went to generating and
