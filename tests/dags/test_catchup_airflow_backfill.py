@@ -2,10 +2,11 @@
 
 One Airflow (``tools.local_airflow``, the code behind ``make airflow``) runs for the module with its
 own home, port and lake. The history folder holds generated CloudTrail deliveries (``sample_data``'s
-records) every other hour from 21:00 UTC on 2026-01-05 to 05:00 on 2026-01-06, in two date folders;
-``airflow backfill create`` from 22:00 to 04:00 (7 hourly runs across midnight, the folder given in
-``--dag-run-conf``) must load exactly the 3 deliveries inside that range, each by the run of its hour
-(the other 4 runs end at ``plan``). The live checkpoint is left alone: the scheduled run that unpausing
+records) at 22:00 and 23:00 UTC on 2026-01-05 and at 01:00 and 02:00 on 2026-01-06, in two date folders;
+``airflow backfill create`` from 23:00 to 01:00 (3 hourly runs across midnight, the folder given in
+``--dag-run-conf``) must load exactly the 2 deliveries inside that range, each by the run of its hour
+(the midnight run, an hour with no files, ends at ``plan``; the deliveries of the hours just outside the range
+are left alone). The live checkpoint is left alone: the scheduled run that unpausing
 starts has no live landing folder here and fails at ``plan``, before any spark-submit. (Each run is a few
 task processes: the range is kept short so the module costs seconds, not minutes, of the suite.)
 """
@@ -31,10 +32,10 @@ from tests.helpers.real_airflow import RestApi, free_port, wait_for
 from tools.local_airflow import LocalAirflow, marked_processes
 
 DAG_ID = "cloudtrail_etl_catchup"
-# Five deliveries two hours apart across midnight; the backfill's range holds the middle three.
-DELIVERIES = [datetime(2026, 1, 5, 21, tzinfo=UTC) + timedelta(hours=2 * i) for i in range(5)]
-FIRST, LAST = DELIVERIES[0] + timedelta(hours=1), DELIVERIES[-1] - timedelta(hours=1)  # 22:00 .. 04:00: 7 runs
-IN_RANGE = DELIVERIES[1:4]
+# Four deliveries across midnight, none at midnight; the backfill's range holds the middle two.
+DELIVERIES = [datetime(2026, 1, 5, 22, tzinfo=UTC) + timedelta(hours=h) for h in (0, 1, 3, 4)]
+FIRST, LAST = DELIVERIES[1], DELIVERIES[2]  # 23:00 .. 01:00: 3 runs, the midnight one with no files
+IN_RANGE = DELIVERIES[1:3]
 RECORDS_PER_FILE = 4
 
 
@@ -94,7 +95,7 @@ def backfilled(tmp_path_factory):
     require_airflow_env()
     setup = Setup(tmp_path_factory.mktemp("airflow_backfill"))
     try:
-        # The backfill is created before the scheduler starts: on SQLite the 72 inserts of one transaction
+        # The backfill is created before the scheduler starts: on SQLite the inserts of its one transaction
         # and a busy scheduler lock each other out ("database is locked"; a real deployment's database
         # does not). The scheduler then runs it as it would any backfill.
         for step in (["db", "migrate"], ["dags", "reserialize"]):
@@ -127,7 +128,7 @@ def backfilled(tmp_path_factory):
 
 def test_every_backfill_run_succeeds_and_only_hours_with_files_spark_submit(backfilled):
     backfill = {start: tasks for run_type, state, start, tasks in backfilled["runs"].values() if run_type == "backfill"}
-    assert len(backfill) == 7
+    assert len(backfill) == 3
     assert all(state == "success" for run_type, state, _, _ in backfilled["runs"].values() if run_type == "backfill")
     submitted = sorted(datetime.fromisoformat(start.replace("Z", "+00:00")) for start, tasks in backfill.items()
                        if tasks["spark_submit"] == "success")
@@ -147,7 +148,7 @@ def test_each_interval_has_its_own_checkpoint_and_the_live_one_read_nothing(back
     setup = backfilled["setup"]
     checkpoints = sorted(p.name for p in (setup.lake / "checkpoints").iterdir())
     backfills = [name for name in checkpoints if name.startswith("cloudtrail_etl@backfill-")]
-    assert len(backfills) == 3
+    assert len(backfills) == len(IN_RANGE)
     assert sorted(name.split("-")[1] for name in backfills) == sorted(f"{stamp:%Y%m%dT%H%M%SZ}" for stamp in IN_RANGE)
     # The scheduled run of the live job: no live landing folder here, so it fails at plan, no spark-submit.
     # (A second one when the test spans the top of an hour.)
