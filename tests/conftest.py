@@ -50,42 +50,49 @@ TEST_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1 -Dspark.sql.codegen.wholeStage=fals
 
 
 TESTS = Path(__file__).resolve().parent
-# The modules that take a minute or more, longest first (a full run on 2 workers, 2026-11-26): `make test` hands
-# modules to its two workers in collection order (--no-loadscope-reorder), and these go first, so that no long
-# module starts last while the other worker idles. A module missing here only runs later; a stale list only costs time.
+# The modules that take 40 s or more, longest first (their wall times in a full run on 2 workers, 2026-11-28; the
+# `--cpu-report` lines have them): `make test` hands modules to its two workers in collection order
+# (--no-loadscope-reorder), and these go first, so that no long module starts last while the other worker idles.
+# A module missing here only runs later; a stale list only costs time.
 LONGEST_FIRST = (
+    "spark_jobs/supervision/test_standby.py",
+    "dags/test_continuous_supervision.py",
+    "dags/test_continuous_from_s3.py",
+    "spark_jobs/live_path/test_random_kills.py",
+    "dags/test_backfill_dag_run.py",
+    "spark_jobs/supervision/test_supervised_spark.py",
     "dags/test_oncall_dag_run.py",
     "dags/test_catchup_on_data.py",
-    "spark_jobs/object_store/test_real_samples_on_s3.py",
-    "spark_jobs/object_store/test_crash_recovery_on_s3.py",
-    "dags/test_continuous_supervision.py",
-    "dags/test_backfill_dag_run.py",
-    "dags/test_oncall_approval_run.py",
-    "dags/test_catchup_airflow_backfill.py",
-    "dags/test_lake_maintenance_dag_run.py",
-    "dags/test_standalone_cluster.py",
-    "spark_jobs/jobs/test_cloudtrail_activity.py",
-    "spark_jobs/driver/write/test_delta_tables.py",
-    "spark_jobs/jobs/test_alerts_crash_recovery.py",
-    "spark_jobs/kafka/test_cloudtrail_kafka_stream.py",
-    "spark_jobs/cli/test_cli.py",
-    "spark_jobs/jobs/test_real_cowrie_samples.py",
-    "spark_jobs/driver/test_lake_tools.py",
-    "spark_jobs/live_path/test_random_kills.py",
-    "dags/test_continuous_from_s3.py",
-    "spark_jobs/supervision/test_supervised_spark.py",
-    "spark_jobs/supervision/test_standby.py",
-    "spark_jobs/test_benchmark.py",
     "spark_jobs/object_store/test_writers_on_s3.py",
-    "spark_jobs/live_path/test_time_bound.py",
-    "spark_jobs/supervision/test_lease_in_the_runner.py",
-    "spark_jobs/cli/test_backfill_overlap.py",
+    "dags/test_standalone_cluster.py",
+    "spark_jobs/driver/write/test_delta_tables.py",
     "spark_jobs/driver/write/test_one_pass.py",
-    "spark_jobs/object_store/test_lake_commands_on_s3.py",
-    "dags/test_catchup_dag_run.py",
+    "spark_jobs/jobs/test_real_cowrie_samples.py",
+    "dags/test_oncall_approval_run.py",
+    "spark_jobs/driver/test_lake_tools.py",
+    "spark_jobs/object_store/test_crash_recovery_on_s3.py",
+    "spark_jobs/cli/test_cli.py",
+    "spark_jobs/test_benchmark.py",
+    "dags/test_catchup_airflow_backfill.py",
+    "spark_jobs/supervision/test_lease_in_the_runner.py",
+    "spark_jobs/object_store/test_real_samples_on_s3.py",
+    "spark_jobs/cli/test_backfill_overlap.py",
+    "spark_jobs/object_store/test_notifications_on_s3.py",
+    "spark_jobs/jobs/test_alerts_crash_recovery.py",
+    "spark_jobs/jobs/test_cloudtrail_activity.py",
+    "spark_jobs/live_path/test_time_bound.py",
     "spark_jobs/jobs/test_cloudtrail_etl_end_to_end.py",
+    "dags/test_lake_maintenance_dag_run.py",
+    "spark_jobs/kafka/test_cloudtrail_kafka_stream.py",
+    "dags/test_catchup_dag_run.py",
+    "spark_jobs/object_store/test_lake_commands_on_s3.py",
     "dags/test_kafka_catchup_dag_run.py",
+    "spark_jobs/jobs/test_real_cloudtrail_samples.py",
+    "spark_jobs/driver/test_landing_source.py",
+    "spark_jobs/driver/test_sql_engines.py",
     "spark_jobs/jobs/test_cloudtrail_alerts.py",
+    "plugins/test_health_page.py",
+    "spark_jobs/driver/test_progress_history.py",
 )
 
 
