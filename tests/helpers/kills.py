@@ -179,13 +179,13 @@ def delta_rs_sees_only_committed_rows(table: Path, seen: set[str] | None = None)
     committed = sum(int(h["operationMetrics"]["numTargetRowsInserted"]) for h in dt.history()
                     if h["operation"] == "MERGE")
     assert len(ids) == len(set(ids)) == committed
-    fs = getattr(table, "fs", None)
     new = uncommitted_files(table) - seen
-    orphans = new if fs is not None else {f for f in new if whole_parquet(table / f)}
     seen |= new
-    orphan_ids = {i for f in orphans
-                  for i in pq.read_table((table / f).path if fs is not None else table / f, columns=["eventID"],
-                                         filesystem=fs).column("eventID").to_pylist()}
+    orphan_ids = set()
+    for name in new:
+        if whole_parquet(table / name):  # through pathlib's API: a folder's file or a bucket's object alike
+            with (table / name).open("rb") as handle:
+                orphan_ids.update(pq.read_table(handle, columns=["eventID"]).column("eventID").to_pylist())
     assert not orphan_ids & set(ids)  # not one row of the uncommitted batch
     return len(orphan_ids)
 
