@@ -92,6 +92,6 @@ def write_batch(frame: DataFrame, batch_id: int, *, job: JobSpec, module: JobMod
         if first.rest_files is not None:  # only the files with rows the one pass left
             frame = frame.where(F.col("path").isin(first.rest_files))
         rest = write_cached(module, job, writer, targets, frame, batch_id, rest_table=first.table,
-                            done=first.done)
+                            done=first.done, counted=first.carried)
         rows = {table: rest.rows[table] + first.rows.get(table, 0) for table in rest.rows}
         return BatchWritten(plan, first.files, rows, dict(first.carried or rest.carried))

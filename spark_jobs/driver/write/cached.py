@@ -46,26 +46,39 @@ class CachedWrite:
 
 def write_cached(module: JobModule, job: JobSpec, writer: ExactlyOnceWriter, targets: list[TableTarget],
                  files: DataFrame, batch_id: int, *, rest_table: str | None = None,
-                 done: tuple[str, ...] = ()) -> CachedWrite:
+                 done: tuple[str, ...] = (), counted: dict[str, int] | None = None) -> CachedWrite:
     """Write ``files`` to every table not in ``done``, from one cached parse.
 
     :param rest_table: the table whose commit goes under the writer's second series (``:rest``): it holds
         this batch's first commit already (the pipelined pass's, or a run's before a crash).
     :param done: tables the pipelined pass wrote whole (counted, not written).
+    :param counted: rows per table that ``files`` carry, when the pipelined pass's observation counted them
+        already. When no table left to write needs partition values to bound its MERGE (a batch's
+        quarantine rows: that table's key holds no partition column), the count pass is skipped, and so is
+        the cache unless two tables are left to write: the parse runs once, inside the one write.
     """
     spark = files.sparkSession
-    parsed = module.transform(files, job).persist(StorageLevel.MEMORY_AND_DISK)
+    parsed = module.transform(files, job)
+    route = route_column(targets)
+    aggregates, prune = [], []
+    for i, target in enumerate(targets):
+        aggregates.append(F.count_if(route == target.name).alias(f"rows{i}"))
+        for column in target.prune_by:
+            if column in parsed.columns:
+                prune.append((target.name, column, f"values{len(prune)}"))
+                aggregates.append(F.collect_set(F.when(route == target.name, F.col(column))).alias(prune[-1][2]))
+    left = [t.name for t in targets if t.name not in done and (counted is None or counted.get(t.name))]
+    bounded = {table for table, _, _ in prune}
+    if counted is not None and not bounded.intersection(left):
+        stats = {f"rows{i}": counted.get(t.name, 0) for i, t in enumerate(targets)}
+    else:
+        stats = None
+    if stats is None or len(left) > 1:
+        parsed = parsed.persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        route = route_column(targets)
-        aggregates, prune = [], []
-        for i, target in enumerate(targets):
-            aggregates.append(F.count_if(route == target.name).alias(f"rows{i}"))
-            for column in target.prune_by:
-                if column in parsed.columns:
-                    prune.append((target.name, column, f"values{len(prune)}"))
-                    aggregates.append(F.collect_set(F.when(route == target.name, F.col(column))).alias(prune[-1][2]))
-        with job_step(spark, STEP_PARSE):
-            stats = parsed.agg(*aggregates).first()
+        if stats is None:
+            with job_step(spark, STEP_PARSE):
+                stats = parsed.agg(*aggregates).first()
         result = CachedWrite()
         for i, target in enumerate(targets):
             batch_rows = stats[f"rows{i}"]
