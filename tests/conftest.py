@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from spark_jobs.launch.jit import SHORT_LIVED_OPTIONS
 from tests.helpers import cpu_report
 from tests.helpers.project import PLUGINS, REAL_CLOUDTRAIL
 from tests.helpers.tiers import in_fast_tier
@@ -34,7 +35,9 @@ REQUIRED_ENV = ("AIRFLOW_HOME", "PYSPARK_PYTHON", "SPARK_LOCAL_DIRS")
 # the on-disk kill -9 module of the time (now in live_path/test_random_kills.py) 190 -> 120 CPU-seconds,
 # 103 -> 87 s; the whole suite 38 -> 33 min. The one JVM where it costs time is a session's own on heavy
 # in-process queries (test_time_bound.py + test_one_pass.py: 142 -> 130 CPU-seconds but 78 -> 94 s), a wash on a
-# busy machine. The code and the plans are the same; only how the JVM compiles them differs. (The serial collector
+# busy machine. The code and the plans are the same; only how the JVM compiles them differs; the options are the
+# project's short-lived drivers' own (spark_jobs/launch/jit.py), with the code cache C1 alone would shrink to 48 MB
+# kept at 240 MB (a session JVM of the suite lives for half an hour). (The serial collector
 # was tried too: it changes the memory the JVM reports, which a test of Spark's own message reads, for no clear
 # gain.) A value already set is kept.
 # The same JVMs evaluate Spark SQL's expressions interpreted (whole-stage code generation off, expressions without
@@ -45,7 +48,7 @@ REQUIRED_ENV = ("AIRFLOW_HOME", "PYSPARK_PYTHON", "SPARK_LOCAL_DIRS")
 # (test_real_cloudtrail_samples.py) the same. Both modes are Spark's own and give the same rows (Spark falls back
 # to the interpreted one whenever generated code fails to compile); `make demo`, `make airflow` and the benchmark
 # keep Spark's defaults.
-TEST_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1 -Dspark.sql.codegen.wholeStage=false"
+TEST_JVM_OPTIONS = (f"{SHORT_LIVED_OPTIONS} -Dspark.sql.codegen.wholeStage=false"
                     " -Dspark.sql.codegen.factoryMode=NO_CODEGEN")
 
 

@@ -9,6 +9,14 @@ catch-up of one new 50-event file from process start to exit 19-23 s -> 13.5-14.
 events) 25.4-25.8 s -> 19.9-20.2 s; of 1,000 files (1M events, one batch) 55.2 s -> 54.5 s: the work of a
 catch-up is the Python workers' parse and the I/O, not JIT-compiled Java.
 
+``-XX:TieredStopAtLevel=1`` also shrinks HotSpot's code cache to its non-tiered default, 48 MB, which Spark and
+Delta fill within a minute of batches: the JVM then spends its time flushing compiled code (its ``Sweeper thread``)
+and compiling it again (with flushing off, it stops compiling: "CodeCache is full. Compiler has been disabled"). So the
+options keep the tiered default's size, ``-XX:ReservedCodeCacheSize=240m`` (reserved address space; only the
+code compiled takes memory). Measured on 2 cores (2026-11-28, docs/benchmarks.md, "The code cache of a C1-only
+JVM"): in one SparkSession, a catch-up run of 12 micro-batches of a few files each took 42.3-50.2 CPU-seconds
+with 48 MB (the sweeper 2.5-4.3 of them) against 33.4-39.0 with 240 MB, which held 61 MB of compiled code.
+
 A long-running driver (a continuous job's, a standby's) keeps the JVM's default, as its
 JVM lives for days. Neither Spark nor the JDK chooses a JIT by a process's expected life, hence this module.
 A user's ``spark.driver.extraJavaOptions`` come after these options on the JVM's command line, so
@@ -17,7 +25,7 @@ A user's ``spark.driver.extraJavaOptions`` come after these options on the JVM's
 
 from __future__ import annotations
 
-SHORT_LIVED_OPTIONS = "-XX:TieredStopAtLevel=1"
+SHORT_LIVED_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 
 
 def java_options(long_running: bool = False) -> str:
