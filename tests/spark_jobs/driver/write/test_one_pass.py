@@ -10,6 +10,7 @@ from pathlib import Path
 import deltalake
 import pytest
 
+from spark_jobs.driver.write.cached import STEP_PARSE, STEP_WRITE
 from spark_jobs.model.lake import Lake
 from tools.sample_data import write_sample_landing
 from tests.helpers.cloudtrail import JOB, dated_delivery, source_records
@@ -37,6 +38,22 @@ def _landing_files(landing: Path) -> list[Path]:
     return sorted(p for p in landing.rglob("*.json.gz") if not p.name.startswith((".", "_")))
 
 
+@pytest.fixture
+def cached_steps(monkeypatch) -> list[str]:
+    """The steps the cached plan names (its Spark jobs' descriptions), in order: it writes a one pass's rest."""
+    from spark_jobs.driver.write import cached
+
+    seen: list[str] = []
+    named = cached.job_step
+
+    def recording(spark, what: str):
+        seen.append(what)
+        return named(spark, what)
+
+    monkeypatch.setattr(cached, "job_step", recording)
+    return seen
+
+
 def test_good_events_of_dated_files_are_written_in_one_pass(tmp_path, run_job, tables):
     manifest = write_sample_landing(tmp_path / "landing", files=4, records_per_file=10, seed=61,
                                     include_bad_files=False)
@@ -57,8 +74,10 @@ def test_good_events_of_dated_files_are_written_in_one_pass(tmp_path, run_job, t
     assert deltalake.DeltaTable(str(lake.table_path(QUARANTINE))).version() == 0
 
 
-def test_a_batch_with_a_bad_record_or_an_old_event_writes_the_rest_under_a_second_marker(tmp_path, run_job, tables):
-    """Quarantine rows, and an event older than its file's delivery dates, are written by the cached way."""
+def test_a_batch_with_a_bad_record_or_an_old_event_writes_the_rest_under_a_second_marker(tmp_path, run_job, tables,
+                                                                                        cached_steps):
+    """Quarantine rows, and an event older than its file's delivery dates, are written by the cached way (its count
+    pass collects the old event's date, which bounds the events table's MERGE)."""
     manifest = write_sample_landing(tmp_path / "landing", files=3, records_per_file=8, seed=62,
                                     include_bad_files=False)
     records = source_records(_landing_files(tmp_path / "landing")[0])
@@ -67,6 +86,7 @@ def test_a_batch_with_a_bad_record_or_an_old_event_writes_the_rest_under_a_secon
     delivered = dt.datetime(2024, 3, 2, 10, 5, tzinfo=dt.UTC)
     dated_delivery(tmp_path / "landing" / "extra", delivered, [old, no_id, dict(records[2], eventID="extra-0002")], "X1")
     summary = run_job(tmp_path / "landing", tmp_path / "lake")
+    assert cached_steps == [STEP_PARSE, f"{STEP_WRITE}{EVENTS}", f"{STEP_WRITE}{QUARANTINE}"]
     lake = Lake(tmp_path / "lake")
     got = tables(tmp_path / "lake")
     expected = Counter(manifest.good_event_ids) + Counter(["old-event-0001", "extra-0002"])
@@ -117,14 +137,16 @@ def test_a_batch_run_again_after_its_one_pass_commit_writes_only_the_rest(spark,
     assert {t.name: deltalake.DeltaTable(str(t.path)).version() for t in targets} == versions
 
 
-def test_a_batch_whose_events_all_fit_leaves_only_the_quarantine_to_write(tmp_path, run_job, tables):
-    """A bad record in a dated batch: the events table gets the one pass's commit alone; quarantine its own."""
+def test_a_batch_whose_events_all_fit_leaves_only_the_quarantine_to_write(tmp_path, run_job, tables, cached_steps):
+    """A bad record in a dated batch: the events table gets the one pass's commit alone; quarantine its own, written
+    without a count pass (the one pass counted its rows, and its key bounds no partition)."""
     manifest = write_sample_landing(tmp_path / "landing", files=2, records_per_file=5, seed=64,
                                     include_bad_files=False)
     records = source_records(_landing_files(tmp_path / "landing")[0])
     no_time = {k: v for k, v in records[0].items() if k != "eventTime"}
     dated_delivery(tmp_path / "landing" / "extra", dt.datetime(2024, 3, 2, 10, 5), [no_time], "X3")
     summary = run_job(tmp_path / "landing", tmp_path / "lake")
+    assert cached_steps == [f"{STEP_WRITE}{QUARANTINE}"]
     lake = Lake(tmp_path / "lake")
     got = tables(tmp_path / "lake")
     assert Counter(r.eventID for r in got[EVENTS].collect()) == Counter(manifest.good_event_ids)
