@@ -52,3 +52,14 @@ def test_a_run_charges_each_test_the_processes_it_started_even_unwaited(tmp_path
     assert set(charged) == {"test_waits_for_a_child", "test_leaves_a_grandchild_to_init"}
     # each used 1.5 s; the looks come every 0.5 s, so up to that much of a process's end is not seen
     assert all(0.8 <= seconds <= 1.6 for seconds in charged.values()), charged
+
+
+def test_a_look_while_pyspark_is_half_imported_finds_no_session_jvm(monkeypatch):
+    """The looking thread may run while a test's thread is inside ``import pyspark`` (the module is in
+    ``sys.modules`` without its ``SparkContext`` yet): it finds no JVM instead of dying."""
+    import types
+
+    from tests.helpers.cpu_report import _session_jvm_pid
+
+    monkeypatch.setitem(sys.modules, "pyspark", types.ModuleType("pyspark"))
+    assert _session_jvm_pid() is None

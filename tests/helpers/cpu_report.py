@@ -40,9 +40,10 @@ LOOK_SECONDS = 0.5
 
 def _session_jvm_pid() -> int | None:
     """The pid of this process's SparkSession JVM, or None before pyspark started one."""
-    if "pyspark" not in sys.modules:  # never import pyspark here (the fast tier refuses it)
-        return None
-    gateway = getattr(sys.modules["pyspark"].SparkContext, "_gateway", None)
+    # Never import pyspark here (the fast tier refuses it); this thread may look while the test's thread is still
+    # importing it (a partly initialised module, without SparkContext yet).
+    context = getattr(sys.modules.get("pyspark"), "SparkContext", None)
+    gateway = getattr(context, "_gateway", None)
     process = getattr(gateway, "proc", None)
     return getattr(process, "pid", None)
 
