@@ -59,7 +59,7 @@ def test_a_look_while_pyspark_is_half_imported_finds_no_session_jvm(monkeypatch)
     ``sys.modules`` without its ``SparkContext`` yet): it finds no JVM instead of dying."""
     import types
 
-    from tests.helpers.cpu_report import _session_jvm_pid
+    from tests.helpers.cpu_report import session_jvm_pid
 
     monkeypatch.setitem(sys.modules, "pyspark", types.ModuleType("pyspark"))
-    assert _session_jvm_pid() is None
+    assert session_jvm_pid() is None

@@ -38,7 +38,7 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 LOOK_SECONDS = 0.5
 
 
-def _session_jvm_pid() -> int | None:
+def session_jvm_pid() -> int | None:
     """The pid of this process's SparkSession JVM, or None before pyspark started one."""
     # Never import pyspark here (the fast tier refuses it); this thread may look while the test's thread is still
     # importing it (a partly initialised module, without SparkContext yet).
@@ -97,7 +97,7 @@ class CpuReport:
 
     def look(self) -> None:
         """Read every process's CPU; charge a new one to the test in its environment (if this session's)."""
-        skip = {os.getpid(), _session_jvm_pid()}
+        skip = {os.getpid(), session_jvm_pid()}
         for name in os.listdir("/proc"):
             if not name.isdigit() or int(name) in skip:
                 continue
@@ -132,7 +132,7 @@ class CpuReport:
 
     @staticmethod
     def _jvm_seconds() -> float:
-        pid = _session_jvm_pid()
+        pid = session_jvm_pid()
         stat = _stat(pid) if pid else None
         return stat[1] if stat else 0.0
 
