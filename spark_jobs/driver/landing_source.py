@@ -27,6 +27,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles, Sup
 
 from spark_jobs.control.discovery.listing import Candidate
 from spark_jobs.control.discovery.settings import DiscoverySettings
+from spark_jobs.transforms import arrow_without_pandas as without_pandas
 
 NAME = "spark_jobs_landing"
 SCHEMA = "path STRING, modificationTime TIMESTAMP, length BIGINT, content BINARY"
@@ -130,6 +131,7 @@ def read_files(rows: list[list]) -> Iterator:
     no row, as in Spark's ``binaryFile`` source; a file gone when it is read gives one with a NULL ``content``."""
     import pyarrow as pa
 
+    without_pandas.settle()
     schema = pa.schema([("path", pa.string()), ("modificationTime", pa.timestamp("us", tz="UTC")),
                         ("length", pa.int64()), ("content", pa.binary())])
     columns: tuple[list, list, list, list] = ([], [], [], [])

@@ -197,6 +197,9 @@ def _worker(job_module_name: str):
 
         import pyarrow  # noqa: F401
 
+        from spark_jobs.transforms import arrow_without_pandas
+
+        arrow_without_pandas.settle()
         importlib.import_module("spark_jobs.driver.landing_source")  # the live batch's read, in the same workers
         importlib.import_module(job_module_name)
         yield from batches

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterator, Mapping
 
 from spark_jobs.model.log_types import EVENT_DATE, PARSED_SOURCE_FILE, REASON
+from spark_jobs.transforms import arrow_without_pandas as without_pandas
 from spark_jobs.transforms.gzip_stream import decompress
 
 if TYPE_CHECKING:
@@ -304,6 +305,7 @@ class JsonLinesLog:
         """``mapInArrow`` body: ``binaryFile`` rows (path, content) to one row per non-blank line."""
         import pyarrow as pa
 
+        without_pandas.settle()
         schema = self.arrow_schema()
         columns: dict[str, list] = {name: [] for name in schema.names}
         for batch in batches:

@@ -33,7 +33,10 @@ def _python_worker(batches: Iterator) -> Iterator:
     import pyarrow  # noqa: F401
     import simdjson  # noqa: F401
 
+    from spark_jobs.transforms import arrow_without_pandas
     from spark_jobs.transforms.cloudtrail import decode  # noqa: F401
+
+    arrow_without_pandas.settle()
 
     for _ in batches:
         pass

@@ -18,6 +18,7 @@ from datetime import datetime
 from dataclasses import dataclass, field
 from typing import Iterator
 
+from spark_jobs.transforms import arrow_without_pandas as without_pandas
 from spark_jobs.transforms.cloudtrail import reasons
 from spark_jobs.transforms.gzip_stream import decompress as _decompress
 from spark_jobs.transforms.gzip_stream import gunzip  # noqa: F401 - its tests import it from here
@@ -399,6 +400,7 @@ def split_batches(batches: Iterator, known: tuple[str, ...], whole_raw: bool = F
     import pyarrow as pa
     import simdjson
 
+    without_pandas.settle()
     known_keys, parser, schema = frozenset(known), simdjson.Parser(), _split_arrow_schema()
     columns: dict[str, list] = {name: [] for name in schema.names}
     size = 0
