@@ -11,8 +11,9 @@ path) took 24.2 against 26.0 CPU-seconds and 15.9 against 17.3 s, four runs each
 refuses it), so pyarrow settles on "no pandas" for those questions; then the finder goes. ``import pandas`` works
 as before, and whatever asks pyarrow for pandas itself (``Table.to_pandas``) imports it then. A worker that imports
 pandas after it settled (Spark reuses a Python worker for any Python task of its driver: a pandas UDF may come
-next) has pyarrow told right after the import, so pandas objects are converted as pandas again. pyarrow has no setting for this, hence this module; a pyarrow that asks differently only
-imports pandas again (``tests/spark_jobs/transforms/test_arrow_without_pandas.py`` says when).
+next) has pyarrow told right after the import, so pandas objects are converted as pandas again. pyarrow has no
+setting for this, hence this module; a pyarrow that asks differently only imports pandas again
+(``tests/spark_jobs/transforms/test_arrow_without_pandas.py`` says when).
 """
 
 from __future__ import annotations
