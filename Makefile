@@ -25,6 +25,10 @@ export SPARK_LOCAL_IP := 127.0.0.1
 export LAKE_ROOT ?= $(PROJECT)/lake
 export CLOUDTRAIL_ETL_INPUT ?= $(PROJECT)/landing/cloudtrail
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
+# Python caches the project's compiled modules (__pycache__/, git-ignored): an environment that sets
+# PYTHONDONTWRITEBYTECODE (container images often do) would have every process (a driver, each Python worker,
+# each Airflow task) compile them again.
+unexport PYTHONDONTWRITEBYTECODE
 
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt | cksum | cut -d' ' -f1)
 
@@ -121,6 +125,7 @@ stop:
 # The environment above as shell exports, for running airflow or the CLI by hand: eval "$$(make -s env)"
 env:
 	@env | grep -E '^(PATH|PYTHONPATH|AIRFLOW|PYSPARK_|SPARK_|LAKE_ROOT|CLOUDTRAIL_ETL_INPUT)' | sed -E "s/^([^=]+)=(.*)$$/export \1='\2'/"
+	@echo 'unset PYTHONDONTWRITEBYTECODE'
 
 clean:
 	rm -rf lake landing .airflow .spark .pytest_cache spark-warehouse
