@@ -18,7 +18,7 @@ setting for this, hence this module; a pyarrow that asks differently only import
 
 from __future__ import annotations
 
-import importlib.machinery
+import importlib.util
 import sys
 
 _settled = False
@@ -64,7 +64,7 @@ class _PandasWatch:
         if name != "pandas":
             return None
         sys.meta_path.remove(self)
-        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        spec = importlib.util.find_spec(name)  # as the finders after this one would find it
         if spec is not None and spec.loader is not None:
             spec.loader = _ThenTellPyarrow(spec.loader)
         return spec

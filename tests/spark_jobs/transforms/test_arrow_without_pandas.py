@@ -22,7 +22,8 @@ print("pandas" in sys.modules)
 """
 
 
-def python(code: str) -> str:
+def python(code: str) -> list[str]:
+    """What ``code`` prints in a fresh interpreter, split into words."""
     done = subprocess.run([sys.executable, "-c", f"import sys\n{code}"], cwd=PROJECT_ROOT, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr
