@@ -351,13 +351,13 @@ class ExactlyOnceWriter:
         from spark_jobs.driver.write.staged import staged_insert
 
         target = self._targets[table]
-        bound = [condition for column in target.prune_by if prune_values.get(column) is not None
-                 for condition in [_in_list(column, prune_values[column])]]
+        values = {column: prune_values[column] for column in target.prune_by if prune_values.get(column) is not None}
+        bound = [_in_list(column, column_values) for column, column_values in values.items()]
         bound += time_range.conditions() if time_range is not None else []
 
         def attempt() -> StagedInsert:
-            return staged_insert(frame.sparkSession, target, frame, batch_id,
-                                 self.txn_app_id(table), bound, MOST_DUPLICATES_COLLECTED)
+            return staged_insert(frame.sparkSession, target, frame, batch_id, self.txn_app_id(table), bound,
+                                 MOST_DUPLICATES_COLLECTED, prune_values=values, time_range=time_range)
 
         return commit_retrying(attempt, self.retry, f"batch {batch_id}, table {table}", on_retry=self._count_retry)
 

@@ -49,8 +49,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
-# ``"TableTarget"`` below is :class:`spark_jobs.driver.write.delta_writer.TableTarget`, which calls this module
-# (not imported here, so that the two do not import each other).
+from spark_jobs.driver.write.held_files import read_bound
+
+# ``"TableTarget"`` and ``"TimeRange"`` below are :mod:`spark_jobs.driver.write.delta_writer`'s, which calls this
+# module (not imported here, so that the two do not import each other).
 log = logging.getLogger("spark_jobs")
 
 _FILE = "_staged_file"
@@ -94,23 +96,35 @@ class _Scala:
 
 
 def staged_insert(spark: SparkSession, target: "TableTarget", frame: DataFrame, batch_id: int, app_id: str,
-                  bound: list[str], most_left_out: int) -> StagedInsert:
+                  bound: list[str], most_left_out: int, prune_values: dict[str, list] | None = None,
+                  time_range: "TimeRange | None" = None) -> StagedInsert:
     """Insert ``frame``'s rows whose key ``target`` lacks (the first of each key by ``first_by``), in one commit
     under ``app_id``/``batch_id`` (see the module docstring).
 
     :param bound: SQL conditions on the table's columns that every row of ``frame``, and every row of the
         table with one of its keys, satisfies (the batch's dates, its time range).
     :param most_left_out: more rows to leave out than this, and the new rows are ranked whole.
+    :param prune_values: ``bound``'s partition values (column -> values) and ``time_range`` its time range, from
+        which the batch already committed and the table's files in the bound are read off the Delta log
+        (:mod:`spark_jobs.driver.write.held_files`) instead of the snapshot's state; without them, or when that
+        cannot tell, the transaction computes them.
     :raises: Delta's conflict when another writer committed into the bound first (retry it all).
     """
     scala = _Scala(spark)
     delta_log = scala.delta("DeltaLog").forTable(spark._jsparkSession, str(target.path))
     txn = delta_log.startTransaction()
-    if txn.txnVersion(app_id) >= batch_id:
-        return StagedInsert(0)
     table = spark.read.format("delta").load(str(target.path))
     predicates = [table.where(condition)._jdf.queryExecution().analyzed().condition() for condition in bound]
-    held = [f.path() for f in scala.to_list(txn.filterFiles(scala.seq(predicates), False))]
+    read = read_bound(scala, txn, target, app_id, predicates, prune_values, time_range) \
+        if prune_values is not None else None
+    if read is not None:
+        if read.done is not None and read.done >= batch_id:
+            return StagedInsert(0)
+        held = read.held
+    else:
+        if txn.txnVersion(app_id) >= batch_id:
+            return StagedInsert(0)
+        held = [f.path() for f in scala.to_list(txn.filterFiles(scala.seq(predicates), False))]
     columns = table.columns
     staged = scala.to_list(txn.writeFiles(frame.select(*columns)._jdf))
     written: list[str] = []
@@ -118,8 +132,8 @@ def staged_insert(spark: SparkSession, target: "TableTarget", frame: DataFrame, 
         written = [_absolute(scala, target, add.path()) for add in staged]
         # No row (all outside the bound): the commit still marks the batch as this writer's, as a MERGE's does.
         held_paths = [_absolute(scala, target, p) for p in held]
-        drop = _rows_to_leave_out(spark, target, table, written, held_paths, most_left_out) if staged else None
         rows = sum(_records(add) for add in staged)
+        drop = _rows_to_leave_out(spark, target, table, written, held_paths, most_left_out, rows) if staged else None
         actions = staged
         if drop is not None:
             actions = _rewritten(spark, scala, txn, target, table, staged, written, drop, held_paths)
@@ -146,10 +160,13 @@ class _LeftOut:
 
 
 def _rows_to_leave_out(spark: SparkSession, target: "TableTarget", table: DataFrame, written: list[str],
-                       held: list[str], most: int) -> _LeftOut | None:
-    """The staged rows that are a later delivery of a key in the batch, or whose key the table holds."""
+                       held: list[str], most: int, rows: int) -> _LeftOut | None:
+    """The staged rows that are a later delivery of a key in the batch, or whose key the table holds (``rows``: the
+    staged rows; up to ``most`` of them are looked at in this process, more by Spark)."""
     identity = list(dict.fromkeys(target.unique_key + target.first_by))
     new = _read(spark, target, table, written, identity).withColumn(_FILE, F.input_file_name())
+    if rows <= most:
+        return _few_rows_to_leave_out(spark, target, table, new, held)
     candidates = _ranked(target, new, keep_first=False)
     if held:
         candidates = candidates.unionByName(_held_keys(spark, target, table, new, held, "left_semi"))
@@ -159,6 +176,33 @@ def _rows_to_leave_out(spark: SparkSession, target: "TableTarget", table: DataFr
     if len(found) > most:
         return _LeftOut([], whole=True)
     return _LeftOut(found)
+
+
+def _few_rows_to_leave_out(spark: SparkSession, target: "TableTarget", table: DataFrame, new: DataFrame,
+                           held: list[str]) -> _LeftOut | None:
+    """:func:`_rows_to_leave_out` for a batch small enough to collect: its rows' key and ``first_by`` values are
+    collected and ranked here (a live batch: a thousand rows), and the table's files at ``held`` are scanned for
+    those keys only (a broadcast semi join). Two Spark jobs without a shuffle, where ranking and joining in Spark
+    take five or more (a window, a join and a distinct, each a shuffle, and a limit's incremental collects)."""
+    staged = new.collect()
+    by_key: dict[tuple, list] = {}
+    for row in staged:
+        by_key.setdefault(tuple(row[c] for c in target.unique_key), []).append(row)
+    drop = []
+    for deliveries in by_key.values():
+        if len(deliveries) > 1:  # the first by ``first_by`` (NULLs first, as Spark orders) stays
+            deliveries.sort(key=lambda row: [(row[c] is not None, row[c]) for c in target.first_by])
+            drop.extend(deliveries[1:])
+    if held and by_key:
+        keys = spark.createDataFrame(list(by_key), new.select(*target.unique_key).schema)
+        old = _read(spark, target, table, held, list(target.unique_key))
+        condition = [old[c].eqNullSafe(keys[c]) if c in target.null_safe else old[c] == keys[c]
+                     for c in target.unique_key]
+        found = old.join(F.broadcast(keys), reduce(lambda a, b: a & b, condition), "left_semi").collect()
+        dropped = {id(row) for row in drop}
+        for key in {tuple(row[c] for c in target.unique_key) for row in found}:
+            drop.extend(row for row in by_key.get(key, []) if id(row) not in dropped)
+    return _LeftOut(drop) if drop else None
 
 
 def _ranked(target: "TableTarget", rows: DataFrame, keep_first: bool) -> DataFrame:
@@ -182,7 +226,8 @@ def _read(spark: SparkSession, target: "TableTarget", table: DataFrame, paths: l
     """``columns`` of the table's Parquet files at ``paths`` (partition columns from their folders, typed as the
     table types them)."""
     types = dict(table.dtypes)
-    frame = spark.read.option("basePath", str(target.path)).parquet(*paths)
+    # The table's schema given: Spark infers none from the files' footers (a Spark job per read).
+    frame = spark.read.option("basePath", str(target.path)).schema(table.schema).parquet(*paths)
     return frame.select(*[F.col(c).cast(types[c]).alias(c) if c in target.partition_by else F.col(c)
                           for c in columns])
 

@@ -157,12 +157,13 @@ def test_a_batch_whose_events_all_fit_leaves_only_the_quarantine_to_write(tmp_pa
     assert [app.rsplit(":", 1)[1] for app in _app_versions(lake.table_path(QUARANTINE))] == [QUARANTINE]
 
 
-@pytest.mark.parametrize("most", [10_000, 1], ids=["collected", "ranked_whole"])
+@pytest.mark.parametrize("most", [10_000, 4, 1], ids=["collected_here", "collected_by_spark", "ranked_whole"])
 def test_later_deliveries_in_one_batch_and_keys_the_table_holds_are_left_out_of_its_one_commit(
         tmp_path, run_job, tables, monkeypatch, most):
     """The one pass writes its rows first and checks their keys after: a key delivered twice in the batch keeps
     its first delivery (by file, then record), a key the table holds adds nothing, in one MERGE-recorded commit;
-    with more such rows than are collected (``most``), the new rows are ranked whole instead."""
+    a batch of more rows than ``most`` has them found by Spark, and with more rows to leave out than that, the
+    new rows are ranked whole instead."""
     from spark_jobs.driver.write import delta_writer
 
     monkeypatch.setattr(delta_writer, "MOST_DUPLICATES_COLLECTED", most)

@@ -1,0 +1,107 @@
+"""The staged insert's reads off the Delta log: the files and batch Delta itself reads, and a commit as strict."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+
+from spark_jobs.driver.write.delta_writer import TableTarget, TimeRange
+from spark_jobs.driver.write.held_files import read_bound
+from spark_jobs.driver.write.staged import _Scala, _merge_operation, _register_metrics
+
+APP = "query-1:events"
+DAY1, DAY2 = dt.date(2024, 3, 1), dt.date(2024, 3, 2)
+NOON = dt.datetime(2024, 3, 2, 12, 0, tzinfo=dt.UTC)
+
+
+def _append(spark, path: Path, rows: list[tuple[str, dt.date, dt.datetime]], batch: int | None = None,
+            app: str = APP) -> None:
+    """One commit of ``rows`` (one file per date), with the writer's marker when ``batch`` is given."""
+    frame = spark.createDataFrame(rows, "eventID string, date date, eventTime timestamp")
+    writer = frame.coalesce(1).write.format("delta").mode("append").partitionBy("date")
+    if batch is not None:
+        writer = writer.option("txnAppId", app).option("txnVersion", batch)
+    writer.save(str(path))
+
+
+@pytest.fixture
+def table(spark, tmp_path) -> TableTarget:
+    """Three files: day 1 at 10:00 (batch 0), day 2 at 10:00 (batch 1), day 2 at noon (another writer's)."""
+    path = tmp_path / "events"
+    _append(spark, path, [("a", DAY1, NOON - dt.timedelta(days=1, hours=2))], batch=0)
+    _append(spark, path, [("b", DAY2, NOON - dt.timedelta(hours=2))], batch=1)
+    _append(spark, path, [("c", DAY2, NOON)], batch=0, app="backfill-7:events")
+    return TableTarget("events", path, ("date",), unique_key=("eventID", "date"))
+
+
+def _bound(spark, target: TableTarget, dates: list[dt.date], times: TimeRange | None):
+    """A transaction on the table, the bound's predicates, and what :func:`read_bound` read into it."""
+    from spark_jobs.driver.write.delta_writer import _in_list
+
+    scala = _Scala(spark)
+    txn = scala.delta("DeltaLog").forTable(spark._jsparkSession, str(target.path)).startTransaction()
+    frame = spark.read.format("delta").load(str(target.path))
+    conditions = [_in_list("date", dates)] + (times.conditions() if times else [])
+    predicates = [frame.where(c)._jdf.queryExecution().analyzed().condition() for c in conditions]
+    return scala, txn, predicates, read_bound(scala, txn, target, APP, predicates, {"date": dates}, times)
+
+
+def test_the_bound_read_off_the_log_is_what_delta_itself_reads(spark, table):
+    """The files in the bound and the writer's last batch, as the transaction's own ``filterFiles`` and
+    ``txnVersion`` give them (a time range that leaves out a file of the date, then one that keeps both)."""
+    ranges = [(TimeRange("eventTime", NOON - dt.timedelta(minutes=20), NOON), {"c"}),
+              (TimeRange("eventTime", NOON - dt.timedelta(hours=3), NOON), {"b", "c"}), (None, {"b", "c"})]
+    for times, expected in ranges:
+        scala, txn, predicates, read = _bound(spark, table, [DAY2], times)
+        delta_own = sorted(f.path() for f in scala.to_list(txn.filterFiles(scala.seq(predicates), False)))
+        assert sorted(read.held) == delta_own
+        held_keys = {r.eventID for r in spark.read.parquet(*[str(table.path / p) for p in read.held]).collect()}
+        assert held_keys == expected
+        assert read.done == txn.txnVersion(APP) == 1
+
+
+@pytest.mark.parametrize("concurrent, conflict", [
+    ("same_app", "ConcurrentTransactionException"),  # a paused old driver's commit of the same writer
+    ("append_in_bound", "DELTA_CONCURRENT_APPEND"),
+    ("delete_held", "DELTA_CONCURRENT_DELETE_READ"),
+    ("append_elsewhere", None),
+])
+def test_a_commit_after_the_bound_read_conflicts_as_after_deltas_own_reads(spark, table, concurrent, conflict):
+    """A commit between the read and this transaction's commit fails it exactly where Delta's reads would: the same
+    app id, a file added in the bound, a file read removed; a file added outside the bound does not."""
+    from delta.tables import DeltaTable
+
+    scala, txn, predicates, read = _bound(spark, table, [DAY2], TimeRange("eventTime", NOON, NOON))
+    assert read.held and read.done == 1
+    if concurrent == "same_app":
+        _append(spark, table.path, [("d", DAY1, NOON - dt.timedelta(days=1))], batch=2)
+    elif concurrent == "append_in_bound":
+        _append(spark, table.path, [("e", DAY2, NOON)], batch=0, app="backfill-8:events")
+    elif concurrent == "delete_held":
+        DeltaTable.forPath(spark, str(table.path)).delete("eventID = 'c'")
+    else:
+        _append(spark, table.path, [("f", DAY1, NOON - dt.timedelta(days=1))], batch=0, app="backfill-9:events")
+    txn.updateSetTransaction(APP, 2, scala.some(0))
+    _register_metrics(scala, txn, 0, 0, 0)
+
+    def commit():
+        return txn.commit(scala.seq([]), _merge_operation(scala, predicates))
+
+    if conflict is None:
+        assert commit() == 4
+    else:
+        with pytest.raises(Exception, match=conflict):
+            commit()
+
+
+def test_a_partition_value_delta_percent_encodes_leaves_the_reads_to_delta(spark, tmp_path):
+    """A file whose path the log spells percent-encoded: no answer (the transaction reads through its snapshot)."""
+    path = tmp_path / "sources"
+    frame = spark.createDataFrame([("a", "s3:x y", NOON)], "eventID string, source string, eventTime timestamp")
+    frame.write.format("delta").partitionBy("source").save(str(path))
+    target = TableTarget("sources", path, ("source",), unique_key=("eventID", "source"))
+    scala = _Scala(spark)
+    txn = scala.delta("DeltaLog").forTable(spark._jsparkSession, str(path)).startTransaction()
+    assert read_bound(scala, txn, target, APP, [], {"source": ["s3:x y"]}, None) is None
