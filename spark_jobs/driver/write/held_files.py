@@ -84,9 +84,6 @@ def _files_in_bound(target: "TableTarget", version: int, prune_values: dict[str,
     values, size, time), or ``None`` (see :func:`read_bound`)."""
     import deltalake
     import pyarrow as pa
-    import pyarrow.compute as pc
-
-    from spark_jobs.transforms.arrow_without_pandas import settle
 
     try:
         table = deltalake.DeltaTable(str(target.path), version=version,
@@ -102,6 +99,25 @@ def _files_in_bound(target: "TableTarget", version: int, prune_values: dict[str,
         needed += [f"min.{time_range.column}", f"max.{time_range.column}"]
     if any(name not in files.column_names for name in needed):
         return None
+    try:
+        adds = _adds_in_bound(files, target, prune_values, time_range, needed)
+    except (pa.ArrowException, TypeError, ValueError) as exc:  # a bound value of a type delta-rs holds otherwise
+        log.info("table %s: the bound cannot be applied to delta-rs's files (%s): reading through Delta's snapshot",
+                 target.name, exc)
+        return None
+    return (table, adds) if adds is not None else None
+
+
+def _adds_in_bound(files, target: "TableTarget", prune_values: dict[str, list], time_range: "TimeRange | None",
+                   needed: list[str]) -> list[dict] | None:
+    """The ``add`` actions of delta-rs's ``files`` (its flattened add actions) in the bound (``None``: a path the
+    log spells percent-encoded)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from spark_jobs.transforms.arrow_without_pandas import settle
+
+    partition_columns = list(target.partition_by)
     settle()  # the filters below build arrays of Python values: pyarrow's pandas check, without pandas
     keep = pa.array([True] * files.num_rows, type=pa.bool_())
     for column, values in prune_values.items():
@@ -123,7 +139,7 @@ def _files_in_bound(target: "TableTarget", version: int, prune_values: dict[str,
         adds.append({"path": row["path"], "size": row["size_bytes"], "modificationTime": row["modification_time"],
                      "dataChange": True,
                      "partitionValues": {c: _partition_text(row[f"partition.{c}"]) for c in partition_columns}})
-    return table, adds
+    return adds
 
 
 def _partition_text(value) -> str | None:
