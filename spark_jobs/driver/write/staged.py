@@ -50,6 +50,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
 from spark_jobs.driver.write.held_files import read_bound
+from spark_jobs.driver.write.held_keys import HeldKeys, KeyShape, file_name, keys_of_table
 
 # ``"TableTarget"`` and ``"TimeRange"`` below are :mod:`spark_jobs.driver.write.delta_writer`'s, which calls this
 # module (not imported here, so that the two do not import each other).
@@ -133,7 +134,9 @@ def staged_insert(spark: SparkSession, target: "TableTarget", frame: DataFrame, 
         # No row (all outside the bound): the commit still marks the batch as this writer's, as a MERGE's does.
         held_paths = [_absolute(scala, target, p) for p in held]
         rows = sum(_records(add) for add in staged)
-        drop = _rows_to_leave_out(spark, target, table, written, held_paths, most_left_out, rows) if staged else None
+        checked = _rows_to_leave_out(spark, target, table, written, held_paths, most_left_out, rows) \
+            if staged else _Checked(None)
+        drop = checked.left_out
         actions = staged
         if drop is not None:
             actions = _rewritten(spark, scala, txn, target, table, staged, written, drop, held_paths)
@@ -145,6 +148,8 @@ def staged_insert(spark: SparkSession, target: "TableTarget", frame: DataFrame, 
     except Exception:
         _delete(scala, written)
         raise
+    if drop is None and checked.rows:  # committed as written: the next batches need not read their keys
+        _keep_keys(target, checked.rows)
     if left_out:
         log.info("table %s: %d of the batch's %d rows left out (later deliveries, keys the table holds)",
                  target.name, left_out, rows)
@@ -159,8 +164,17 @@ class _LeftOut:
     whole: bool = False
 
 
+@dataclass(frozen=True)
+class _Checked:
+    """What the check of the staged rows found: the rows to leave out (``None``: none), and the staged rows when
+    they were collected (a small batch: their keys are kept once committed, :mod:`~.held_keys`)."""
+
+    left_out: _LeftOut | None
+    rows: list | None = None
+
+
 def _rows_to_leave_out(spark: SparkSession, target: "TableTarget", table: DataFrame, written: list[str],
-                       held: list[str], most: int, rows: int) -> _LeftOut | None:
+                       held: list[str], most: int, rows: int) -> _Checked:
     """The staged rows that are a later delivery of a key in the batch, or whose key the table holds (``rows``: the
     staged rows; up to ``most`` of them are looked at in this process, more by Spark)."""
     identity = list(dict.fromkeys(target.unique_key + target.first_by))
@@ -172,17 +186,17 @@ def _rows_to_leave_out(spark: SparkSession, target: "TableTarget", table: DataFr
         candidates = candidates.unionByName(_held_keys(spark, target, table, new, held, "left_semi"))
     found = candidates.distinct().limit(most + 1).collect()
     if not found:
-        return None
+        return _Checked(None)
     if len(found) > most:
-        return _LeftOut([], whole=True)
-    return _LeftOut(found)
+        return _Checked(_LeftOut([], whole=True))
+    return _Checked(_LeftOut(found))
 
 
 def _few_rows_to_leave_out(spark: SparkSession, target: "TableTarget", table: DataFrame, new: DataFrame,
-                           held: list[str]) -> _LeftOut | None:
+                           held: list[str]) -> _Checked:
     """:func:`_rows_to_leave_out` for a batch small enough to collect: its rows' key and ``first_by`` values are
-    collected and ranked here (a live batch: a thousand rows), and the table's files at ``held`` are scanned for
-    those keys only (a broadcast semi join). Two Spark jobs without a shuffle, where ranking and joining in Spark
+    collected and ranked here (a live batch: a thousand rows), and the keys the table's files at ``held`` hold are
+    looked up (:func:`_keys_held`). One or two Spark jobs without a shuffle, where ranking and joining in Spark
     take five or more (a window, a join and a distinct, each a shuffle, and a limit's incremental collects)."""
     staged = new.collect()
     by_key: dict[tuple, list] = {}
@@ -194,15 +208,98 @@ def _few_rows_to_leave_out(spark: SparkSession, target: "TableTarget", table: Da
             deliveries.sort(key=lambda row: [(row[c] is not None, row[c]) for c in target.first_by])
             drop.extend(deliveries[1:])
     if held and by_key:
-        keys = spark.createDataFrame(list(by_key), new.select(*target.unique_key).schema)
-        old = _read(spark, target, table, held, list(target.unique_key))
-        condition = [old[c].eqNullSafe(keys[c]) if c in target.null_safe else old[c] == keys[c]
-                     for c in target.unique_key]
-        found = old.join(F.broadcast(keys), reduce(lambda a, b: a & b, condition), "left_semi").collect()
+        schema = new.select(*target.unique_key).schema
         dropped = {id(row) for row in drop}
-        for key in {tuple(row[c] for c in target.unique_key) for row in found}:
+        for key in _keys_held(spark, target, table, held, list(by_key), schema):
             drop.extend(row for row in by_key.get(key, []) if id(row) not in dropped)
-    return _LeftOut(drop) if drop else None
+    return _Checked(_LeftOut(drop) if drop else None, staged)
+
+
+def _keys_held(spark: SparkSession, target: "TableTarget", table: DataFrame, held: list[str], keys: list[tuple],
+               schema) -> set[tuple]:
+    """Which of ``keys`` (tuples of the unique key's values) the table's files at ``held`` hold: from the keys kept
+    in this process (:mod:`spark_jobs.driver.write.held_keys`), a file read whole the second batch that needs it,
+    the rest scanned for these keys alone (a broadcast semi join)."""
+    shape = KeyShape.of(target.unique_key, target.partition_by, target.null_safe)
+    if shape is None:
+        return _scanned_keys(spark, target, table, held, keys, schema)
+    kept = keys_of_table(str(target.path))
+    paths = {file_name(path): path for path in held}
+    kept.keep_only(set(paths))
+    missing = [name for name in paths if name not in kept.known(list(paths))]
+    again = kept.seen(missing)
+    scan = [paths[name] for name in missing if name not in again]
+    if again:
+        scan += _read_and_keep(spark, target, table, [paths[name] for name in again], shape, kept)
+    batch: dict[tuple, list] = {}
+    at = [target.unique_key.index(c) for c in shape.within]
+    for key in keys:
+        batch.setdefault(tuple(key[i] for i in at), []).append(key[target.unique_key.index(shape.column)])
+    found = set()
+    for partition, value in kept.held(sorted(kept.known(list(paths))), batch, shape):
+        values = dict(zip(shape.within, partition), **{shape.column: value})
+        found.add(tuple(values[c] for c in target.unique_key))
+    if scan:
+        found |= _scanned_keys(spark, target, table, scan, keys, schema)
+    return found
+
+
+def _scanned_keys(spark: SparkSession, target: "TableTarget", table: DataFrame, paths: list[str], keys: list[tuple],
+                  schema) -> set[tuple]:
+    """Which of ``keys`` the table's files at ``paths`` hold, by a scan of their key columns joined with ``keys``
+    broadcast (``schema``: the key columns' types)."""
+    wanted = spark.createDataFrame(keys, schema)
+    old = _read(spark, target, table, paths, list(target.unique_key))
+    condition = [old[c].eqNullSafe(wanted[c]) if c in target.null_safe else old[c] == wanted[c]
+                 for c in target.unique_key]
+    found = old.join(F.broadcast(wanted), reduce(lambda a, b: a & b, condition), "left_semi").collect()
+    return {tuple(row[c] for c in target.unique_key) for row in found}
+
+
+def _read_and_keep(spark: SparkSession, target: "TableTarget", table: DataFrame, paths: list[str], shape: KeyShape,
+                   kept: HeldKeys) -> list[str]:
+    """Read the key column of the table's files at ``paths`` into ``kept`` (one Spark job, collected as Arrow);
+    returns the paths it could not keep (over its limit), to scan."""
+    import pyarrow.compute as pc
+
+    from spark_jobs.transforms.arrow_without_pandas import settle
+
+    settle()
+    arrow = (_read(spark, target, table, paths, [shape.column, *shape.within])
+             .withColumn(_FILE, F.input_file_name()).toArrow())
+    files = arrow.column(_FILE)
+    by_name = {file_name(path): path for path in paths}
+    unkept, read = [], set()
+    for uri in pc.unique(files).to_pylist():
+        name = file_name(uri)
+        if name not in by_name:  # a name Spark spells otherwise: scan them all, as before
+            return paths
+        rows = arrow.filter(pc.equal(files, uri))
+        partition = tuple(rows.column(c)[0].as_py() for c in shape.within)
+        read.add(name)
+        if not kept.add(name, partition, rows.column(shape.column).combine_chunks()):
+            unkept.append(by_name[name])
+    for name in by_name.keys() - read:  # a file without rows holds no key
+        kept.add(name, (), arrow.column(shape.column).slice(0, 0).combine_chunks())
+    return unkept
+
+
+def _keep_keys(target: "TableTarget", rows: list) -> None:
+    """Keep the keys of a committed batch's own files (``rows``: its staged rows, each with its file)."""
+    import pyarrow as pa
+
+    from spark_jobs.transforms.arrow_without_pandas import settle
+
+    shape = KeyShape.of(target.unique_key, target.partition_by, target.null_safe)
+    if shape is None:
+        return
+    settle()
+    kept = keys_of_table(str(target.path))
+    by_file: dict[str, list] = {}
+    for row in rows:
+        by_file.setdefault(file_name(row[_FILE]), []).append(row)
+    for name, file_rows in by_file.items():
+        kept.add(name, tuple(file_rows[0][c] for c in shape.within), pa.array([r[shape.column] for r in file_rows]))
 
 
 def _ranked(target: "TableTarget", rows: DataFrame, keep_first: bool) -> DataFrame:

@@ -195,3 +195,50 @@ def _record_at(event_id: str, when: dt.datetime) -> dict:
     return {"eventVersion": "1.08", "eventTime": when.strftime("%Y-%m-%dT%H:%M:%SZ"), "eventSource": "s3.amazonaws.com",
             "eventName": "GetObject", "awsRegion": "eu-west-1", "eventID": event_id, "eventType": "AwsApiCall",
             "recipientAccountId": "111122223333", "userIdentity": {"type": "IAMUser", "accountId": "111122223333"}}
+
+
+@pytest.mark.parametrize("most_keys", [2_000_000, 0], ids=["kept", "over_the_limit"])
+def test_keys_kept_between_batches_leave_out_what_the_table_holds_as_a_scan_does(
+        tmp_path, run_job, tables, monkeypatch, most_keys):
+    """A batch's own files are kept once committed; a file written elsewhere (here: before this process, its keys
+    forgotten) or written again without a redelivery is scanned by the first batch that needs it and kept whole from
+    the second. A file over the limit (``most_keys``) is scanned each time instead, with the same rows."""
+    from spark_jobs.driver.write import held_keys, staged
+
+    monkeypatch.setattr(held_keys, "MOST_KEYS", most_keys)
+    scanned: list[str] = []
+    scan = staged._scanned_keys
+
+    def recording(spark, target, table, paths, keys, schema):
+        scanned.extend(held_keys.file_name(p) for p in paths)
+        return scan(spark, target, table, paths, keys, schema)
+
+    monkeypatch.setattr(staged, "_scanned_keys", recording)
+    landing, lake_root = tmp_path / "landing", tmp_path / "lake"
+    table = Lake(lake_root).table_path(EVENTS)
+    base = dt.datetime(2024, 3, 2, 10, 5, tzinfo=dt.UTC)
+    records = [_record_at(f"ev-{i}", base - dt.timedelta(minutes=3, seconds=i)) for i in range(6)]
+    runs = [[records[0], records[1]], [records[1], records[2], records[3]], [records[0], records[3], records[4]],
+            [records[5]], [records[5], records[2]]]
+    inserted, scans = [], []
+    for run, delivered in enumerate(runs):
+        dated_delivery(landing / str(run), base + dt.timedelta(minutes=run), delivered, f"R{run}")
+        before = sorted(Path(p).name for p in deltalake.DeltaTable(str(table)).file_uris()) if run else []
+        scanned.clear()
+        inserted.append(run_job(landing, lake_root).rows[EVENTS])
+        scans.append((sorted(scanned), before))
+        if run == 0:
+            held_keys.keys_of_table(str(table)).keep_only(set())  # as a new process: run 0's file never seen
+    added = [sorted(set(scans[run + 1][1]) - set(scans[run][1])) for run in range(4)]  # each run's file
+    if most_keys:
+        # Each file is scanned by the first batch that needs it only, then kept whole: run 0's (its keys forgotten)
+        # and runs 1's and 2's (each written again without its redeliveries: not kept from its staged rows); run 3's,
+        # committed as written, is kept from its rows: the last run, redelivering keys of runs 1 and 3, scans none.
+        assert [found for found, _ in scans] == [[], added[0], added[1], added[2], []]
+    else:  # nothing kept: every file of the bound scanned by every batch
+        assert [found for found, _ in scans] == [before for _, before in scans]
+    assert inserted == [2, 2, 1, 1, 0]
+    events = tables(lake_root)[EVENTS]
+    assert sorted((r.eventID, r._source_file.rsplit("_", 1)[1]) for r in events.collect()) == [
+        ("ev-0", "R0.json.gz"), ("ev-1", "R0.json.gz"), ("ev-2", "R1.json.gz"), ("ev-3", "R1.json.gz"),
+        ("ev-4", "R2.json.gz"), ("ev-5", "R3.json.gz")]
