@@ -113,13 +113,15 @@ class HeldKeys:
         with self._lock:
             entries = [self._files[name] for name in names if name in self._files]
         found: set[tuple] = set()
+        wanted: dict[tuple, object] = {}  # the batch's values of a partition: the small side, hashed once
         for partition, keys in entries:
             values = batch.get(partition)
-            if not values or None in partition:
+            if not values or None in partition or not len(keys):
                 continue
-            wanted = pa.array(values, type=keys.type)
-            hits = pc.is_in(wanted, value_set=keys, skip_nulls=not shape.null_matches)
-            found.update((partition, value) for value, hit in zip(values, hits.to_pylist()) if hit)
+            if partition not in wanted:
+                wanted[partition] = pa.array(values, type=keys.type)
+            hits = pc.is_in(keys, value_set=wanted[partition], skip_nulls=not shape.null_matches)
+            found.update((partition, value) for value in keys.filter(hits).to_pylist())
         return found
 
     @property

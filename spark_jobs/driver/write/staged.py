@@ -51,6 +51,7 @@ from pyspark.sql.window import Window
 
 from spark_jobs.driver.write.held_files import read_bound
 from spark_jobs.driver.write.held_keys import HeldKeys, KeyShape, file_name, keys_of_table
+from spark_jobs.driver.write.staged_rows import read_locally
 
 # ``"TableTarget"`` and ``"TimeRange"`` below are :mod:`spark_jobs.driver.write.delta_writer`'s, which calls this
 # module (not imported here, so that the two do not import each other).
@@ -134,7 +135,7 @@ def staged_insert(spark: SparkSession, target: "TableTarget", frame: DataFrame, 
         # No row (all outside the bound): the commit still marks the batch as this writer's, as a MERGE's does.
         held_paths = [_absolute(scala, target, p) for p in held]
         rows = sum(_records(add) for add in staged)
-        checked = _rows_to_leave_out(spark, target, table, written, held_paths, most_left_out, rows) \
+        checked = _rows_to_leave_out(spark, scala, target, table, staged, written, held_paths, most_left_out, rows) \
             if staged else _Checked(None)
         drop = checked.left_out
         actions = staged
@@ -173,11 +174,18 @@ class _Checked:
     rows: list | None = None
 
 
-def _rows_to_leave_out(spark: SparkSession, target: "TableTarget", table: DataFrame, written: list[str],
-                       held: list[str], most: int, rows: int) -> _Checked:
-    """The staged rows that are a later delivery of a key in the batch, or whose key the table holds (``rows``: the
-    staged rows; up to ``most`` of them are looked at in this process, more by Spark)."""
+def _rows_to_leave_out(spark: SparkSession, scala: _Scala, target: "TableTarget", table: DataFrame, staged: list,
+                       written: list[str], held: list[str], most: int, rows: int) -> _Checked:
+    """The staged rows that are a later delivery of a key in the batch, or whose key the table holds (``staged``:
+    the new files' add actions, at ``written``; ``rows``: their rows; up to ``most`` of them are looked at in this
+    process, more by Spark)."""
     identity = list(dict.fromkeys(target.unique_key + target.first_by))
+    if rows <= most:
+        values = [dict(scala.jvm.scala.jdk.javaapi.CollectionConverters.asJava(add.partitionValues()))
+                  for add in staged]
+        collected = read_locally(written, values, identity, dict(table.dtypes), target.partition_by, _FILE)
+        if collected is not None:
+            return _few_rows_to_leave_out(spark, target, table, collected, held)
     new = _read(spark, target, table, written, identity).withColumn(_FILE, F.input_file_name())
     if rows <= most:
         return _few_rows_to_leave_out(spark, target, table, new, held)
@@ -192,13 +200,15 @@ def _rows_to_leave_out(spark: SparkSession, target: "TableTarget", table: DataFr
     return _Checked(_LeftOut(found))
 
 
-def _few_rows_to_leave_out(spark: SparkSession, target: "TableTarget", table: DataFrame, new: DataFrame,
+def _few_rows_to_leave_out(spark: SparkSession, target: "TableTarget", table: DataFrame, new: DataFrame | list,
                            held: list[str]) -> _Checked:
     """:func:`_rows_to_leave_out` for a batch small enough to collect: its rows' key and ``first_by`` values are
     collected and ranked here (a live batch: a thousand rows), and the keys the table's files at ``held`` hold are
     looked up (:func:`_keys_held`). One or two Spark jobs without a shuffle, where ranking and joining in Spark
-    take five or more (a window, a join and a distinct, each a shuffle, and a limit's incremental collects)."""
-    staged = new.collect()
+    take five or more (a window, a join and a distinct, each a shuffle, and a limit's incremental collects).
+    ``new``: the staged rows, or their read (collected here) when they were not read in this process
+    (:mod:`~.staged_rows`)."""
+    staged = new if isinstance(new, list) else new.collect()
     by_key: dict[tuple, list] = {}
     for row in staged:
         by_key.setdefault(tuple(row[c] for c in target.unique_key), []).append(row)
@@ -208,7 +218,7 @@ def _few_rows_to_leave_out(spark: SparkSession, target: "TableTarget", table: Da
             deliveries.sort(key=lambda row: [(row[c] is not None, row[c]) for c in target.first_by])
             drop.extend(deliveries[1:])
     if held and by_key:
-        schema = new.select(*target.unique_key).schema
+        schema = table.select(*target.unique_key).schema
         dropped = {id(row) for row in drop}
         for key in _keys_held(spark, target, table, held, list(by_key), schema):
             drop.extend(row for row in by_key.get(key, []) if id(row) not in dropped)

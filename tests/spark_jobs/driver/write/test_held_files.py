@@ -105,3 +105,26 @@ def test_a_partition_value_delta_percent_encodes_leaves_the_reads_to_delta(spark
     scala = _Scala(spark)
     txn = scala.delta("DeltaLog").forTable(spark._jsparkSession, str(path)).startTransaction()
     assert read_bound(scala, txn, target, APP, [], {"source": ["s3:x y"]}, None) is None
+
+
+def test_a_small_batchs_rows_read_in_the_driver_are_what_spark_reads(spark, table):
+    """The staged rows read back with pyarrow (a local file, strings and integers) hold the values Spark's read of
+    the same files gives, partition values typed; a timestamp column or an object store leaves the read to Spark."""
+    import deltalake
+    import pyarrow as pa
+
+    from spark_jobs.driver.write.staged import _read
+    from spark_jobs.driver.write.staged_rows import read_locally
+
+    adds = pa.table(deltalake.DeltaTable(str(table.path)).get_add_actions(flatten=False)).to_pylist()
+    paths = [f"file:{table.path / add['path']}" for add in adds]
+    values = [{"date": add["partition"]["date"].isoformat()} for add in adds]
+    frame = spark.read.format("delta").load(str(table.path))
+    types = dict(frame.dtypes)
+    local = read_locally(paths, values, ["eventID", "date"], types, ("date",), "file")
+    by_spark = _read(spark, table, frame, paths, ["eventID", "date"]).collect()
+    assert sorted((r["eventID"], r["date"]) for r in local) == sorted((r.eventID, r.date) for r in by_spark) == [
+        ("a", DAY1), ("b", DAY2), ("c", DAY2)]
+    assert {r["file"] for r in local} == set(paths)
+    assert read_locally(paths, values, ["eventID", "eventTime"], types, ("date",), "file") is None
+    assert read_locally(["s3a://bucket/events/x.parquet"], values[:1], ["eventID"], types, ("date",), "file") is None
