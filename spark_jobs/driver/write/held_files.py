@@ -48,10 +48,12 @@ class BoundRead:
 
     :param done: the last batch id committed under the app id (``None``: none).
     :param held: the table's files (log paths, relative) whose rows may hold a key of the batch.
+    :param records: each held file's rows, as the log's statistics give them (``None``: not recorded).
     """
 
     done: int | None
     held: list[str]
+    records: dict[str, int | None]
 
 
 def read_bound(scala, txn, target: "TableTarget", app_id: str, predicates: list,
@@ -73,9 +75,10 @@ def read_bound(scala, txn, target: "TableTarget", app_id: str, predicates: list,
     done = table.transaction_version(app_id)
     txn.readTxn().addOne(app_id)  # what txnVersion records
     txn.trackReadPredicates(scala.seq(predicates), False, True)  # what filterFiles records
+    records = {add["path"]: add.pop("_records") for add in adds}  # not a field of Delta's add action
     action = scala.delta("actions.Action")
     txn.trackFilesRead(scala.seq([action.fromJson(json.dumps({"add": add})) for add in adds]))
-    return BoundRead(None if done is None else int(done), [add["path"] for add in adds])
+    return BoundRead(None if done is None else int(done), [add["path"] for add in adds], records)
 
 
 def _files_in_bound(target: "TableTarget", version: int, prune_values: dict[str, list],
@@ -131,13 +134,14 @@ def _adds_in_bound(files, target: "TableTarget", prune_values: dict[str, list], 
         end = pa.scalar(time_range.end + STATS_SLACK, type=high.type)
         reaches = pc.and_(pc.less_equal(low, end), pc.greater_equal(high, start))
         keep = pc.and_(keep, pc.fill_null(reaches, True))  # no statistics: kept
-    held = files.filter(keep).select(["path", "size_bytes", "modification_time", *needed[:len(partition_columns)]])
+    held = files.filter(keep).select(["path", "size_bytes", "modification_time", "num_records",
+                                      *needed[:len(partition_columns)]])
     adds = []
     for row in held.to_pylist():
         if not _PLAIN_PATH.fullmatch(row["path"]):
             return None
         adds.append({"path": row["path"], "size": row["size_bytes"], "modificationTime": row["modification_time"],
-                     "dataChange": True,
+                     "dataChange": True, "_records": row["num_records"],
                      "partitionValues": {c: _partition_text(row[f"partition.{c}"]) for c in partition_columns}})
     return adds
 

@@ -122,11 +122,14 @@ def staged_insert(spark: SparkSession, target: "TableTarget", frame: DataFrame, 
     if read is not None:
         if read.done is not None and read.done >= batch_id:
             return StagedInsert(0)
-        held = read.held
+        held, records = read.held, read.records
     else:
         if txn.txnVersion(app_id) >= batch_id:
             return StagedInsert(0)
-        held = [f.path() for f in scala.to_list(txn.filterFiles(scala.seq(predicates), False))]
+        files = scala.to_list(txn.filterFiles(scala.seq(predicates), False))
+        held = [f.path() for f in files]
+        records = {f.path(): int(f.numLogicalRecords().get()) if f.numLogicalRecords().isDefined() else None
+                   for f in files}
     columns = table.columns
     staged = scala.to_list(txn.writeFiles(frame.select(*columns)._jdf))
     written: list[str] = []
@@ -135,8 +138,9 @@ def staged_insert(spark: SparkSession, target: "TableTarget", frame: DataFrame, 
         # No row (all outside the bound): the commit still marks the batch as this writer's, as a MERGE's does.
         held_paths = [_absolute(scala, target, p) for p in held]
         rows = sum(_records(add) for add in staged)
-        checked = _rows_to_leave_out(spark, scala, target, table, staged, written, held_paths, most_left_out, rows) \
-            if staged else _Checked(None)
+        sizes = {file_name(p): records.get(p) for p in held}
+        checked = _rows_to_leave_out(spark, scala, target, table, staged, written, held_paths, most_left_out, rows,
+                                     sizes) if staged else _Checked(None)
         drop = checked.left_out
         actions = staged
         if drop is not None:
@@ -175,20 +179,21 @@ class _Checked:
 
 
 def _rows_to_leave_out(spark: SparkSession, scala: _Scala, target: "TableTarget", table: DataFrame, staged: list,
-                       written: list[str], held: list[str], most: int, rows: int) -> _Checked:
+                       written: list[str], held: list[str], most: int, rows: int,
+                       sizes: dict[str, int | None]) -> _Checked:
     """The staged rows that are a later delivery of a key in the batch, or whose key the table holds (``staged``:
     the new files' add actions, at ``written``; ``rows``: their rows; up to ``most`` of them are looked at in this
-    process, more by Spark)."""
+    process, more by Spark; ``sizes``: the held files' rows by file name, as the log records them)."""
     identity = list(dict.fromkeys(target.unique_key + target.first_by))
     if rows <= most:
         values = [dict(scala.jvm.scala.jdk.javaapi.CollectionConverters.asJava(add.partitionValues()))
                   for add in staged]
         collected = read_locally(written, values, identity, dict(table.dtypes), target.partition_by, _FILE)
         if collected is not None:
-            return _few_rows_to_leave_out(spark, target, table, collected, held)
+            return _few_rows_to_leave_out(spark, target, table, collected, held, sizes)
     new = _read(spark, target, table, written, identity).withColumn(_FILE, F.input_file_name())
     if rows <= most:
-        return _few_rows_to_leave_out(spark, target, table, new, held)
+        return _few_rows_to_leave_out(spark, target, table, new, held, sizes)
     candidates = _ranked(target, new, keep_first=False)
     if held:
         candidates = candidates.unionByName(_held_keys(spark, target, table, new, held, "left_semi"))
@@ -201,7 +206,7 @@ def _rows_to_leave_out(spark: SparkSession, scala: _Scala, target: "TableTarget"
 
 
 def _few_rows_to_leave_out(spark: SparkSession, target: "TableTarget", table: DataFrame, new: DataFrame | list,
-                           held: list[str]) -> _Checked:
+                           held: list[str], sizes: dict[str, int | None]) -> _Checked:
     """:func:`_rows_to_leave_out` for a batch small enough to collect: its rows' key and ``first_by`` values are
     collected and ranked here (a live batch: a thousand rows), and the keys the table's files at ``held`` hold are
     looked up (:func:`_keys_held`). One or two Spark jobs without a shuffle, where ranking and joining in Spark
@@ -220,16 +225,17 @@ def _few_rows_to_leave_out(spark: SparkSession, target: "TableTarget", table: Da
     if held and by_key:
         schema = table.select(*target.unique_key).schema
         dropped = {id(row) for row in drop}
-        for key in _keys_held(spark, target, table, held, list(by_key), schema):
+        for key in _keys_held(spark, target, table, held, list(by_key), schema, sizes):
             drop.extend(row for row in by_key.get(key, []) if id(row) not in dropped)
     return _Checked(_LeftOut(drop) if drop else None, staged)
 
 
 def _keys_held(spark: SparkSession, target: "TableTarget", table: DataFrame, held: list[str], keys: list[tuple],
-               schema) -> set[tuple]:
+               schema, sizes: dict[str, int | None]) -> set[tuple]:
     """Which of ``keys`` (tuples of the unique key's values) the table's files at ``held`` hold: from the keys kept
-    in this process (:mod:`spark_jobs.driver.write.held_keys`), a file read whole the second batch that needs it,
-    the rest scanned for these keys alone (a broadcast semi join)."""
+    in this process (:mod:`spark_jobs.driver.write.held_keys`), a file read whole the second batch that needs it
+    when its rows (``sizes``, by file name) fit in what is left of the limit, the rest scanned for these keys alone
+    (a broadcast semi join)."""
     shape = KeyShape.of(target.unique_key, target.partition_by, target.null_safe)
     if shape is None:
         return _scanned_keys(spark, target, table, held, keys, schema)
@@ -238,9 +244,15 @@ def _keys_held(spark: SparkSession, target: "TableTarget", table: DataFrame, hel
     kept.keep_only(set(paths))
     missing = [name for name in paths if name not in kept.known(list(paths))]
     again = kept.seen(missing)
-    scan = [paths[name] for name in missing if name not in again]
-    if again:
-        scan += _read_and_keep(spark, target, table, [paths[name] for name in again], shape, kept)
+    room, whole = kept.most - kept.count, []
+    for name in sorted(again):  # read whole only what fits: a day of compacted files is not read into memory
+        size = sizes.get(name)
+        if size is not None and size <= room:
+            whole.append(name)
+            room -= size
+    scan = [paths[name] for name in missing if name not in whole]
+    if whole:
+        scan += _read_and_keep(spark, target, table, [paths[name] for name in whole], shape, kept)
     batch: dict[tuple, list] = {}
     at = [target.unique_key.index(c) for c in shape.within]
     for key in keys:

@@ -197,12 +197,13 @@ def _record_at(event_id: str, when: dt.datetime) -> dict:
             "recipientAccountId": "111122223333", "userIdentity": {"type": "IAMUser", "accountId": "111122223333"}}
 
 
-@pytest.mark.parametrize("most_keys", [2_000_000, 0], ids=["kept", "over_the_limit"])
+@pytest.mark.parametrize("most_keys", [2_000_000, 3, 0], ids=["kept", "room_for_some", "over_the_limit"])
 def test_keys_kept_between_batches_leave_out_what_the_table_holds_as_a_scan_does(
         tmp_path, run_job, tables, monkeypatch, most_keys):
     """A batch's own files are kept once committed; a file written elsewhere (here: before this process, its keys
     forgotten) or written again without a redelivery is scanned by the first batch that needs it and kept whole from
-    the second. A file over the limit (``most_keys``) is scanned each time instead, with the same rows."""
+    the second, while its rows (as the log counts them) fit in the limit (``most_keys``); a file that does not is
+    scanned each time instead, with the same rows."""
     from spark_jobs.driver.write import held_keys, staged
 
     monkeypatch.setattr(held_keys, "MOST_KEYS", most_keys)
@@ -230,11 +231,16 @@ def test_keys_kept_between_batches_leave_out_what_the_table_holds_as_a_scan_does
         if run == 0:
             held_keys.keys_of_table(str(table)).keep_only(set())  # as a new process: run 0's file never seen
     added = [sorted(set(scans[run + 1][1]) - set(scans[run][1])) for run in range(4)]  # each run's file
-    if most_keys:
+    if most_keys > 3:
         # Each file is scanned by the first batch that needs it only, then kept whole: run 0's (its keys forgotten)
         # and runs 1's and 2's (each written again without its redeliveries: not kept from its staged rows); run 3's,
         # committed as written, is kept from its rows: the last run, redelivering keys of runs 1 and 3, scans none.
         assert [found for found, _ in scans] == [[], added[0], added[1], added[2], []]
+    elif most_keys == 3:
+        # Run 0's file (2 keys) is read whole when run 2 needs it again; run 1's (2) no longer fits when run 3 and 4
+        # need it again, nor run 2's (1 key) once run 3's own (1 key) filled the limit: scanned each time.
+        assert [found for found, _ in scans] == [[], added[0], added[1], sorted(added[1] + added[2]),
+                                                 sorted(added[1] + added[2])]
     else:  # nothing kept: every file of the bound scanned by every batch
         assert [found for found, _ in scans] == [before for _, before in scans]
     assert inserted == [2, 2, 1, 1, 0]
