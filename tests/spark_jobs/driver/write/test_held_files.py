@@ -127,4 +127,5 @@ def test_a_small_batchs_rows_read_in_the_driver_are_what_spark_reads(spark, tabl
         ("a", DAY1), ("b", DAY2), ("c", DAY2)]
     assert {r["file"] for r in local} == set(paths)
     assert read_locally(paths, values, ["eventID", "eventTime"], types, ("date",), "file") is None
+    assert read_locally(paths, values, ["date"], types, ("date",), "file") is None  # no stored column: no row
     assert read_locally(["s3a://bucket/events/x.parquet"], values[:1], ["eventID"], types, ("date",), "file") is None
