@@ -242,7 +242,8 @@ def _keys_held(spark: SparkSession, target: "TableTarget", table: DataFrame, hel
     kept = keys_of_table(str(target.path))
     paths = {file_name(path): path for path in held}
     kept.keep_only(set(paths))
-    missing = [name for name in paths if name not in kept.known(list(paths))]
+    known = kept.known(list(paths))
+    missing = [name for name in paths if name not in known]
     again = kept.seen(missing)
     room, whole = kept.most - kept.count, []
     for name in sorted(again):  # read whole only what fits: a day of compacted files is not read into memory
