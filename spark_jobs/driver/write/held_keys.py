@@ -6,8 +6,9 @@ added one, the bound moved by seconds), yet scanning their key column took a Spa
 the 10M-event table (the live job's 30-40 small files of the last 25 minutes, and the one or two compacted files
 of 250,000 events whose stretch of time holds now). A Delta data file never changes once written (a rewrite is a
 new file), so a file's keys, read once, hold for as long as the file is in the table: :class:`HeldKeys` keeps
-them by file name, as Arrow arrays (a key of 36 characters: about 40 bytes), and a batch reads only the files it
-has not seen; a batch's own files are added from the rows it collected, so the live job reads none of its own.
+them by file name, as Arrow arrays (a key of 36 characters: about 40 bytes). A file is scanned for the batch's
+keys the first time a batch needs it and read whole the second (a run of one batch reads none whole); a batch's own
+files are added from the rows it collected, so the live job reads none of its own.
 
 It applies to a table whose key is one column besides its partition columns (``cloudtrail_events``: ``eventID``
 within ``date``), each file holding one value of those. Files beyond :data:`MOST_KEYS` keys in all are not
