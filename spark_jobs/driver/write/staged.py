@@ -273,9 +273,7 @@ def _scanned_keys(spark: SparkSession, target: "TableTarget", table: DataFrame, 
     broadcast (``schema``: the key columns' types)."""
     wanted = spark.createDataFrame(keys, schema)
     old = _read(spark, target, table, paths, list(target.unique_key))
-    condition = [old[c].eqNullSafe(wanted[c]) if c in target.null_safe else old[c] == wanted[c]
-                 for c in target.unique_key]
-    found = old.join(F.broadcast(wanted), reduce(lambda a, b: a & b, condition), "left_semi").collect()
+    found = old.join(F.broadcast(wanted), _same_key(target, old, wanted), "left_semi").collect()
     return {tuple(row[c] for c in target.unique_key) for row in found}
 
 
@@ -337,8 +335,14 @@ def _held_keys(spark: SparkSession, target: "TableTarget", table: DataFrame, row
     """``rows`` joined (``left_semi``: those whose key, ``left_anti``: those whose key is not) with the keys of the
     table's files at ``held``."""
     old = _read(spark, target, table, held, list(target.unique_key))
-    condition = [rows[c].eqNullSafe(old[c]) if c in target.null_safe else rows[c] == old[c] for c in target.unique_key]
-    return rows.join(old, reduce(lambda a, b: a & b, condition), how)
+    return rows.join(old, _same_key(target, rows, old), how)
+
+
+def _same_key(target: "TableTarget", left: DataFrame, right: DataFrame):
+    """The join condition of two frames' rows with the same unique key (``<=>`` for the null-safe key columns)."""
+    condition = [left[c].eqNullSafe(right[c]) if c in target.null_safe else left[c] == right[c]
+                 for c in target.unique_key]
+    return reduce(lambda a, b: a & b, condition)
 
 
 def _read(spark: SparkSession, target: "TableTarget", table: DataFrame, paths: list[str],
