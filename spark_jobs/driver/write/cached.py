@@ -26,7 +26,8 @@ from spark_jobs.driver.write.rows import route_column, table_rows
 if TYPE_CHECKING:
     from spark_jobs.driver.job_contract import JobModule
 
-# The first lines of the Spark jobs' descriptions of a batch written from its cache (the Spark UI; the benchmark's profile).
+# The first lines of the Spark jobs' descriptions of a batch written from its cache (the Spark UI; the benchmark's
+# profile).
 STEP_PARSE = "parse into the batch's cache, count rows and dates"
 STEP_WRITE = "write "
 STEP_COUNT = "count the batch's files"

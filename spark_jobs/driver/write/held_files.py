@@ -49,11 +49,13 @@ class BoundRead:
     :param done: the last batch id committed under the app id (``None``: none).
     :param held: the table's files (log paths, relative) whose rows may hold a key of the batch.
     :param records: each held file's rows, as the log's statistics give them (``None``: not recorded).
+    :param partitions: each held file's partition values (column -> text, as the log writes them).
     """
 
     done: int | None
     held: list[str]
     records: dict[str, int | None]
+    partitions: dict[str, dict]
 
 
 def read_bound(scala, txn, target: "TableTarget", app_id: str, predicates: list,
@@ -78,7 +80,8 @@ def read_bound(scala, txn, target: "TableTarget", app_id: str, predicates: list,
     records = {add["path"]: add.pop("_records") for add in adds}  # not a field of Delta's add action
     action = scala.delta("actions.Action")
     txn.trackFilesRead(scala.seq([action.fromJson(json.dumps({"add": add})) for add in adds]))
-    return BoundRead(None if done is None else int(done), [add["path"] for add in adds], records)
+    return BoundRead(None if done is None else int(done), [add["path"] for add in adds], records,
+                     {add["path"]: add["partitionValues"] for add in adds})
 
 
 def _files_in_bound(target: "TableTarget", version: int, prune_values: dict[str, list],

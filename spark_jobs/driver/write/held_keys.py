@@ -105,30 +105,38 @@ class HeldKeys:
     def held(self, names: list[str], batch: dict[tuple, list], shape: KeyShape) -> set[tuple]:
         """The ``(partition values, key value)`` pairs of ``batch`` (partition values -> key values) that a kept file
         of ``names`` holds, compared as Spark's join would (``=``, or ``<=>`` for a null-safe key)."""
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        from spark_jobs.transforms.arrow_without_pandas import settle
-
-        settle()  # arrays of Python values below: pyarrow's pandas check, without pandas
         with self._lock:
             entries = [self._files[name] for name in names if name in self._files]
         found: set[tuple] = set()
-        wanted: dict[tuple, object] = {}  # the batch's values of a partition: the small side, hashed once
+        wanted: dict[tuple, object] = {}
         for partition, keys in entries:
-            values = batch.get(partition)
-            if not values or None in partition or not len(keys):
-                continue
-            if partition not in wanted:
-                wanted[partition] = pa.array(values, type=keys.type)
-            hits = pc.is_in(keys, value_set=wanted[partition], skip_nulls=not shape.null_matches)
-            found.update((partition, value) for value in keys.filter(hits).to_pylist())
+            found |= matches(partition, keys, batch, shape, wanted)
         return found
 
     @property
     def count(self) -> int:
         """Key values kept."""
         return self._count
+
+
+def matches(partition: tuple, keys, batch: dict[tuple, list], shape: KeyShape, wanted: dict) -> set[tuple]:
+    """The ``(partition values, key value)`` pairs of ``batch`` (partition values -> key values) among ``keys`` (a
+    pyarrow array of a file's key values in ``partition``), compared as Spark's join would (``=``, or ``<=>`` for a
+    null-safe key); ``wanted`` caches the batch's values of each partition as an array (the small side, hashed
+    once per batch)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from spark_jobs.transforms.arrow_without_pandas import settle
+
+    values = batch.get(partition)
+    if not values or None in partition or not len(keys):
+        return set()
+    if partition not in wanted:
+        settle()  # an array of Python values: pyarrow's pandas check, without pandas
+        wanted[partition] = pa.array(values, type=keys.type)
+    hits = pc.is_in(keys, value_set=wanted[partition], skip_nulls=not shape.null_matches)
+    return {(partition, value) for value in keys.filter(hits).to_pylist()}
 
 
 _TABLES: "OrderedDict[str, HeldKeys]" = OrderedDict()

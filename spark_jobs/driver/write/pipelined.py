@@ -9,11 +9,12 @@ per table. Filling and re-reading the cache costs about as much as the parse its
 A table may declare, in the registry's ``delivery_date_bound``, that its partition column lies within a
 few days before each input file's delivery date (CloudTrail delivers an event within about 15
 minutes, so its UTC date is its file's date or the day before). The MERGE's bound is then known
-from spark_jobs.model.layout import KeyLayout
-from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, TableTarget, TimeRange
-``Observation`` (metrics of that execution, no second read): each table's rows, and the keyed
-table's rows outside the bound. The common batch, only good events, all within the bound, ends
-there.
+from the file names (the source's key layout, :class:`~spark_jobs.model.layout.KeyLayout`) before anything is
+read, and the batch is written in one pass: parse, then the keyed table's staged insert of the rows within the
+bound (:mod:`~spark_jobs.driver.write.staged`: the rows written, a key's later deliveries and the keys the table
+holds left out, one commit). The same pass is observed with Spark's ``Observation`` (metrics of that execution,
+no second read): each table's rows, and the keyed table's rows outside the bound. The common batch, only good
+events, all within the bound, ends there.
 
 A table may also declare a ``delivery_time_bound`` (``cloudtrail_events``: ``eventTime``, at most 20
 minutes before its file's delivery time and 5 after). The pass then takes, of the rows within the dates,
@@ -36,8 +37,9 @@ already holds.
 
 The cached plan is used instead for a batch with a file whose name and folders carry no date, a
 batch the keyed table already holds (a batch run again after a crash), and a job without the
-declaration (or whose batches carry no file paths: Kafka's). Why this module exists: Spark writes one sink per pass and Delta's MERGE needs its
-partition bound before it starts; neither gives a multi-table write of one pass.
+declaration (or whose batches carry no file paths: Kafka's). Why this module exists: Spark writes one sink
+per pass and Delta's MERGE needs its partition bound before it starts; neither gives a multi-table write of one
+pass.
 """
 
 from __future__ import annotations

@@ -51,7 +51,7 @@ from pyspark.sql.window import Window
 
 from spark_jobs.driver.write.held_files import read_bound
 from spark_jobs.driver.write.held_keys import HeldKeys, KeyShape, file_name, keys_of_table
-from spark_jobs.driver.write.staged_rows import read_locally
+from spark_jobs.driver.write.staged_rows import keys_found_locally, keys_read_locally, read_locally
 
 # ``"TableTarget"`` and ``"TimeRange"`` below are :mod:`spark_jobs.driver.write.delta_writer`'s, which calls this
 # module (not imported here, so that the two do not import each other).
@@ -77,6 +77,18 @@ class StagedInsert:
     version: int | None = None
 
 
+@dataclass(frozen=True)
+class _HeldFiles:
+    """What the Delta log says of the table's files in a batch's bound, by file name.
+
+    :param records: each file's rows (``None``: not recorded).
+    :param partitions: each file's partition values (column -> text; ``None``: not known).
+    """
+
+    records: dict[str, int | None]
+    partitions: dict[str, dict | None]
+
+
 class _Scala:
     """The few Scala values the transaction API takes, made through py4j."""
 
@@ -92,6 +104,10 @@ class _Scala:
 
     def to_list(self, seq) -> list:
         return list(self.jvm.scala.jdk.javaapi.CollectionConverters.asJava(seq))
+
+    def as_dict(self, scala_map) -> dict:
+        """A Scala ``Map`` as a Python dict."""
+        return dict(self.jvm.scala.jdk.javaapi.CollectionConverters.asJava(scala_map))
 
     def delta(self, name: str):
         return getattr(self.jvm.org.apache.spark.sql.delta, name)
@@ -122,7 +138,7 @@ def staged_insert(spark: SparkSession, target: "TableTarget", frame: DataFrame, 
     if read is not None:
         if read.done is not None and read.done >= batch_id:
             return StagedInsert(0)
-        held, records = read.held, read.records
+        held, records, partitions = read.held, read.records, read.partitions
     else:
         if txn.txnVersion(app_id) >= batch_id:
             return StagedInsert(0)
@@ -130,6 +146,7 @@ def staged_insert(spark: SparkSession, target: "TableTarget", frame: DataFrame, 
         held = [f.path() for f in files]
         records = {f.path(): int(f.numLogicalRecords().get()) if f.numLogicalRecords().isDefined() else None
                    for f in files}
+        partitions = {f.path(): scala.as_dict(f.partitionValues()) for f in files}
     columns = table.columns
     staged = scala.to_list(txn.writeFiles(frame.select(*columns)._jdf))
     written: list[str] = []
@@ -138,9 +155,10 @@ def staged_insert(spark: SparkSession, target: "TableTarget", frame: DataFrame, 
         # No row (all outside the bound): the commit still marks the batch as this writer's, as a MERGE's does.
         held_paths = [_absolute(scala, target, p) for p in held]
         rows = sum(_records(add) for add in staged)
-        sizes = {file_name(p): records.get(p) for p in held}
+        known = _HeldFiles({file_name(p): records.get(p) for p in held},
+                           {file_name(p): partitions.get(p) for p in held})
         checked = _rows_to_leave_out(spark, scala, target, table, staged, written, held_paths, most_left_out, rows,
-                                     sizes) if staged else _Checked(None)
+                                     known) if staged else _Checked(None)
         drop = checked.left_out
         actions = staged
         if drop is not None:
@@ -180,20 +198,19 @@ class _Checked:
 
 def _rows_to_leave_out(spark: SparkSession, scala: _Scala, target: "TableTarget", table: DataFrame, staged: list,
                        written: list[str], held: list[str], most: int, rows: int,
-                       sizes: dict[str, int | None]) -> _Checked:
+                       known: "_HeldFiles") -> _Checked:
     """The staged rows that are a later delivery of a key in the batch, or whose key the table holds (``staged``:
     the new files' add actions, at ``written``; ``rows``: their rows; up to ``most`` of them are looked at in this
-    process, more by Spark; ``sizes``: the held files' rows by file name, as the log records them)."""
+    process, more by Spark; ``known``: what the log says of the held files)."""
     identity = list(dict.fromkeys(target.unique_key + target.first_by))
     if rows <= most:
-        values = [dict(scala.jvm.scala.jdk.javaapi.CollectionConverters.asJava(add.partitionValues()))
-                  for add in staged]
+        values = [scala.as_dict(add.partitionValues()) for add in staged]
         collected = read_locally(written, values, identity, dict(table.dtypes), target.partition_by, _FILE)
         if collected is not None:
-            return _few_rows_to_leave_out(spark, target, table, collected, held, sizes)
+            return _few_rows_to_leave_out(spark, target, table, collected, held, known)
     new = _read(spark, target, table, written, identity).withColumn(_FILE, F.input_file_name())
     if rows <= most:
-        return _few_rows_to_leave_out(spark, target, table, new, held, sizes)
+        return _few_rows_to_leave_out(spark, target, table, new, held, known)
     candidates = _ranked(target, new, keep_first=False)
     if held:
         candidates = candidates.unionByName(_held_keys(spark, target, table, new, held, "left_semi"))
@@ -206,7 +223,7 @@ def _rows_to_leave_out(spark: SparkSession, scala: _Scala, target: "TableTarget"
 
 
 def _few_rows_to_leave_out(spark: SparkSession, target: "TableTarget", table: DataFrame, new: DataFrame | list,
-                           held: list[str], sizes: dict[str, int | None]) -> _Checked:
+                           held: list[str], known: "_HeldFiles") -> _Checked:
     """:func:`_rows_to_leave_out` for a batch small enough to collect: its rows' key and ``first_by`` values are
     collected and ranked here (a live batch: a thousand rows), and the keys the table's files at ``held`` hold are
     looked up (:func:`_keys_held`). One or two Spark jobs without a shuffle, where ranking and joining in Spark
@@ -225,52 +242,71 @@ def _few_rows_to_leave_out(spark: SparkSession, target: "TableTarget", table: Da
     if held and by_key:
         schema = table.select(*target.unique_key).schema
         dropped = {id(row) for row in drop}
-        for key in _keys_held(spark, target, table, held, list(by_key), schema, sizes):
+        for key in _keys_held(spark, target, table, held, list(by_key), schema, known):
             drop.extend(row for row in by_key.get(key, []) if id(row) not in dropped)
     return _Checked(_LeftOut(drop) if drop else None, staged)
 
 
 def _keys_held(spark: SparkSession, target: "TableTarget", table: DataFrame, held: list[str], keys: list[tuple],
-               schema, sizes: dict[str, int | None]) -> set[tuple]:
+               schema, known: "_HeldFiles") -> set[tuple]:
     """Which of ``keys`` (tuples of the unique key's values) the table's files at ``held`` hold: from the keys kept
     in this process (:mod:`spark_jobs.driver.write.held_keys`), a file read whole the second batch that needs it
-    when its rows (``sizes``, by file name) fit in what is left of the limit, the rest scanned for these keys alone
-    (a broadcast semi join)."""
+    when its rows (``known.records``, by file name) fit in what is left of the limit, the rest scanned for these
+    keys alone (read in the driver when local, :mod:`~.staged_rows`; else a broadcast semi join)."""
     shape = KeyShape.of(target.unique_key, target.partition_by, target.null_safe)
     if shape is None:
-        return _scanned_keys(spark, target, table, held, keys, schema)
+        return _scanned_keys(spark, target, table, held, keys, schema, known)
     kept = keys_of_table(str(target.path))
     paths = {file_name(path): path for path in held}
     kept.keep_only(set(paths))
-    known = kept.known(list(paths))
-    missing = [name for name in paths if name not in known]
+    already = kept.known(list(paths))
+    missing = [name for name in paths if name not in already]
     again = kept.seen(missing)
     room, whole = kept.most - kept.count, []
     for name in sorted(again):  # read whole only what fits: a day of compacted files is not read into memory
-        size = sizes.get(name)
+        size = known.records.get(name)
         if size is not None and size <= room:
             whole.append(name)
             room -= size
     scan = [paths[name] for name in missing if name not in whole]
     if whole:
-        scan += _read_and_keep(spark, target, table, [paths[name] for name in whole], shape, kept)
+        scan += _read_and_keep(spark, target, table, [paths[name] for name in whole], shape, kept, known)
+    batch = _by_partition(target, shape, keys)
+    found = _pairs_to_keys(target, shape, kept.held(sorted(kept.known(list(paths))), batch, shape))
+    if scan:
+        found |= _scanned_keys(spark, target, table, scan, keys, schema, known)
+    return found
+
+
+def _by_partition(target: "TableTarget", shape: KeyShape, keys: list[tuple]) -> dict[tuple, list]:
+    """``keys`` (unique key tuples) as their partition values (``shape.within``) -> their values of ``shape.column``."""
     batch: dict[tuple, list] = {}
     at = [target.unique_key.index(c) for c in shape.within]
     for key in keys:
         batch.setdefault(tuple(key[i] for i in at), []).append(key[target.unique_key.index(shape.column)])
+    return batch
+
+
+def _pairs_to_keys(target: "TableTarget", shape: KeyShape, pairs: set[tuple]) -> set[tuple]:
+    """``(partition values, key value)`` pairs as unique key tuples."""
     found = set()
-    for partition, value in kept.held(sorted(kept.known(list(paths))), batch, shape):
+    for partition, value in pairs:
         values = dict(zip(shape.within, partition), **{shape.column: value})
         found.add(tuple(values[c] for c in target.unique_key))
-    if scan:
-        found |= _scanned_keys(spark, target, table, scan, keys, schema)
     return found
 
 
 def _scanned_keys(spark: SparkSession, target: "TableTarget", table: DataFrame, paths: list[str], keys: list[tuple],
-                  schema) -> set[tuple]:
-    """Which of ``keys`` the table's files at ``paths`` hold, by a scan of their key columns joined with ``keys``
-    broadcast (``schema``: the key columns' types)."""
+                  schema, known: "_HeldFiles") -> set[tuple]:
+    """Which of ``keys`` the table's files at ``paths`` hold: read in the driver when they are local
+    (:func:`~.staged_rows.keys_found_locally`), else a scan of their key columns joined with ``keys`` broadcast
+    (``schema``: the key columns' types)."""
+    shape = KeyShape.of(target.unique_key, target.partition_by, target.null_safe)
+    if shape is not None:
+        pairs = keys_found_locally(paths, [known.partitions.get(file_name(p)) for p in paths], shape,
+                                   dict(table.dtypes), _by_partition(target, shape, keys))
+        if pairs is not None:
+            return _pairs_to_keys(target, shape, pairs)
     wanted = spark.createDataFrame(keys, schema)
     old = _read(spark, target, table, paths, list(target.unique_key))
     found = old.join(F.broadcast(wanted), _same_key(target, old, wanted), "left_semi").collect()
@@ -278,13 +314,18 @@ def _scanned_keys(spark: SparkSession, target: "TableTarget", table: DataFrame, 
 
 
 def _read_and_keep(spark: SparkSession, target: "TableTarget", table: DataFrame, paths: list[str], shape: KeyShape,
-                   kept: HeldKeys) -> list[str]:
-    """Read the key column of the table's files at ``paths`` into ``kept`` (one Spark job, collected as Arrow);
-    returns the paths it could not keep (over its limit), to scan."""
+                   kept: HeldKeys, known: "_HeldFiles") -> list[str]:
+    """Read the key column of the table's files at ``paths`` into ``kept`` (in the driver when they are local,
+    :func:`~.staged_rows.keys_read_locally`; else one Spark job, collected as Arrow); returns the paths it could
+    not keep (over its limit), to scan."""
     import pyarrow.compute as pc
 
     from spark_jobs.transforms.arrow_without_pandas import settle
 
+    local = keys_read_locally(paths, [known.partitions.get(file_name(p)) for p in paths], shape, dict(table.dtypes))
+    if local is not None:
+        return [path for path, (partition, keys) in zip(paths, local)
+                if not kept.add(file_name(path), partition, keys)]
     settle()
     arrow = (_read(spark, target, table, paths, [shape.column, *shape.within])
              .withColumn(_FILE, F.input_file_name()).toArrow())

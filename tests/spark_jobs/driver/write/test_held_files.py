@@ -129,3 +129,38 @@ def test_a_small_batchs_rows_read_in_the_driver_are_what_spark_reads(spark, tabl
     assert read_locally(paths, values, ["eventID", "eventTime"], types, ("date",), "file") is None
     assert read_locally(paths, values, ["date"], types, ("date",), "file") is None  # no stored column: no row
     assert read_locally(["s3a://bucket/events/x.parquet"], values[:1], ["eventID"], types, ("date",), "file") is None
+
+
+def test_the_keys_held_files_hold_read_in_the_driver_are_what_spark_finds(spark, table, monkeypatch):
+    """The held files' keys read with pyarrow (local files, their partition values from the log), a few rows at a
+    time or whole, are what Spark's broadcast join of the same files finds: a key in another date's file is not
+    held; without a file's partition values, or off a local disk, Spark reads them."""
+    import deltalake
+    import pyarrow as pa
+
+    from spark_jobs.driver.write import staged_rows
+    from spark_jobs.driver.write.held_keys import KeyShape, file_name
+    from spark_jobs.driver.write.staged import _HeldFiles, _scanned_keys
+
+    monkeypatch.setattr(staged_rows, "_KEY_BATCH_ROWS", 1)
+    adds = pa.table(deltalake.DeltaTable(str(table.path)).get_add_actions(flatten=False)).to_pylist()
+    paths = [f"file:{table.path / add['path']}" for add in adds]
+    known = _HeldFiles({file_name(p): 1 for p in paths},
+                       {file_name(p): {"date": add["partition"]["date"].isoformat()} for p, add in zip(paths, adds)})
+    frame = spark.read.format("delta").load(str(table.path))
+    schema = frame.select("eventID", "date").schema
+    keys = [("a", DAY1), ("b", DAY1), ("b", DAY2), ("c", DAY2), ("z", DAY2)]
+    unknown = _HeldFiles(known.records, {})
+    assert _scanned_keys(spark, table, frame, paths, keys, schema, known) == \
+        _scanned_keys(spark, table, frame, paths, keys, schema, unknown) == {("a", DAY1), ("b", DAY2), ("c", DAY2)}
+    shape = KeyShape.of(table.unique_key, table.partition_by, table.null_safe)
+    types = dict(frame.dtypes)
+    whole = staged_rows.keys_read_locally(paths, [known.partitions[file_name(p)] for p in paths], shape, types)
+    assert sorted((partition, keys.to_pylist()) for partition, keys in whole) == [
+        ((DAY1,), ["a"]), ((DAY2,), ["b"]), ((DAY2,), ["c"])]
+    values = [known.partitions[file_name(p)] for p in paths]
+    assert staged_rows.keys_found_locally(paths, values, shape, types, {(DAY1,): ["a", "b"], (DAY2,): ["c", "z"]}) == {
+        ((DAY1,), "a"), ((DAY2,), "c")}
+    assert staged_rows.keys_read_locally(paths, [None] * len(paths), shape, types) is None
+    assert staged_rows.keys_found_locally(["s3a://bucket/events/x.parquet"], [{"date": "2024-03-01"}], shape, types,
+                                          {(DAY1,): ["a"]}) is None

@@ -210,9 +210,9 @@ def test_keys_kept_between_batches_leave_out_what_the_table_holds_as_a_scan_does
     scanned: list[str] = []
     scan = staged._scanned_keys
 
-    def recording(spark, target, table, paths, keys, schema):
+    def recording(spark, target, table, paths, *args):
         scanned.extend(held_keys.file_name(p) for p in paths)
-        return scan(spark, target, table, paths, keys, schema)
+        return scan(spark, target, table, paths, *args)
 
     monkeypatch.setattr(staged, "_scanned_keys", recording)
     landing, lake_root = tmp_path / "landing", tmp_path / "lake"
