@@ -30,7 +30,7 @@ from spark_jobs.control.monitoring.progress import executed
 from spark_jobs.driver.job_modules import job_module, output_schemas, table_targets
 from spark_jobs.driver.session import snapshot_partitions_per_core
 from spark_jobs.driver.source_readers import read_input
-from spark_jobs.driver.write import warm_up, write_batch
+from spark_jobs.driver.write import checkpoints, warm_up, write_batch
 from spark_jobs.driver.lake_tools import refuse_old_layout
 from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, create_tables
 from spark_jobs.driver.write.stateful import StatefulBatchWriter
@@ -463,6 +463,7 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
             pass  # it failed just now: the next round sees it inactive and reports query.exception()
     if history is not None:
         history.close()  # the last rows, in one append
+    checkpoints.drain()  # the tables' checkpoints being written off the batches' path (driver/write/checkpoints.py)
     if keeper.lost is not None:
         raise JobFailed(f"job {job.name} stopped: {keeper.lost}")
     error = query.exception()
