@@ -29,10 +29,16 @@ _running: dict[str, threading.Thread] = {}  # table path -> the thread writing i
 _lock = threading.Lock()
 
 
-def defer(jvm, txn) -> None:
-    """Take Delta's post-commit checkpoint out of the transaction ``txn`` (its other hooks stay)."""
-    hook = getattr(getattr(jvm.org.apache.spark.sql.delta.hooks, "CheckpointHook$"), "MODULE$")
-    getattr(txn.postCommitHooks(), "$minus$eq")(hook)
+def defer(jvm, txn) -> bool:
+    """Take Delta's post-commit checkpoint out of the transaction ``txn`` (its other hooks stay), to be written by
+    :func:`after_commit`; ``False`` when that fails (the commit then writes it, as Delta does)."""
+    try:
+        hook = getattr(getattr(jvm.org.apache.spark.sql.delta.hooks, "CheckpointHook$"), "MODULE$")
+        getattr(txn.postCommitHooks(), "$minus$eq")(hook)
+        return True
+    except Exception as exc:  # noqa: BLE001 - Delta's own checkpoint is the way back
+        log.info("Delta's post-commit checkpoint kept in the commit (%s)", str(exc).strip().splitlines()[0][:200])
+        return False
 
 
 def after_commit(jvm, delta_log, txn, version: int, table: str) -> threading.Thread | None:

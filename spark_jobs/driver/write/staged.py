@@ -132,7 +132,7 @@ def staged_insert(spark: SparkSession, target: "TableTarget", frame: DataFrame, 
     scala = _Scala(spark)
     delta_log = scala.delta("DeltaLog").forTable(spark._jsparkSession, str(target.path))
     txn = delta_log.startTransaction()
-    deferred = _defer_checkpoint(scala, txn)
+    deferred = checkpoints.defer(scala.jvm, txn)
     table = spark.read.format("delta").load(str(target.path))
     predicates = [table.where(condition)._jdf.queryExecution().analyzed().condition() for condition in bound]
     read = read_bound(scala, txn, target, app_id, predicates, prune_values, time_range) \
@@ -432,17 +432,6 @@ def _rewritten(spark: SparkSession, scala: _Scala, txn, target: "TableTarget", t
 def _same_file(path: str, names: set[str]) -> bool:
     """Whether ``path`` is one of ``names`` (``input_file_name`` gives a URI, which may differ in scheme)."""
     return any(name == path or name.endswith(path.split(":", 1)[-1]) for name in names)
-
-
-def _defer_checkpoint(scala: _Scala, txn) -> bool:
-    """Take Delta's post-commit checkpoint out of ``txn``, to be written off the batch's path
-    (:mod:`~spark_jobs.driver.write.checkpoints`); ``False`` (the commit writes it, as Delta does) when that fails."""
-    try:
-        checkpoints.defer(scala.jvm, txn)
-        return True
-    except Exception as exc:  # noqa: BLE001 - Delta's own checkpoint is the way back
-        log.info("Delta's post-commit checkpoint kept in the commit (%s)", str(exc).strip().splitlines()[0][:200])
-        return False
 
 
 def _absolute(scala: _Scala, target: "TableTarget", relative: str) -> str:

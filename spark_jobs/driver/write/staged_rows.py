@@ -54,8 +54,7 @@ def read_locally(paths: list[str], partition_values: list[dict], columns: list[s
         local = _local_path(path)
         if local is None:
             return None
-        fixed = {c: None if values.get(c) is None else _PARTITION_TYPES[types[c]](values[c])
-                 for c in columns if c in partition_by}
+        fixed = {c: _partition_value(values, c, types) for c in columns if c in partition_by}
         for row in pq.read_table(local, columns=stored).to_pylist():
             row.update(fixed)
             row[file_column] = path
@@ -111,9 +110,14 @@ def _local_files(paths: list[str], partition_values: list[dict | None], shape: "
         local = _local_path(path)
         if local is None or values is None:
             return None
-        found.append((local, tuple(None if values.get(c) is None else _PARTITION_TYPES[types[c]](values[c])
-                                   for c in shape.within)))
+        found.append((local, tuple(_partition_value(values, c, types) for c in shape.within)))
     return found
+
+
+def _partition_value(values: dict, column: str, types: dict[str, str]):
+    """``column``'s value in a file's Delta partition values (text), typed as the table types it (``None``: NULL)."""
+    text = values.get(column)
+    return None if text is None else _PARTITION_TYPES[types[column]](text)
 
 
 def _local_path(path: str) -> str | None:
