@@ -120,21 +120,24 @@ class HeldKeys:
 
 
 def matches(partition: tuple, keys, batch: dict[tuple, list], shape: KeyShape, wanted: dict) -> set[tuple]:
-    """The ``(partition values, key value)`` pairs of ``batch`` (partition values -> key values) among ``keys`` (a
-    pyarrow array of a file's key values in ``partition``), compared as Spark's join would (``=``, or ``<=>`` for a
-    null-safe key); ``wanted`` caches the batch's values of each partition as an array (the small side, hashed
-    once per batch)."""
+    """The ``(partition values, key value)`` pairs of ``batch`` (partition values -> key values: a list, or a pyarrow
+    array) among ``keys`` (a pyarrow array of a file's key values in ``partition``), compared as Spark's join would
+    (``=``, or ``<=>`` for a null-safe key); ``wanted`` caches the batch's values of each partition as an array
+    (the small side, hashed once per batch)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     from spark_jobs.transforms.arrow_without_pandas import settle
 
     values = batch.get(partition)
-    if not values or None in partition or not len(keys):
+    if values is None or not len(values) or None in partition or not len(keys):
         return set()
     if partition not in wanted:
-        settle()  # an array of Python values: pyarrow's pandas check, without pandas
-        wanted[partition] = pa.array(values, type=keys.type)
+        if isinstance(values, pa.Array):
+            wanted[partition] = values if values.type == keys.type else values.cast(keys.type)
+        else:
+            settle()  # an array of Python values: pyarrow's pandas check, without pandas
+            wanted[partition] = pa.array(values, type=keys.type)
     hits = pc.is_in(keys, value_set=wanted[partition], skip_nulls=not shape.null_matches)
     return {(partition, value) for value in keys.filter(hits).to_pylist()}
 

@@ -16,9 +16,11 @@ in this order:
 3. the batch's rows are written into the table's folder (``writeFiles``: one pipelined Spark job, Delta's
    file statistics included), not yet committed: no reader sees them;
 4. only the key and ``first_by`` columns of those new files are read back (a columnar scan of a few
-   columns) to find the rows to leave out: a batch's later deliveries of a key (ranked by key: a
-   shuffle of those columns only) and the keys the table holds in the files of step 2; nearly always
-   none;
+   columns) to find the rows to leave out: a batch's later deliveries of a key and the keys the table holds
+   in the files of step 2; nearly always none. Files on a local disk are read in the driver with pyarrow
+   (:mod:`~spark_jobs.driver.write.staged_rows`: up to a few million rows, the rest of the key and ``first_by``
+   columns only for the rows whose key repeats or is held); else Spark reads them (ranked by key: a shuffle of
+   those columns only);
 5. the new files that hold such rows are written again without them (a file-sized rewrite, nothing
    reparsed; more than :data:`~spark_jobs.driver.write.delta_writer.MOST_DUPLICATES_COLLECTED` such rows,
    and the new rows are ranked whole, as ``MERGE``'s source would have been);
@@ -52,7 +54,8 @@ from pyspark.sql.window import Window
 from spark_jobs.driver.write import checkpoints
 from spark_jobs.driver.write.held_files import read_bound
 from spark_jobs.driver.write.held_keys import HeldKeys, KeyShape, file_name, keys_of_table
-from spark_jobs.driver.write.staged_rows import keys_found_locally, keys_read_locally, read_locally
+from spark_jobs.driver.write.staged_rows import (MOST_ROWS_CHECKED_LOCALLY, keys_found_locally, keys_read_locally,
+                                                 read_locally, suspects_read_locally)
 
 # ``"TableTarget"`` and ``"TimeRange"`` below are :mod:`spark_jobs.driver.write.delta_writer`'s, which calls this
 # module (not imported here, so that the two do not import each other).
@@ -215,6 +218,13 @@ def _rows_to_leave_out(spark: SparkSession, scala: _Scala, target: "TableTarget"
         collected = read_locally(written, values, identity, dict(table.dtypes), target.partition_by, _FILE)
         if collected is not None:
             return _few_rows_to_leave_out(spark, target, table, collected, held, known)
+    elif rows <= MOST_ROWS_CHECKED_LOCALLY:
+        suspects = _suspects_read_locally(scala, target, table, staged, written, held, known)
+        if suspects is not None:
+            drop = _later_and_held(target, *suspects)
+            if len(drop) > most:
+                return _Checked(_LeftOut([], whole=True))
+            return _Checked(_LeftOut(drop) if drop else None)
     new = _read(spark, target, table, written, identity).withColumn(_FILE, F.input_file_name())
     if rows <= most:
         return _few_rows_to_leave_out(spark, target, table, new, held, known)
@@ -238,6 +248,18 @@ def _few_rows_to_leave_out(spark: SparkSession, target: "TableTarget", table: Da
     ``new``: the staged rows, or their read (collected here) when they were not read in this process
     (:mod:`~.staged_rows`)."""
     staged = new if isinstance(new, list) else new.collect()
+    keys = list(dict.fromkeys(tuple(row[c] for c in target.unique_key) for row in staged))
+    found = set()
+    if held and keys:
+        schema = table.select(*target.unique_key).schema
+        found = _keys_held(spark, target, table, held, keys, schema, known)
+    drop = _later_and_held(target, staged, found)
+    return _Checked(_LeftOut(drop) if drop else None, staged)
+
+
+def _later_and_held(target: "TableTarget", staged: list, held: set[tuple]) -> list:
+    """Of ``staged`` (rows with the key and ``first_by`` columns), the later deliveries of a key and every row whose
+    key is in ``held`` (unique key tuples)."""
     by_key: dict[tuple, list] = {}
     for row in staged:
         by_key.setdefault(tuple(row[c] for c in target.unique_key), []).append(row)
@@ -246,12 +268,27 @@ def _few_rows_to_leave_out(spark: SparkSession, target: "TableTarget", table: Da
         if len(deliveries) > 1:  # the first by ``first_by`` (NULLs first, as Spark orders) stays
             deliveries.sort(key=lambda row: [(row[c] is not None, row[c]) for c in target.first_by])
             drop.extend(deliveries[1:])
-    if held and by_key:
-        schema = table.select(*target.unique_key).schema
-        dropped = {id(row) for row in drop}
-        for key in _keys_held(spark, target, table, held, list(by_key), schema, known):
-            drop.extend(row for row in by_key.get(key, []) if id(row) not in dropped)
-    return _Checked(_LeftOut(drop) if drop else None, staged)
+    dropped = {id(row) for row in drop}
+    for key in held:
+        drop.extend(row for row in by_key.get(key, []) if id(row) not in dropped)
+    return drop
+
+
+def _suspects_read_locally(scala: _Scala, target: "TableTarget", table: DataFrame, staged: list, written: list[str],
+                           held: list[str], known: "_HeldFiles") -> tuple[list, set[tuple]] | None:
+    """A large batch's staged rows whose key repeats in the batch or is held, and the keys held (unique key tuples),
+    read in the driver (:func:`~.staged_rows.suspects_read_locally`); ``None`` when Spark must read them."""
+    shape = KeyShape.of(target.unique_key, target.partition_by, target.null_safe)
+    if shape is None:
+        return None
+    identity = list(dict.fromkeys(target.unique_key + target.first_by))
+    values = [scala.as_dict(add.partitionValues()) for add in staged]
+    read = suspects_read_locally(written, values, identity, dict(table.dtypes), target.partition_by, _FILE, shape,
+                                 held, [known.partitions.get(file_name(p)) for p in held])
+    if read is None:
+        return None
+    rows, pairs = read
+    return rows, _pairs_to_keys(target, shape, pairs)
 
 
 def _keys_held(spark: SparkSession, target: "TableTarget", table: DataFrame, held: list[str], keys: list[tuple],

@@ -162,5 +162,16 @@ def test_the_keys_held_files_hold_read_in_the_driver_are_what_spark_finds(spark,
     assert staged_rows.keys_found_locally(paths, values, shape, types, {(DAY1,): ["a", "b"], (DAY2,): ["c", "z"]}) == {
         ((DAY1,), "a"), ((DAY2,), "c")}
     assert staged_rows.keys_read_locally(paths, [None] * len(paths), shape, types) is None
+    # A large batch's suspects: its rows whose key a held file holds or another of its rows repeats (here the held
+    # file is staged twice: its key both repeats and is held); no other row is read.
+    held_b = [p for p, add in zip(paths, adds) if add["partition"]["date"] == DAY2][:1]
+    held_values = [known.partitions[file_name(held_b[0])]]
+    rows, found = staged_rows.suspects_read_locally(paths + held_b, values + held_values, ["eventID", "date"], types,
+                                                    ("date",), "file", shape, held_b, held_values)
+    key = staged_rows.read_locally(held_b, held_values, ["eventID", "date"], types, ("date",), "file")[0]
+    assert found == {((DAY2,), key["eventID"])}
+    assert sorted((r["eventID"], r["date"], r["file"]) for r in rows) == [(key["eventID"], DAY2, held_b[0])] * 2
+    assert staged_rows.suspects_read_locally(["s3a://bucket/events/x.parquet"], values[:1], ["eventID", "date"], types,
+                                             ("date",), "file", shape, [], []) is None
     assert staged_rows.keys_found_locally(["s3a://bucket/events/x.parquet"], [{"date": "2024-03-01"}], shape, types,
                                           {(DAY1,): ["a"]}) is None

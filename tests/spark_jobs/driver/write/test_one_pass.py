@@ -157,22 +157,30 @@ def test_a_batch_whose_events_all_fit_leaves_only_the_quarantine_to_write(tmp_pa
     assert [app.rsplit(":", 1)[1] for app in _app_versions(lake.table_path(QUARANTINE))] == [QUARANTINE]
 
 
-@pytest.mark.parametrize("most", [10_000, 4, 1], ids=["collected_here", "collected_by_spark", "ranked_whole"])
+@pytest.mark.parametrize(("most", "most_in_driver"), [(10_000, None), (5, None), (5, 0), (1, None)],
+                         ids=["collected_here", "found_in_driver", "found_by_spark", "ranked_whole"])
 def test_later_deliveries_in_one_batch_and_keys_the_table_holds_are_left_out_of_its_one_commit(
-        tmp_path, run_job, tables, monkeypatch, most):
+        tmp_path, run_job, tables, monkeypatch, most, most_in_driver):
     """The one pass writes its rows first and checks their keys after: a key delivered twice in the batch keeps
     its first delivery (by file, then record), a key the table holds adds nothing, in one MERGE-recorded commit;
-    a batch of more rows than ``most`` has them found by Spark, and with more rows to leave out than that, the
-    new rows are ranked whole instead."""
-    from spark_jobs.driver.write import delta_writer
+    a batch of more rows than ``most`` has them found in the driver from its key column (by Spark, over
+    ``most_in_driver`` rows), and with more rows to leave out than ``most``, the new rows are ranked whole."""
+    from spark_jobs.driver.write import delta_writer, staged
 
     monkeypatch.setattr(delta_writer, "MOST_DUPLICATES_COLLECTED", most)
+    if most_in_driver is not None:
+        monkeypatch.setattr(staged, "MOST_ROWS_CHECKED_LOCALLY", most_in_driver)
+    ranked: list[bool] = []  # Spark's ranking by key: of the later deliveries (False), or of the whole batch (True)
+    rank = staged._ranked
+    monkeypatch.setattr(staged, "_ranked", lambda target, rows, keep_first: ranked.append(keep_first) or rank(
+        target, rows, keep_first))
     landing = tmp_path / "landing"
     base = dt.datetime(2024, 3, 2, 10, 5, tzinfo=dt.UTC)
     records = [_record_at(f"ev-{i}", base - dt.timedelta(minutes=3, seconds=i)) for i in range(6)]
     dated_delivery(landing / "a", base, records[:4], "A")
     run_job(landing, tmp_path / "lake")
-    # One batch: B repeats ev-0 and ev-3 (both in the table) and ev-5 twice; C repeats ev-4 and ev-5.
+    # One batch of 7 rows, 5 to leave out: B repeats ev-0 and ev-3 (both in the table) and ev-5 twice; C repeats ev-4
+    # and ev-5.
     dated_delivery(landing / "b", base + dt.timedelta(minutes=1), [records[0], records[4], records[5], records[5],
                                                                  records[3]], "B")
     dated_delivery(landing / "c", base + dt.timedelta(minutes=2), [records[5], records[4]], "C")
@@ -189,6 +197,7 @@ def test_later_deliveries_in_one_batch_and_keys_the_table_holds_are_left_out_of_
     # No file of the table holds a row that is not committed (each left-out row's file was written again).
     committed = {Path(p).name for p in deltalake.DeltaTable(str(lake.table_path(EVENTS))).file_uris()}
     assert {p.name for p in lake.table_path(EVENTS).rglob("*.parquet")} == committed
+    assert ranked == {10_000: [], 5: [] if most_in_driver is None else [False], 1: [True]}[most]
 
 
 def _record_at(event_id: str, when: dt.datetime) -> dict:
