@@ -17,8 +17,8 @@ column of a file of 250,000 events in some 30 ms.
 A large batch (a catch-up's or a backfill's, up to :data:`MOST_ROWS_CHECKED_LOCALLY` rows) is checked the same way
 (:func:`suspects_read_locally`): only its key column is read whole, its repeated keys are counted and the held files
 scanned for its keys in Arrow, and the key and ``first_by`` columns are read only of the rows with such a key. Spark
-took three jobs for it (a ranking by key, a semi join, a distinct with a limit's collects): 1.7-1.8 s of a
-million-row batch, against some 0.3 s here.
+took three jobs for it (a ranking by key, a semi join, a distinct with a limit's collects): 1.7-2.0 s of a
+million-row batch, against 0.36-0.45 s here.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ if TYPE_CHECKING:
 
 # Rows of a held file read at a time when only the batch's keys are looked for in it.
 _KEY_BATCH_ROWS = 65_536
-# At most this many staged rows checked in the driver: their key column is held in memory (about 45 bytes a row for a
-# key of 36 characters); a larger batch is checked by Spark.
+# At most this many staged rows checked in the driver: their key column is held in memory twice, by file and by
+# partition (about 90 bytes a row for a key of 36 characters: 180 MB at the limit); a larger batch is checked by Spark.
 MOST_ROWS_CHECKED_LOCALLY = 2_000_000
 
 # Spark types whose values pyarrow hands back as Spark's Row would (a partition value parsed from its text).
