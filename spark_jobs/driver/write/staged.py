@@ -213,13 +213,13 @@ def _rows_to_leave_out(spark: SparkSession, scala: _Scala, target: "TableTarget"
     the new files' add actions, at ``written``; ``rows``: their rows; up to ``most`` of them are looked at in this
     process, more by Spark; ``known``: what the log says of the held files)."""
     identity = list(dict.fromkeys(target.unique_key + target.first_by))
+    values = [scala.as_dict(add.partitionValues()) for add in staged]  # each new file's partition values
     if rows <= most:
-        values = [scala.as_dict(add.partitionValues()) for add in staged]
         collected = read_locally(written, values, identity, dict(table.dtypes), target.partition_by, _FILE)
         if collected is not None:
             return _few_rows_to_leave_out(spark, target, table, collected, held, known)
     elif rows <= MOST_ROWS_CHECKED_LOCALLY:
-        suspects = _suspects_read_locally(scala, target, table, staged, written, held, known)
+        suspects = _suspects_read_locally(target, table, written, values, identity, held, known)
         if suspects is not None:
             drop = _later_and_held(target, *suspects)
             if len(drop) > most:
@@ -274,15 +274,14 @@ def _later_and_held(target: "TableTarget", staged: list, held: set[tuple]) -> li
     return drop
 
 
-def _suspects_read_locally(scala: _Scala, target: "TableTarget", table: DataFrame, staged: list, written: list[str],
-                           held: list[str], known: "_HeldFiles") -> tuple[list, set[tuple]] | None:
-    """A large batch's staged rows whose key repeats in the batch or is held, and the keys held (unique key tuples),
-    read in the driver (:func:`~.staged_rows.suspects_read_locally`); ``None`` when Spark must read them."""
+def _suspects_read_locally(target: "TableTarget", table: DataFrame, written: list[str], values: list[dict],
+                           identity: list[str], held: list[str], known: "_HeldFiles") -> tuple[list, set[tuple]] | None:
+    """A large batch's staged rows (``identity``: their key and ``first_by`` columns; ``values``: their files'
+    partition values) whose key repeats in the batch or is held, and the keys held (unique key tuples), read in the
+    driver (:func:`~.staged_rows.suspects_read_locally`); ``None`` when Spark must read them."""
     shape = KeyShape.of(target.unique_key, target.partition_by, target.null_safe)
     if shape is None:
         return None
-    identity = list(dict.fromkeys(target.unique_key + target.first_by))
-    values = [scala.as_dict(add.partitionValues()) for add in staged]
     read = suspects_read_locally(written, values, identity, dict(table.dtypes), target.partition_by, _FILE, shape,
                                  held, [known.partitions.get(file_name(p)) for p in held])
     if read is None:

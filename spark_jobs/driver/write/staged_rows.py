@@ -52,22 +52,42 @@ def read_locally(paths: list[str], partition_values: list[dict], columns: list[s
     :param partition_values: each file's Delta partition values (column -> text, or ``None`` for NULL).
     :param types: the table's column types (Spark's simple names: ``string``, ``date``, ...).
     """
-    import pyarrow.parquet as pq
-
-    stored = [c for c in columns if c not in partition_by]
-    if not stored or any(types.get(c) not in _READ_AS_IS for c in stored) or \
-            any(types.get(c) not in _PARTITION_TYPES for c in columns if c in partition_by):
+    stored = _stored_columns(columns, types, partition_by)
+    if stored is None:
         return None
     rows: list[dict] = []
     for path, values in zip(paths, partition_values):
         local = _local_path(path)
         if local is None:
             return None
-        fixed = {c: _partition_value(values, c, types) for c in columns if c in partition_by}
-        for row in pq.read_table(local, columns=stored).to_pylist():
-            row.update(fixed)
-            row[file_column] = path
-            rows.append(row)
+        rows += _file_rows(local, path, values, columns, stored, types, partition_by, file_column)
+    return rows
+
+
+def _stored_columns(columns: list[str], types: dict[str, str], partition_by: tuple[str, ...]) -> list[str] | None:
+    """The columns of ``columns`` a table's Parquet files store (not ``partition_by``), or ``None`` when pyarrow would
+    not read them (and their partition values would not be typed) as Spark does, or none is stored (pyarrow would
+    read no column, hence no row)."""
+    stored = [c for c in columns if c not in partition_by]
+    if not stored or any(types.get(c) not in _READ_AS_IS for c in stored) or \
+            any(types.get(c) not in _PARTITION_TYPES for c in columns if c in partition_by):
+        return None
+    return stored
+
+
+def _file_rows(local: str, path: str, values: dict, columns: list[str], stored: list[str], types: dict[str, str],
+               partition_by: tuple[str, ...], file_column: str, where=None) -> list[dict]:
+    """The rows of the local Parquet file at ``local`` (``where``: only those of this boolean mask) as dicts of
+    ``columns`` (the partition columns' from ``values``, the file's Delta partition values) and ``file_column``
+    (``path``)."""
+    import pyarrow.parquet as pq
+
+    read = pq.read_table(local, columns=stored)
+    fixed = {c: _partition_value(values, c, types) for c in columns if c in partition_by}
+    rows = (read if where is None else read.filter(where)).to_pylist()
+    for row in rows:
+        row.update(fixed)
+        row[file_column] = path
     return rows
 
 
@@ -122,11 +142,9 @@ def suspects_read_locally(paths: list[str], partition_values: list[dict], column
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    stored = [c for c in columns if c not in partition_by]
+    stored = _stored_columns(columns, types, partition_by)
     staged = _local_files(paths, partition_values, shape, types)
-    if staged is None or shape.column not in stored or \
-            any(types.get(c) not in _READ_AS_IS for c in stored) or \
-            any(types.get(c) not in _PARTITION_TYPES for c in columns if c in partition_by):
+    if staged is None or stored is None or shape.column not in stored:
         return None
     keys = [pq.read_table(path, columns=[shape.column]).column(0) for path, _ in staged]
     by_partition: dict[tuple, list] = {}
@@ -151,13 +169,8 @@ def suspects_read_locally(paths: list[str], partition_values: list[dict], column
             continue
         wanted = pa.chunked_array(suspects[partition]).combine_chunks()
         hits = pc.is_in(values, value_set=wanted, skip_nulls=False)
-        if not pc.any(hits).as_py():
-            continue
-        fixed = {c: _partition_value(fixed_values, c, types) for c in columns if c in partition_by}
-        for row in pq.read_table(path, columns=stored).filter(hits).to_pylist():
-            row.update(fixed)
-            row[file_column] = uri
-            rows.append(row)
+        if pc.any(hits).as_py():
+            rows += _file_rows(path, uri, fixed_values, columns, stored, types, partition_by, file_column, hits)
     return rows, found
 
 
