@@ -27,6 +27,7 @@ from spark_jobs.model.jobs import JobSpec
 from spark_jobs.model.lake import Lake, as_path
 from spark_jobs.model.runs import RunOptions
 from spark_jobs.control.monitoring.progress import executed
+from spark_jobs.driver import progress_updates
 from spark_jobs.driver.job_modules import job_module, output_schemas, table_targets
 from spark_jobs.driver.session import snapshot_partitions_per_core
 from spark_jobs.driver.source_readers import read_input
@@ -434,9 +435,10 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
                           spark_ui=spark.sparkContext.uiWebUrl)
     history = start_recorder(job, options)  # each executed batch's progress -> streaming_progress
     recorded = -1
+    updates = progress_updates.NewProgress(query)
     while True:
         active = query.isActive
-        for progress in query.recentProgress:
+        for progress in updates.read():  # each update once
             if progress.batchId > logged and progress.numInputRows > 0:
                 if progress.batchId not in batch_files:  # a stateful job's result: its input is the source's rows
                     summary.input_files += progress.numInputRows

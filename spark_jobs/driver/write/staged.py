@@ -94,27 +94,43 @@ class _HeldFiles:
 
 
 class _Scala:
-    """The few Scala values the transaction API takes, made through py4j."""
+    """The few Scala values the transaction API takes, made through py4j.
+
+    py4j asks the JVM about every dotted part of ``jvm.a.b.C`` and about a static method before calling it: one
+    round trip each. A batch made ~1,500 of them, most to find the same few classes again (for each file in
+    the bound, each table's file and each metric), so :meth:`member` finds each static method once.
+    """
 
     def __init__(self, spark: SparkSession):
         self.jvm = spark._jvm
         self.spark = spark
+        self._members: dict[str, object] = {}
+
+    def member(self, name: str):
+        """The JVM class or static member ``name`` (``scala.Option.apply``), looked up once per instance."""
+        found = self._members.get(name)
+        if found is None:
+            found = self.jvm
+            for part in name.split("."):
+                found = getattr(found, part)
+            self._members[name] = found
+        return found
 
     def seq(self, items: list):
-        return self.jvm.PythonUtils.toSeq(items)
+        return self.member("PythonUtils.toSeq")(items)
 
     def some(self, value):
-        return self.jvm.scala.Option.apply(value)
+        return self.member("scala.Option.apply")(value)
 
     def to_list(self, seq) -> list:
-        return list(self.jvm.scala.jdk.javaapi.CollectionConverters.asJava(seq))
+        return list(self.member("scala.jdk.javaapi.CollectionConverters.asJava")(seq))
 
     def as_dict(self, scala_map) -> dict:
         """A Scala ``Map`` as a Python dict."""
-        return dict(self.jvm.scala.jdk.javaapi.CollectionConverters.asJava(scala_map))
+        return dict(self.member("scala.jdk.javaapi.CollectionConverters.asJava")(scala_map))
 
     def delta(self, name: str):
-        return getattr(self.jvm.org.apache.spark.sql.delta, name)
+        return self.member(f"org.apache.spark.sql.delta.{name}")
 
 
 def staged_insert(spark: SparkSession, target: "TableTarget", frame: DataFrame, batch_id: int, app_id: str,
@@ -472,8 +488,8 @@ def _same_file(path: str, names: set[str]) -> bool:
 
 def _absolute(scala: _Scala, target: "TableTarget", relative: str) -> str:
     """An AddFile's path (relative, URL-encoded) as an absolute path."""
-    util = scala.jvm.org.apache.spark.sql.delta.util.DeltaFileOperations
-    return util.absolutePath(str(target.path), relative).toString()
+    return scala.member("org.apache.spark.sql.delta.util.DeltaFileOperations.absolutePath")(str(target.path),
+                                                                                          relative).toString()
 
 
 def _records(add) -> int:
@@ -487,7 +503,7 @@ def _records(add) -> int:
 
 def _register_metrics(scala: _Scala, txn, source_rows: int, inserted: int, files: int) -> None:
     """The operation metrics Delta records for an insert-only MERGE (its history's ``operationMetrics``)."""
-    metrics = scala.jvm.org.apache.spark.sql.execution.metric.SQLMetrics
+    create = scala.member("org.apache.spark.sql.execution.metric.SQLMetrics.createMetric")
     values = {"numSourceRows": source_rows, "operationNumSourceRows": source_rows, "numTargetRowsInserted": inserted,
               "numOutputRows": inserted, "numTargetFilesAdded": files}
     for zero in ("numTargetRowsUpdated", "numTargetRowsMatchedUpdated", "numTargetRowsNotMatchedBySourceUpdated",
@@ -498,7 +514,7 @@ def _register_metrics(scala: _Scala, txn, source_rows: int, inserted: int, files
     registered = scala.jvm.java.util.HashMap()
     context = scala.spark._jsc.sc()
     for name, value in values.items():
-        metric = metrics.createMetric(context, name)
+        metric = create(context, name)
         metric.set(value)
         registered.put(name, metric)
     txn.registerSQLMetrics(scala.spark._jsparkSession, scala.jvm.PythonUtils.toScalaMap(registered))
