@@ -229,7 +229,9 @@ def _rows_to_leave_out(spark: SparkSession, scala: _Scala, target: "TableTarget"
     the new files' add actions, at ``written``; ``rows``: their rows; up to ``most`` of them are looked at in this
     process, more by Spark; ``known``: what the log says of the held files)."""
     identity = list(dict.fromkeys(target.unique_key + target.first_by))
-    values = [scala.as_dict(add.partitionValues()) for add in staged]  # each new file's partition values
+    # Each new file's partition values, for the checks made in this process (a larger batch goes to Spark).
+    values = [scala.as_dict(add.partitionValues()) for add in staged] \
+        if rows <= max(most, MOST_ROWS_CHECKED_LOCALLY) else []
     if rows <= most:
         collected = read_locally(written, values, identity, dict(table.dtypes), target.partition_by, _FILE)
         if collected is not None:
@@ -511,19 +513,19 @@ def _register_metrics(scala: _Scala, txn, source_rows: int, inserted: int, files
                  "numTargetRowsCopied", "numTargetFilesRemoved", "numTargetChangeFilesAdded", "numTargetBytesAdded",
                  "numTargetBytesRemoved", "executionTimeMs", "scanTimeMs", "rewriteTimeMs"):
         values[zero] = 0
-    registered = scala.jvm.java.util.HashMap()
+    registered = scala.member("java.util.HashMap")()
     context = scala.spark._jsc.sc()
     for name, value in values.items():
         metric = create(context, name)
         metric.set(value)
         registered.put(name, metric)
-    txn.registerSQLMetrics(scala.spark._jsparkSession, scala.jvm.PythonUtils.toScalaMap(registered))
+    txn.registerSQLMetrics(scala.spark._jsparkSession, scala.member("PythonUtils.toScalaMap")(registered))
 
 
 def _merge_operation(scala: _Scala, predicates: list):
     """Delta's record of an insert-only MERGE bounded by ``predicates`` (its history's ``operationParameters``)."""
-    expressions = scala.jvm.org.apache.spark.sql.catalyst.expressions
-    condition = reduce(lambda a, b: expressions.And(a, b), predicates) if predicates else None
+    both = scala.member("org.apache.spark.sql.catalyst.expressions.And")
+    condition = reduce(both, predicates) if predicates else None
     insert = scala.delta("DeltaOperations$MergePredicate")(scala.some(None), "insert")
     none = scala.some(None)
     return scala.delta("DeltaOperations$Merge")(scala.some(condition), none, none, none, scala.seq([]),
