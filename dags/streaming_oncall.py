@@ -12,6 +12,7 @@ missing or wrong. The DAG is unpaused when it is created (it runs only when trig
 | `stop` | pauses `<job>_continuous`: the driver stops after its micro-batch; waits until its lease is released |
 | `pause_supervision` | the supervisor keeps the driver running but stops restarting it or killing it when it stalls |
 | `resume_supervision` | lifts that hold, and unpauses `<job>_continuous` if it is paused (the job starts again) |
+| `set_warm_standby` | keeps the job's warm standby on or off (or the registry's default) for every later run; the running supervisor follows within seconds |
 | `reprocess_from` | replays the input delivered from **From time** on; each table's affected partitions rebuilt in one Delta commit (no duplicates, no holes; readers see old or new rows, never a mix) |
 | `reset_checkpoint` | (job stopped) moves the checkpoint to a backup; the next run starts fresh, the tables stay exact |
 | `rollback_table` | restores **Table** to **Table version** (`lake restore`: a new version, itself undoable) |
@@ -27,7 +28,7 @@ task resumes (nothing runs; the task fails with "refused: the requester cannot a
 **Reject** runs nothing (the task is skipped); a request nobody answers expires after the registry's time
 (`ONCALL_ACTION_SPECS[...].approval_expires_after_seconds`, 4 h) and runs nothing (the task fails). An approved
 request is checked again against the job's state of that moment before it runs. `restart`, `stop`,
-`pause_supervision` and `resume_supervision` run at once.
+`pause_supervision`, `resume_supervision` and `set_warm_standby` run at once.
 
 Every field is checked before anything runs (`spark_jobs.control.oncall.requests.check_request`); a refusal fails the
 task with a message naming the field. Only checked values reach spark-submit (an argument list, no
@@ -78,6 +79,10 @@ def oncall_params() -> dict[str, Param]:
         "table_version": Param(None, type=["null", "integer"], minimum=0, title="Table version",
                                description="rollback_table only: the Delta version to bring back "
                                            "(python -m spark_jobs lake history --table T)."),
+        "warm_standby": Param(None, type=["null", "string"], enum=[None, "on", "off", "default"],
+                              values_display={"null": "(none: set_warm_standby only)"}, title="Warm standby",
+                              description="set_warm_standby only: on, off, or default (the registry's); kept for "
+                                          "every later run of the continuous DAG."),
         "reason": Param(None, type=["null", "string"], minLength=1, maxLength=2000, title="Reason",
                         description="Required: why (kept in the audit table ops_audit)."),
         "dry_run": Param(False, type="boolean", title="Dry run",

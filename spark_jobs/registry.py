@@ -18,7 +18,7 @@ from spark_jobs.model.jobs import JobSpec, check_jobs, file_log_type
 from spark_jobs.model.kafka_connection import REDACTION_REGEX
 from spark_jobs.model.layout import KeyLayout
 from spark_jobs.model.oncall import OncallAction, check_actions
-from spark_jobs.model.policies import HealthThresholds
+from spark_jobs.model.policies import HealthThresholds, RestartPolicy
 from spark_jobs.model.streams import DeltaTableSource, DimensionSpec, EventTimeSpec, FileSource, KafkaSource, WindowSpec
 from spark_jobs.model.tables import DeliveryDateBound, DeliveryTimeBound, TableSpec
 
@@ -45,6 +45,9 @@ CLOUDTRAIL_ETL = file_log_type(
     delivery_time_bound=DeliveryTimeBound("eventTime", minutes_before=20, minutes_after=5),
     # A run when CloudTrail delivers (its files land every few minutes), the hourly cron as a safety net.
     catchup=CatchupTrigger(on="data", poll_seconds=2),
+    # The flagship continuous job keeps a warm standby: a killed driver is replaced in seconds, not a cold start
+    # (a second driver's memory; on-call switches it with set_warm_standby, docs/continuous-jobs.md).
+    restart=RestartPolicy(warm_standby=True),
 )
 
 # Who owns each AWS account: joined to the analytics jobs' rows in every micro-batch.
@@ -280,6 +283,7 @@ ONCALL_ACTION_SPECS: Mapping[str, OncallAction] = check_actions((
     OncallAction("stop", "stop: pause the continuous DAG (the driver stops after its micro-batch)"),
     OncallAction("pause_supervision", "pause supervision: no restart, no stall kill (the driver keeps running)"),
     OncallAction("resume_supervision", "resume supervision (and unpause the continuous DAG)"),
+    OncallAction("set_warm_standby", "warm standby on or off from now on (needs Warm standby; kept for every later run)"),
     OncallAction("reprocess_from", "reprocess from a time (needs From time)",
                  needs_approval=True, approval_expires_after_seconds=4 * 3600),
     OncallAction("reset_checkpoint", "reset the checkpoint (job stopped; backed up first)",

@@ -8,7 +8,10 @@ behind the login otherwise): the UI's session cookie, or a bearer token from ``P
 
 Routes (under the prefix):
 
-- ``/``: every registry job: state, last commit and its age, backlog, the driver that owns the checkpoint now
+- ``/``: every registry job: state, last commit and its age, freshness (the last batch's landing to commit), backlog
+  and the oldest waiting file's age, the warm standby (off, absent, warming, warm; its last take-over), restarts
+  (this supervision run, the budget's window, all time: an on-call restart does not reset them), the driver that
+  owns the checkpoint now
   (the continuous driver or a catch-up run: pid, host, uptime), restarts and what the supervisor does (running,
   backing off, waiting for a catch-up run's lease), the alert conditions with what to do, per job the plots of its
   ``streaming_progress`` history (server-rendered SVG: no JavaScript, nothing fetched from the internet; the
@@ -53,7 +56,8 @@ font-family:ui-monospace,monospace;font-size:12px;margin-right:6px} .tl-kind{fon
 .tl-restart .tl-kind,.tl-incident .tl-kind{color:#c05621} .tl-give_up .tl-kind{color:#c53030}
 .tl-oncall .tl-kind{color:#2b6cb0} .tl-resolved .tl-kind{color:#2f855a} .tl-lease_wait .tl-kind{color:#6b46c1}
 .tl-catch-up .tl-kind,.tl-backfill .tl-kind{color:#2f855a} .tl-failed .tl-kind,.tl-retrying .tl-kind{color:#c53030}
-.owner{margin:2px 0 8px;color:#2d3748}
+.owner{margin:2px 0 8px;color:#2d3748} .standby-warm{color:#2f855a;font-weight:600}
+.standby-warming{color:#b7791f} .standby-absent{color:#c53030}
 .legend{font-size:11px;color:#4a5568} .key{margin-right:10px} .key i{display:inline-block;width:10px;height:3px;
 margin:0 4px 3px 0;vertical-align:middle}
 """
@@ -81,20 +85,49 @@ def _supervisor_cell(health) -> str:
     return f"{escape(state.replace('_', ' '))}<br><small>{escape(said)}</small>"
 
 
+def _data(value) -> str:
+    """A data attribute's value: empty for None."""
+    return "" if value is None else escape(str(value))
+
+
+def _restarts_cell(health) -> str:
+    counts = health.restarts
+    if counts is None:
+        return "-"
+    last = (f"<br><small>last {escape(counts['last_at'] or '')}: {escape((counts['last_reason'] or '')[:160])}</small>"
+            if counts["last_at"] else "")
+    return (f'{counts["this_run"]} this run · {counts["in_window"]} in {counts["window_seconds"] / 60:.0f} min · '
+            f'{counts["all_time"]} in all{last}')
+
+
+def _standby_cell(health) -> str:
+    from spark_jobs.control.monitoring.health import standby_text
+
+    standby = health.standby
+    if not standby:
+        return "-"
+    setting = f"<br><small>{escape(standby['setting'])}</small>" if standby.get("setting") else ""
+    return f'<span class="standby standby-{escape(standby["state"])}">{escape(standby_text(standby))}</span>{setting}'
+
+
 def _row(health) -> str:
-    from spark_jobs.control.monitoring.status import commit_text, driver_text, restarts_text
+    from spark_jobs.control.monitoring.status import backlog_text, commit_text, driver_text, freshness_text
 
     alerts = ", ".join(sorted({c.code for c in health.conditions})) or "none"
+    counts, standby = health.restarts or {}, health.standby or {}
     return (f'<tr data-job="{escape(health.job)}" data-state="{health.state}" '
-            f'data-backlog="{"" if health.backlog_files is None else health.backlog_files}" '
-            f'data-last-commit-batch="{"" if health.latest_commit_batch is None else health.latest_commit_batch}">'
+            f'data-backlog="{_data(health.backlog_files)}" data-backlog-age="{_data(health.backlog_age_seconds)}" '
+            f'data-freshness="{_data(health.freshness_seconds)}" '
+            f'data-restarts-run="{_data(counts.get("this_run"))}" data-restarts-window="{_data(counts.get("in_window"))}" '
+            f'data-restarts-all="{_data(counts.get("all_time"))}" data-standby="{_data(standby.get("state"))}" '
+            f'data-last-commit-batch="{_data(health.latest_commit_batch)}">'
             f'<td><a href="#job-{escape(health.job)}">{escape(health.job)}</a></td>'
             f'<td><span class="state state-{health.state}">{escape(health.state.replace("_", " "))}</span></td>'
             f'<td>{escape(commit_text(health))}<br><small>{escape(health.last_commit_time or "")}</small></td>'
-            f'<td>{"?" if health.backlog_files is None else health.backlog_files}{_consumer_lag(health)}</td>'
+            f'<td class="freshness">{escape(freshness_text(health))}</td>'
+            f'<td class="backlog">{escape(backlog_text(health))}{_consumer_lag(health)}</td>'
             f'<td class="driver">{escape(driver_text(health))}</td>'
-            f'<td>{escape(restarts_text(health))}'
-            f'{"" if health.restarts_total is None else f"<br><small>{health.restarts_total} in all</small>"}</td>'
+            f'<td class="restarts">{_restarts_cell(health)}</td><td class="standby">{_standby_cell(health)}</td>'
             f'<td>{_supervisor_cell(health)}</td><td class="alerts">{escape(alerts)}</td></tr>')
 
 
@@ -172,8 +205,8 @@ def render_page(healths: list, progress: dict[str, list[dict]], lake: str, title
     from spark_jobs.registry import JOBS
 
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    head = ("<tr><th>job</th><th>state</th><th>last commit</th><th>backlog (files)</th><th>driver</th>"
-            "<th>restarts (window)</th><th>supervisor</th><th>alerts</th></tr>")
+    head = ("<tr><th>job</th><th>state</th><th>last commit</th><th>freshness <small>(landing to commit)</small></th>"
+            "<th>backlog</th><th>driver</th><th>restarts</th><th>warm standby</th><th>supervisor</th><th>alerts</th></tr>")
     rows = "".join(_row(h) for h in healths)
     sections = "".join(_section(h, progress.get(h.job, []), [t.name for t in JOBS[h.job].tables],
                                 None if timelines is None else timelines.get(h.job, [])) for h in healths)

@@ -3,15 +3,17 @@
 The same summary as the health page in the Airflow UI (both call
 :func:`spark_jobs.control.monitoring.health.check_job`): state, last commit and its age, backlog, the
 driver that holds the checkpoint (pid, host, uptime, and whether it is the continuous driver or a catch-up
-run), the supervisor's restarts and what it does, the conditions that raise alerts (with what to do) and the
+run), the last batch's freshness (landing to commit), the oldest waiting file's age, the restarts (within the
+budget's window and in all, over every supervisor), the warm standby (off, absent, warming, warm; its last take-over),
+what the supervisor does, the conditions that raise alerts (with what to do) and the
 open incidents. No Spark and no Airflow: it reads the checkpoint, the control files and
 ``streaming_progress`` (delta-rs), in about a second. Exit status 0 whatever the health (it is a
 report), 2 for a bad value.
 
 Example::
 
-    JOB             STATE    LAST COMMIT          BACKLOG  DRIVER                                     RESTARTS  SUPERVISOR
-    cloudtrail_etl  lagging  12 s ago (batch 41)  312      pid 4711 on etl-1, up 3 h 5 min (continuous)  1/5  running; ...
+    JOB             STATE    LAST COMMIT          FRESHNESS  BACKLOG                          DRIVER                        RESTARTS        STANDBY          SUPERVISOR
+    cloudtrail_etl  lagging  12 s ago (batch 41)  14 s       312 files, the oldest waited 3 min  pid 4711 on etl-1, up 3 h 5 min (continuous)  1/5 (3 in all)  warm (pid 4790)  running; ...
       owner: the continuous driver pid 4711 on host etl-1 since 2026-11-27T00:02:11.120+00:00 (run ... of ...)
       falling_behind [warning] cloudtrail_etl is falling behind: its last 5 micro-batches processed ...
           do: see which part of the batch duration grew (health page); ...
@@ -23,7 +25,9 @@ import argparse
 import json
 from datetime import datetime, timezone
 
-from spark_jobs.control.monitoring.status import collect, commit_text, driver_text, restarts_text
+from spark_jobs.control.monitoring.health import standby_text
+from spark_jobs.control.monitoring.status import (backlog_text, collect, commit_text, driver_text, freshness_text,
+                                                  restarts_text)
 
 HELP = "every job's health: state, last commit, backlog, restarts, alerts"
 
@@ -35,9 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def format_table(jobs: list, lake: str) -> str:
     """The terminal view: one line per job, then who owns it, its conditions and open incidents."""
-    header = ("JOB", "STATE", "LAST COMMIT", "BACKLOG", "DRIVER", "RESTARTS", "SUPERVISOR")
-    lines = [header] + [(h.job, h.state, commit_text(h), "?" if h.backlog_files is None else str(h.backlog_files),
-                         driver_text(h), restarts_text(h), h.supervision or "none") for h in jobs]
+    header = ("JOB", "STATE", "LAST COMMIT", "FRESHNESS", "BACKLOG", "DRIVER", "RESTARTS", "STANDBY", "SUPERVISOR")
+    lines = [header] + [(h.job, h.state, commit_text(h), freshness_text(h), backlog_text(h), driver_text(h),
+                         restarts_text(h), standby_text(h.standby), h.supervision or "none") for h in jobs]
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     out = [f"lake {lake}"]
     for index, line in enumerate(lines):

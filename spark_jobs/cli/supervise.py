@@ -20,14 +20,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lease-ttl", type=float, metavar="SECONDS", help="the driver's lease ttl (default: the registry's)")
     parser.add_argument("--warm-standby", action=argparse.BooleanOptionalAction, default=None,
                         help="keep a warmed-up second driver waiting on the lease, which takes over the moment the "
-                             "driver dies (default: the registry's RestartPolicy.warm_standby)")
+                             "driver dies, for this run (default: the job's setting: `python -m spark_jobs standby "
+                             "JOB`, else the registry's RestartPolicy.warm_standby)")
     parser.add_argument("--policy", metavar="JSON",
                         help="RestartPolicy fields to override, e.g. '{\"max_restarts\": 2}' (default: the registry's)")
 
 
 def run(args: argparse.Namespace) -> int:
     """Supervise in the foreground: events as JSON lines on stdout; SIGTERM/Ctrl-C stop gracefully."""
-    import dataclasses
     import json
     import logging
     import signal
@@ -41,8 +41,6 @@ def run(args: argparse.Namespace) -> int:
 
     job = get_job(args.job)
     policy = policy_with_overrides(job.restart, args.policy)
-    if args.warm_standby is not None:
-        policy = dataclasses.replace(policy, warm_standby=args.warm_standby)
     lake = Lake.at(args.lake)
     input_path = resolve_input(job, args.input, args.lake)
     command = driver_command(job, lake=str(lake.root), input_path=str(input_path), trigger=args.trigger,
@@ -53,7 +51,8 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(stream=sys.stderr, level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     supervisor = Supervisor(job, lake, command, policy, should_stop=stop.is_set, input_path=str(input_path),
-                            notify=lambda event: print(json.dumps(event, sort_keys=True), flush=True))
+                            notify=lambda event: print(json.dumps(event, sort_keys=True), flush=True),
+                            warm_standby=args.warm_standby)
     outcome = supervisor.run()
     print(json.dumps({"job": job.name, "outcome": outcome, "log": str(supervisor.driver.log_path)}), flush=True)
     return 0 if outcome == "stopped" else 1

@@ -140,6 +140,15 @@ class PlantedLake:
         self.new_files(6)
         self.hold_lease(started_ago=30 * 60)
         self.supervisor(restarts_in_window=1, restarts_total=1, last_reason="the driver was killed by SIGKILL")
+        self.event("restart", reason="the driver was killed by SIGKILL", ago=25 * 60)
+
+    def event(self, kind: str, reason: str, ago: float, **fields) -> dict:
+        """One line of ``events.jsonl`` as the supervisor appends it, ``ago`` seconds ago."""
+        from spark_jobs.control.supervision.state import append_event, utc_iso
+
+        return append_event(str(self.control), {"time": utc_iso(datetime.now(timezone.utc) - timedelta(seconds=ago)),
+                                                "job": self.job.name, "kind": kind, "reason": reason,
+                                                "outcome": "restarting", **fields})
 
     def lagging(self, healthy_before: int = 0) -> None:
         """A live driver that commits, but whose last 6 batches processed rows slower than they came,

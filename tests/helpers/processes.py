@@ -102,3 +102,12 @@ def caught_up(checkpoint: Path, landing: Path) -> bool:
     landed = {p.name for p in landing.rglob("*.json.gz")}
     return (bool(landed) and landed <= committed_files(checkpoint)
             and batch_ids(checkpoint / "offsets") == batch_ids(checkpoint / "commits"))
+
+
+SUBMIT_LIKE = Path(__file__).with_name("submit_like.py")
+
+
+def submit_like(command: list[str], linger_seconds: float) -> list[str]:
+    """``command`` under a stand-in of spark-submit's process tree: a parent (the JVM) whose child (the Python
+    driver) holds the lease, and which outlives it by ``linger_seconds`` (see ``submit_like.py``)."""
+    return [sys.executable, str(SUBMIT_LIKE), str(linger_seconds), *command]

@@ -14,7 +14,7 @@ from spark_jobs.launch.submit import SPARK_CONN_ID
 from streaming.hooks.airflow_api import API_CONN_ID
 
 # Fields of the form, in the order the audit row keeps them.
-FORM_FIELDS = ("job", "action", "from_time", "table", "table_version", "reason", "dry_run")
+FORM_FIELDS = ("job", "action", "from_time", "table", "table_version", "warm_standby", "reason", "dry_run")
 # Actions that read or change the continuous DAG's state in Airflow.
 NEEDS_AIRFLOW = ("restart", "stop", "resume_supervision")
 
@@ -113,7 +113,8 @@ class OncallActionOperator(HITLOperator):
         try:
             airflow = self._airflow_view(form["job"]) if form["action"] in NEEDS_AIRFLOW else None
             request = check_request(form["job"], form["action"], form["reason"], form["dry_run"],
-                                    form["from_time"], form["table"], form["table_version"], lake=lake,
+                                    form["from_time"], form["table"], form["table_version"],
+                                    form["warm_standby"], lake=lake,
                                     airflow=airflow, requested_at=record.time)
         except OncallRefused as exc:
             record.outcome, record.message = "refused", str(exc)
@@ -267,6 +268,11 @@ class OncallActionOperator(HITLOperator):
             from spark_jobs.control.supervision.hold import place_hold
 
             return {"hold": place_hold(control, record.triggered_by, request.reason, record.audit_id)}
+        if action == "set_warm_standby":
+            from spark_jobs.control.supervision.job_settings import set_warm_standby
+
+            return {"settings": set_warm_standby(control, request.warm_standby, record.triggered_by or "unknown",
+                                                 record.audit_id)}
         if action == "resume_supervision":
             from spark_jobs.control.supervision.hold import lift_hold
 

@@ -18,7 +18,7 @@ from spark_jobs.launch.submit import SPARK_CONN_ID
 # production, where the registry's values apply.
 POLICY_ENV = "STREAMING_SUPERVISOR_POLICY"  # JSON object of RestartPolicy fields, e.g. {"max_restarts": 2}
 TRIGGER_ENV = "STREAMING_CONTINUOUS_TRIGGER"  # e.g. processing-time:1s instead of the registry's
-NOTIFIED_KINDS = ("restart", "give_up")
+NOTIFIED_KINDS = ("restart", "give_up", "take_over_failed")
 
 
 def as_flag(value: bool | str | None, name: str) -> bool | None:
@@ -92,7 +92,8 @@ class StreamingSupervisorOperator(BaseOperator):
         ``supervisor_event`` and ``supervisor_state``; default: a
         :class:`~streaming.notifiers.SupervisorEventNotifier`.
     :param pause_poll_seconds: how often the DAG's pause flag is asked for.
-    :param warm_standby: keep a warm standby driver beside the running one (templated; empty: the registry's
+    :param warm_standby: keep a warm standby driver beside the running one, for this run only (templated; empty:
+        the job's setting, :mod:`spark_jobs.control.supervision.job_settings`: on-call's choice, else the registry's
         ``RestartPolicy.warm_standby``); see :mod:`spark_jobs.control.supervision.supervisor`.
     """
 
@@ -141,9 +142,7 @@ class StreamingSupervisorOperator(BaseOperator):
             raise AirflowFailException(f"job {job.name!r} has no continuous_trigger in the registry: set one "
                                        f"(e.g. processing-time:10s) to supervise it")
         policy = restart_policy(job)
-        standby = as_flag(self.warm_standby, "warm_standby")
-        if standby is not None:
-            policy = dataclasses.replace(policy, warm_standby=standby)
+        standby = as_flag(self.warm_standby, "warm_standby")  # this run's own choice; None: the job's setting
         notifier = self.notifier or SupervisorEventNotifier()
         ti = context["ti"]
         dag_id = context["dag"].dag_id
@@ -182,7 +181,8 @@ class StreamingSupervisorOperator(BaseOperator):
         connection = connection_env(job)  # a Kafka job's Airflow connection, for the driver's environment
         supervisor = Supervisor(job, Lake.at(), command, policy=policy, notify=notify, should_stop=should_stop,
                                 on_state=on_state, input_path=job_input_path(job.name, input_path),
-                                cwd=str(PROJECT_ROOT), env={**os.environ, **connection} if connection else None)
+                                cwd=str(PROJECT_ROOT), env={**os.environ, **connection} if connection else None,
+                                warm_standby=standby)
         outcome = supervisor.run()
         if outcome == "given_up":
             raise AirflowFailException(

@@ -25,6 +25,7 @@ Statuses (the supervisor acts on them):
 from __future__ import annotations
 
 import json
+import logging
 import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -38,6 +39,8 @@ from spark_jobs.control.checkpoint.logs import (LogDamage, LogDir, OffsetsEntry,
 from spark_jobs.control.checkpoint.store import Location, is_url, normalize_file_uri
 from spark_jobs.control.checkpoint.tables import TableProgress, recover_query_ids, table_progress
 from spark_jobs.model.jobs import JobSpec
+
+log = logging.getLogger("spark_jobs.control.checkpoint")
 
 STATUSES = ("not_started", "idle", "healthy", "in_flight", "lagging", "stalled", "dead", "corrupt")
 SEVERITIES = ("info", "warning", "error")
@@ -613,7 +616,26 @@ def _discovery_backlog(report: CheckpointReport, job: JobSpec, checkpoint: Locat
     report.too_old_files = 0
     from spark_jobs.control.discovery.reconcile import last_report
 
-    report.discovery = {**backlog.to_dict(), "last_reconcile": last_report(_lake_root(checkpoint), job.name)}
+    report.discovery = {**backlog.to_dict(), "last_reconcile": last_report(_lake_root(checkpoint), job.name),
+                        "landing_to_commit_seconds": _landing_to_commit(settings, committed, report.last_commit_time)}
+
+
+def _landing_to_commit(settings, committed: int, commit_time: str | None) -> float | None:
+    """The last committed batch's freshness: from the landing (modification time) of the oldest of its files to its
+    commit, in seconds; None without a committed batch with files."""
+    from spark_jobs.control.discovery.planner import batch_files
+
+    if committed < 0 or commit_time is None:
+        return None
+    try:
+        files = batch_files(settings, committed)
+    except Exception as exc:  # noqa: BLE001 - a figure for people, never a reason to fail the inspection
+        log.debug("no landing times for batch %d: %s", committed, exc)
+        return None
+    if not files:
+        return None
+    landed_ms = min(f.mtime_ms for f in files)
+    return round(max(0.0, datetime.fromisoformat(commit_time).timestamp() - landed_ms / 1000), 1)
 
 
 def _lake_root(checkpoint: Location) -> str:

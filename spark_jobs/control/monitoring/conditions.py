@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-CONDITIONS = ("stalled", "falling_behind", "backlog_high", "quarantine_high", "restarts_over_budget")
+CONDITIONS = ("stalled", "falling_behind", "backlog_high", "quarantine_high", "restarts_over_budget", "take_over_failed")
 
 
 @dataclass(frozen=True)

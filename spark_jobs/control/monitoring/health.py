@@ -50,11 +50,15 @@ class JobHealth:
     last_commit_age_seconds: float | None = None
     latest_commit_batch: int | None = None
     backlog_files: int | None = None
+    backlog_age_seconds: float | None = None
+    freshness_seconds: float | None = None
     driver: dict | None = None
     supervisor: dict | None = None
     restarts_in_window: int | None = None
     max_restarts: int | None = None
     restarts_total: int | None = None
+    restarts: dict | None = None
+    standby: dict | None = None
     backoff: str | None = None
     supervision: str | None = None
     owner: str | None = None
@@ -135,6 +139,32 @@ def owner_text(driver: dict | None, now: datetime) -> str:
     return f"{lease_owner(lease).describe()}, up {duration_text(up)}"
 
 
+def standby_view(supervisor: dict | None) -> dict | None:
+    """The warm standby as people see it (``supervisor.json``'s): its state (``off``, ``absent``, ``warming``,
+    ``warm``), pid, the setting and who made it, since when it is warm, its last take-over and the last one that
+    failed; None without a supervisor."""
+    if not supervisor:
+        return None
+    running = supervisor.get("state") not in ("stopped", "given_up", "held")
+    state = supervisor.get("standby") or "off"
+    return {"state": state if running or state == "off" else "absent", "pid": supervisor.get("standby_pid"),
+            "setting": supervisor.get("standby_setting"), "warm_since": supervisor.get("standby_warm_since"),
+            "take_overs": supervisor.get("take_overs_total") or 0, "last_take_over_at": supervisor.get("last_take_over_at"),
+            "last_take_over_failed": supervisor.get("last_take_over_failed")}
+
+
+def standby_text(standby: dict | None) -> str:
+    """``warm (pid 4711) since ...; last take-over ...``, for a table cell or a line; ``-`` without a supervisor."""
+    if not standby:
+        return "-"
+    text = standby["state"] + (f" (pid {standby['pid']})" if standby.get("pid") else "")
+    if standby.get("last_take_over_at"):
+        text += f"; last take-over {standby['last_take_over_at']}"
+    if standby.get("last_take_over_failed"):
+        text += f"; a take-over FAILED {standby['last_take_over_failed']}"
+    return text
+
+
 def quarantine_tables(job: JobSpec) -> list[str]:
     return [t.name for t in job.tables if t.quarantine]
 
@@ -200,6 +230,14 @@ def evaluate(job: JobSpec, report: dict, rows: list[dict]) -> list[Condition]:
             f"see why: python -m spark_jobs sql --engine duckdb \"SELECT reason, count(*) FROM {tables[0]} GROUP BY "
             "reason ORDER BY 2 DESC\"; fix the producer of the bad files; good records are not lost"))
     supervisor = report.get("supervisor") or {}
+    if supervisor.get("last_take_over_failed"):
+        found.append(Condition(
+            "take_over_failed", "error",
+            f"{job.name}'s warm standby did not take over when the driver ended "
+            f"({supervisor['last_take_over_failed']}); the supervisor started a new driver instead (a cold start)",
+            f"read {report.get('control')}/standby.log and events.jsonl for why; the supervisor starts a new standby "
+            "once the driver commits; if standbys keep failing, switch the standby off (on-call action "
+            "set_warm_standby, or `python -m spark_jobs standby " + job.name + " off`) and fix the cause"))
     restarts = supervisor.get("restarts_in_window") or 0
     if supervisor.get("state") == "given_up" or restarts >= alerts.max_restarts_in_window:
         gave_up = supervisor.get("state") == "given_up"
@@ -255,6 +293,9 @@ def check_job(job: JobSpec, lake_root: str | Path | None, input_path: str | None
     from spark_jobs.control.checkpoint.inspect import inspect_checkpoint, lake_location
     from spark_jobs.control.discovery.backlog import discovery_text
     from spark_jobs.control.monitoring.history import read_progress
+    from spark_jobs.control.monitoring.restarts import restart_counts
+    from spark_jobs.control.supervision.state import read_events
+
     now = now or datetime.now(timezone.utc)
     lake = lake_location(lake_root)
     report = inspect_checkpoint(job, lake.url, input_path, now=now).to_dict()
@@ -268,18 +309,28 @@ def check_job(job: JobSpec, lake_root: str | Path | None, input_path: str | None
     if incidents is None:
         incidents = IncidentStore(report["control"]).open_incidents()
     last = rows[-1] if rows else None
+    started = report.get("status") != "not_started"  # a job that never ran owns no backlog yet
+    discovery = report.get("discovery") or {}
+    restarts = restart_counts(read_events(report["control"]), supervisor, now,
+                              (supervisor or {}).get("window_seconds") or job.restart.window_seconds) \
+        if job.continuous_trigger else None
     return JobHealth(
         job=job.name, state=state, reason=reason, checkpoint_status=report.get("status"),
         checked_at=now.isoformat(timespec="seconds"),
         last_commit_time=report.get("last_commit_time"),
         last_commit_age_seconds=_age(report.get("last_commit_time"), now),
         latest_commit_batch=report.get("latest_commit_batch"),
-        backlog_files=report.get("backlog_files"),
+        backlog_files=report.get("backlog_files") if started else None,
+        backlog_age_seconds=discovery.get("oldest_waiting_age_seconds") if started else None,
+        freshness_seconds=discovery.get("landing_to_commit_seconds"),
         driver=report.get("driver"),
         supervisor=supervisor,
         restarts_in_window=(supervisor or {}).get("restarts_in_window"),
-        max_restarts=(supervisor or {}).get("max_restarts"),
+        max_restarts=(supervisor or {}).get("max_restarts") or (job.restart.max_restarts if job.continuous_trigger
+                                                                  else None),
         restarts_total=(supervisor or {}).get("restarts_total"),
+        restarts=restarts.to_dict() if restarts else None,
+        standby=standby_view(supervisor),
         backoff=_backoff(supervisor),
         supervision=supervision_text(supervisor),
         owner=owner_text(report.get("driver"), now),

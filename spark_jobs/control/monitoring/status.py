@@ -47,8 +47,30 @@ def commit_text(health) -> str:
 
 
 def restarts_text(health) -> str:
-    if health.supervisor is None:
+    """``1/5 (3 in all)``: restarts within the budget's window, over all supervisors (an on-call restart or a new
+    DAG run starts a new one), of the budget; then all time. ``-`` for a job with no continuous trigger."""
+    counts = health.restarts
+    if counts is None:
         return "-"
-    return f"{health.restarts_in_window or 0}/{health.max_restarts}"
+    return f"{counts['in_window']}/{health.max_restarts or '?'} ({counts['all_time']} in all)"
+
+
+def backlog_text(health) -> str:
+    """``12 files, the oldest waited 3 min``; ``?`` when unknown, ``-`` for a job that never ran."""
+    if health.backlog_files is None:
+        return "-" if health.state == "not_started" else "?"
+    text = f"{health.backlog_files} file{'s' if health.backlog_files != 1 else ''}"
+    if health.backlog_files and health.backlog_age_seconds is not None:
+        from spark_jobs.control.monitoring.health import duration_text
+
+        text += f", the oldest waited {duration_text(health.backlog_age_seconds)}"
+    return text
+
+
+def freshness_text(health) -> str:
+    """The last batch's landing to commit: ``8 s``; ``-`` when unknown."""
+    from spark_jobs.control.monitoring.health import duration_text
+
+    return "-" if health.freshness_seconds is None else duration_text(health.freshness_seconds)
 
 

@@ -16,6 +16,11 @@ action               fits when                                    does
                                                                   (:mod:`spark_jobs.control.supervision.hold`)
 ``resume_supervision`` supervision is paused, or the DAG is       lifts the hold; unpauses the DAG if paused:
                      paused (the job was stopped)                 a driver starts again
+``set_warm_standby`` the job has a continuous trigger, and        keeps the job's warm standby on or off (or
+                     ``warm_standby`` is on, off or default       back to the registry's default) for every
+                                                                  later run: ``<control>/settings.json``
+                                                                  (:mod:`spark_jobs.control.supervision.job_settings`);
+                                                                  a running supervisor follows within seconds
 ``reprocess_from``   the job's input holds files delivered at     rebuilds, from those files, the table
                      or after ``from_time``                       partitions holding their rows: one Delta
                                                                   commit per table (:mod:`spark_jobs.driver.reprocess`)
@@ -60,7 +65,8 @@ from spark_jobs.control.supervision.state import read_supervisor_state
 
 ACTIONS = tuple(ONCALL_ACTIONS)
 # Fields only some actions take: a value for another action is refused (it was meant for something else).
-ACTION_FIELDS = {"from_time": ("reprocess_from",), "table": ("rollback_table",), "table_version": ("rollback_table",)}
+ACTION_FIELDS = {"from_time": ("reprocess_from",), "table": ("rollback_table",), "table_version": ("rollback_table",),
+                 "warm_standby": ("set_warm_standby",)}
 MAX_REASON_CHARS = 2000
 # Files delivered at or after from_time, however late their names say they were delivered.
 END_OF_TIME = dt.datetime(9999, 1, 1, tzinfo=dt.timezone.utc)
@@ -221,6 +227,7 @@ class OncallRequest:
     from_time: dt.datetime | None = None
     table: str | None = None
     table_version: int | None = None
+    warm_standby: bool | None = None  # set_warm_standby: on, off, or None for the registry's default
     replay: ReplayPlan | None = None
     restore: object | None = None  # spark_jobs.control.lake.delta_log.RestorePlan
     airflow: AirflowView | None = None
@@ -239,6 +246,8 @@ class OncallRequest:
             values["from_time"] = _iso(self.from_time)
         if self.table is not None:
             values.update(table=self.table, table_version=self.table_version)
+        if self.action == "set_warm_standby":
+            values["warm_standby"] = {True: "on", False: "off"}.get(self.warm_standby, "default")
         return values
 
     def spark_args(self, audit_id: str) -> list[str] | None:
@@ -277,6 +286,17 @@ class OncallRequest:
             if self.airflow is not None and self.airflow.paused:
                 steps.append(f"unpause {dag}: a new run starts the driver from the same checkpoint")
             return steps
+        if self.action == "set_warm_standby":
+            from spark_jobs.control.supervision.job_settings import warm_standby
+
+            now = warm_standby(job, str(control))
+            wanted = {True: "on", False: "off"}.get(self.warm_standby, f"the registry's default "
+                                                    f"({'on' if job.restart.warm_standby else 'off'})")
+            return [f"keep the warm standby of {job.name} {wanted} from now on, in {control}/settings.json (now: "
+                    f"{now.describe()}): every later run of {dag} follows it, after an unpause or resume_supervision "
+                    "too; a run's own warm_standby param still overrides it for that run",
+                    "the running supervisor (if any) reads it within 5 s: it starts a standby once the driver has "
+                    "committed, or stops the one that waits (the driver runs on either way)"]
         if self.action == "reset_checkpoint":
             return [f"take the job's lease (no driver can start meanwhile; {state.driver()})",
                     f"move the checkpoint {state.checkpoint} to {self.backup} (the backup; move it back to undo, "
@@ -322,8 +342,8 @@ class OncallRequest:
         return lines
 
 
-def check_request(job, action, reason, dry_run=False, from_time=None, table=None, table_version=None, *,
-                  lake: Lake, airflow: AirflowView | None = None, input_path: str | None = None,
+def check_request(job, action, reason, dry_run=False, from_time=None, table=None, table_version=None,
+                  warm_standby=None, *, lake: Lake, airflow: AirflowView | None = None, input_path: str | None = None,
                   now: dt.datetime | None = None, requested_at: dt.datetime | None = None) -> OncallRequest:
     """Check every field and the job's state; the first problem is refused.
 
@@ -334,6 +354,7 @@ def check_request(job, action, reason, dry_run=False, from_time=None, table=None
     :param from_time: ``reprocess_from`` only: ISO-8601 (UTC unless it names an offset), not in the future.
     :param table: ``rollback_table`` only: one of the job's tables.
     :param table_version: ``rollback_table`` only: an earlier version of ``table``.
+    :param warm_standby: ``set_warm_standby`` only: ``on``, ``off`` or ``default``.
     :param lake: the lake.
     :param airflow: the continuous DAG's state (needed by ``restart``, ``stop``, and ``resume_supervision``
         of a stopped job).
@@ -361,7 +382,7 @@ def check_request(job, action, reason, dry_run=False, from_time=None, table=None
         raise OncallRefused("reason", f"is {len(reason)} characters; at most {MAX_REASON_CHARS}")
     if not isinstance(dry_run, bool):
         raise OncallRefused("dry_run", f"{dry_run!r} is not true or false")
-    given = {"from_time": from_time, "table": table, "table_version": table_version}
+    given = {"from_time": from_time, "table": table, "table_version": table_version, "warm_standby": warm_standby}
     for name, value in given.items():
         if value not in (None, "") and action not in ACTION_FIELDS[name]:
             raise OncallRefused(name, f"is only for {', '.join(ACTION_FIELDS[name])}, not {action}: leave it empty "
@@ -372,6 +393,8 @@ def check_request(job, action, reason, dry_run=False, from_time=None, table=None
         values.update(check_reprocess(spec, lake, from_time, input_path, now))
     elif action == "rollback_table":
         values.update(_check_rollback(spec, lake, table, table_version))
+    elif action == "set_warm_standby":
+        values["warm_standby"] = _check_warm_standby(spec, warm_standby)
     _check_state(spec, action, state, airflow)
     return OncallRequest(spec, action, reason.strip(), dry_run, lake, state, airflow=airflow,
                          requested_at=requested_at or now, **values)
@@ -410,6 +433,19 @@ def check_reprocess(job: JobSpec, lake: Lake, from_time, input_path: str | None,
         raise OncallRefused("from_time", f"no input file of {job.name} in {source} was delivered at or after "
                                          f"{_iso(moment)}: nothing to replay (choose an earlier time)")
     return {"from_time": moment, "replay": replay}
+
+
+def _check_warm_standby(job: JobSpec, value) -> bool | None:
+    from spark_jobs.control.supervision.job_settings import parse_switch
+
+    if not job.continuous_trigger:
+        raise OncallRefused("job", f"{job.name} has no continuous trigger, so no supervisor and no standby")
+    if value in (None, ""):
+        raise OncallRefused("warm_standby", "is required for set_warm_standby: on, off, or default (the registry's)")
+    try:
+        return parse_switch(value)
+    except ValueError as exc:
+        raise OncallRefused("warm_standby", str(exc)) from None
 
 
 def _check_rollback(job: JobSpec, lake: Lake, table, table_version) -> dict:

@@ -29,8 +29,14 @@ STATES = ("starting", "running", "backing_off", "held", "waiting_for_lease", "st
 # "lease_wait" / "lease_free": another driver (a catch-up run) held the checkpoint's lease, so no driver was started
 # until it let go; neither is a failure (spark_jobs.control.supervision.ownership).
 # "standby": a warm standby started, or one that died while it waited was replaced (not a restart); a standby's
-# take-over is a "restart" with take_over true (spark_jobs.control.supervision.supervisor).
-EVENT_KINDS = ("start", "restart", "give_up", "stop", "held", "resume", "lease_wait", "lease_free", "standby")
+# take-over is a "restart" with take_over true (spark_jobs.control.supervision.supervisor); "take_over_failed": the
+# driver ended while a standby ran, and the standby did not take the lease (a new driver is started instead).
+EVENT_KINDS = ("start", "restart", "give_up", "stop", "held", "resume", "lease_wait", "lease_free", "standby",
+               "take_over_failed")
+#: What ``supervisor.json``'s ``standby`` says: ``off`` (the job keeps none), ``absent`` (asked for, none runs
+#: yet: it starts once the driver has committed), ``warming`` (started, not yet waiting), ``warm`` (waiting on the
+#: lease, ready to take over).
+STANDBY_STATES = ("off", "absent", "warming", "warm")
 
 
 def utc_iso(moment: datetime | None = None) -> str:
@@ -64,6 +70,13 @@ class SupervisorState:
     :param waiting_since: when that wait began (ISO UTC).
     :param lease_waits: how many times this supervisor waited for another driver's lease (none is a restart).
     :param standby_pid: the warm standby's process, while one runs (``RestartPolicy.warm_standby``).
+    :param standby: the standby's state, one of :data:`STANDBY_STATES`.
+    :param standby_setting: whether the job keeps a standby, and who said so
+        (:mod:`spark_jobs.control.supervision.job_settings`).
+    :param standby_warm_since: since when the standby waits warm (ISO UTC).
+    :param take_overs_total: drivers taken over by a warm standby under this supervisor.
+    :param last_take_over_at: the last take-over (ISO UTC).
+    :param last_take_over_failed: why the last standby that should have taken over did not, if one did not.
     """
 
     job: str
@@ -88,6 +101,12 @@ class SupervisorState:
     waiting_since: str | None = None
     lease_waits: int = 0
     standby_pid: int | None = None
+    standby: str = "off"
+    standby_setting: str | None = None
+    standby_warm_since: str | None = None
+    take_overs_total: int = 0
+    last_take_over_at: str | None = None
+    last_take_over_failed: str | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -104,30 +123,40 @@ def write_supervisor_state(control_dir: str, state: SupervisorState) -> dict:
         raise ValueError(f"unknown supervisor state {state.state!r}; one of {', '.join(STATES)}")
     state.updated_at = utc_iso()
     data = state.to_dict()
+    write_json_atomically(control_dir, SUPERVISOR_FILE, data)
+    return data
+
+
+def read_supervisor_state(control_dir: str) -> dict | None:
+    """The last ``supervisor.json`` under ``control_dir`` (a path or fsspec URL); None if there is none."""
+    return read_json(control_dir, SUPERVISOR_FILE)
+
+
+def write_json_atomically(control_dir: str, name: str, data: dict) -> None:
+    """Write ``<control_dir>/<name>`` as JSON so that a reader sees the old or the new content, never a part:
+    a temp file and a rename on a local disk, one put on an object store."""
     payload = (json.dumps(data, sort_keys=True) + "\n").encode("utf-8")
     fs, base = _split(control_dir)
-    path = f"{base}/{SUPERVISOR_FILE}"
+    path = f"{base}/{name}"
     if isinstance(fs, LocalFileSystem):
         os.makedirs(base, exist_ok=True)
-        temp = f"{base}/.{SUPERVISOR_FILE}.{uuid.uuid4().hex}.tmp"
+        temp = f"{base}/.{name}.{uuid.uuid4().hex}.tmp"
         with open(temp, "wb") as handle:
             handle.write(payload)
         os.replace(temp, path)
     else:  # an object store's put is atomic
         fs.makedirs(base, exist_ok=True)
         fs.pipe_file(path, payload)
-    return data
 
 
-def read_supervisor_state(control_dir: str) -> dict | None:
-    """The last ``supervisor.json`` under ``control_dir`` (a path or fsspec URL); None if there is none."""
+def read_json(control_dir: str, name: str) -> dict | None:
+    """``<control_dir>/<name>`` as JSON; None if it is missing or not JSON (never written by
+    :func:`write_json_atomically`, whose writes are whole)."""
     fs, base = _split(control_dir)
     try:
-        with fs.open(f"{base}/{SUPERVISOR_FILE}", "rb") as handle:
+        with fs.open(f"{base}/{name}", "rb") as handle:
             return json.loads(handle.read().decode("utf-8"))
-    except FileNotFoundError:
-        return None
-    except ValueError:  # not JSON: never written by this module (writes are atomic)
+    except (FileNotFoundError, ValueError):
         return None
 
 

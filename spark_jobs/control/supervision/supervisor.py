@@ -107,6 +107,7 @@ class _Failure:
     reason: str
     exit_code: int | None
     log_tail: str
+    taken_over: bool = False  # the warm standby already holds the lease: adopt it
 
 
 class Supervisor:
@@ -125,12 +126,16 @@ class Supervisor:
     :param cwd: the driver's working folder.
     :param log_path: the driver's log (default ``<control>/driver.log``); a warm standby's is ``standby.log`` beside
         it, and the two swap roles when a standby takes over.
+    :param warm_standby: this run's own choice of a warm standby; ``None``: the job's setting
+        (:mod:`spark_jobs.control.supervision.job_settings`: on-call's choice, else ``policy.warm_standby``), read
+        again while it runs.
     """
 
     def __init__(self, job: JobSpec, lake: Lake, command: list[str], policy: RestartPolicy | None = None,
                  notify: Callable[[dict], None] | None = None, should_stop: Callable[[], bool] | None = None,
                  on_state: Callable[[dict], None] | None = None, *, input_path: str | None = None,
-                 env: dict | None = None, cwd: str | None = None, log_path: Path | None = None) -> None:
+                 env: dict | None = None, cwd: str | None = None, log_path: Path | None = None,
+                 warm_standby: bool | None = None) -> None:
         if not command:
             raise ValueError("the driver command is empty; pass the argv of the driver, e.g. "
                              "[python, -m, spark_jobs, run, JOB]")
@@ -146,6 +151,10 @@ class Supervisor:
         self.driver = ChildProcess(self.command, log_path or _driver_log(self.control, job.name), env=env, cwd=cwd)
         self._logs = (self.driver.log_path, self.driver.log_path.with_name("standby.log"))
         self.standby: ChildProcess | None = None  # the warm standby, while one runs (RestartPolicy.warm_standby)
+        self._standby_this_run = warm_standby
+        self._standby_wanted = bool(warm_standby if warm_standby is not None else self.policy.warm_standby)
+        self._standby_setting_at = float("-inf")  # monotonic: the job's setting was last read
+        self._standby_was_warm = False  # the running standby said it is warm (it withdraws that when it takes over)
         self.standby_after_seconds = STANDBY_AFTER_SECONDS
         self._driver_committed = False  # the running driver's lease says it committed a batch
         self._standby_failures = 0  # standbys that died in a row before they were warm
@@ -196,6 +205,7 @@ class Supervisor:
         No driver process outlives this call.
         """
         self.state.started_at = utc_iso()
+        self._wants_standby()
         self._save()
         self._event("start", reason="supervision started", outcome=f"starting the driver: {' '.join(self.command)}")
         try:
@@ -230,7 +240,7 @@ class Supervisor:
                 return None, None
             if read_hold(self.control) is not None:
                 return None, failure  # supervision is paused: not a failure, nothing restarted until it resumes
-            if not self.budget.exhausted() and self._standby_took_over():
+            if not self.budget.exhausted() and (failure.taken_over or self._standby_took_over(failure)):
                 self._adopt_standby(failure)
                 continue
             if self._after_failure(failure) == "given_up":
@@ -261,6 +271,10 @@ class Supervisor:
                 return _Failure(ended + (f": {said}" if said else ""), code, tail)
             if self.should_stop():
                 return None
+            taken_over = self._taken_over()
+            if taken_over is not None:  # the old driver can no longer write (fenced): nothing of it may linger
+                code = self.driver.kill()
+                return _Failure(taken_over, code, self.driver.log_tail(LOG_TAIL_LINES), taken_over=True)
             problem = self._health()
             if problem is not None and read_hold(self.control) is not None:
                 if not self._held_warned:
@@ -281,10 +295,6 @@ class Supervisor:
 
         lease = read_lease(self.control)
         ours = lease is not None and not lease.released and self.driver.owns(lease.pid)
-        if not ours and lease is not None and not lease.released and self.standby is not None \
-                and self.standby.owns(lease.pid):
-            return (f"stalled: the warm standby (pid {lease.pid}) took the lease over from the driver (pid "
-                    f"{self.driver.pid}), which had stopped renewing it")
         if not ours:
             waited = time.monotonic() - (self.driver.started_monotonic or time.monotonic())
             if self.state.state == "starting" and waited > START_TIMEOUT_SECONDS:
@@ -411,27 +421,63 @@ class Supervisor:
 
     # -- the warm standby ----------------------------------------------------------------------------
 
+    def _wants_standby(self) -> bool:
+        """Whether the job keeps a warm standby now: this run's choice, else the job's setting (re-read every
+        :data:`INSPECT_EVERY_SECONDS`: on-call may switch it while the job runs), else the policy's."""
+        from spark_jobs.control.supervision.job_settings import warm_standby
+
+        if time.monotonic() - self._standby_setting_at >= INSPECT_EVERY_SECONDS:
+            self._standby_setting_at = time.monotonic()
+            try:
+                setting = warm_standby(self.job, self.control, self._standby_this_run, self.policy.warm_standby)
+            except Exception as exc:  # noqa: BLE001 - an unreadable settings file: keep what was in force
+                log.warning("could not read the settings of %s: %s", self.job.name, exc)
+            else:
+                self._standby_wanted = setting.value
+                if self.state.standby_setting != setting.describe():
+                    self.state.standby_setting = setting.describe()
+                    self._save()
+        return self._standby_wanted
+
+    def _set_standby_state(self, state: str) -> None:
+        if self.state.standby != state:
+            self.state.standby = state
+            self.state.standby_warm_since = utc_iso() if state == "warm" else None
+            self._save()
+
     def _standby_warm(self) -> bool:
-        """Whether the standby said it is warm and waiting (its ``standby.json``)."""
+        """Whether the standby said it is warm and waiting (its ``standby.json``). It withdraws that the moment it
+        takes the lease, so what it said once is remembered until it is dropped."""
         from spark_jobs.control.supervision.standby_state import read_standby
 
         said = read_standby(self.control)
-        return bool(self.standby is not None and said and self.standby.owns(said.get("pid")))
+        if self.standby is not None and said and self.standby.owns(said.get("pid")):
+            self._standby_was_warm = True
+        return self._standby_was_warm
 
     def _keep_standby(self) -> None:
-        """While the driver runs (and ``warm_standby`` is on): a standby beside it, started or replaced."""
-        if not self.policy.warm_standby:
+        """While the driver runs: a standby beside it when the job wants one (started or replaced), none when not."""
+        if not self._wants_standby():
+            if self.standby is not None:
+                pid = self.standby.pid
+                self._drop_standby()
+                self._event("standby", reason=f"the warm standby was switched off ({self.state.standby_setting})",
+                            outcome=f"stopped the standby (pid {pid}); the driver runs on", standby_pid=pid)
+            self._set_standby_state("off")
             return
         standby = self.standby
         if standby is not None:
             code = standby.poll()
             if code is None:
-                if self._standby_failures and self._standby_warm():
+                if self._standby_warm():
                     self._standby_failures = 0
+                    self._set_standby_state("warm")
                 return
             standby.cleanup_after_exit()
             self.standby = None
+            self._standby_was_warm = False
             self.state.standby_pid = None
+            self.state.standby = "absent"
             self._standby_failures += 1
             wait = backoff_seconds(self.policy, self._standby_failures)
             self._standby_next = time.monotonic() + wait
@@ -446,6 +492,7 @@ class Supervisor:
                                 "not a restart, none of the budget)",
                         standby_pid=standby.pid, exit_code=code, log_tail=tail)
             return
+        self._set_standby_state("absent")
         if self.state.state != "running" or self._running_since is None:
             return
         running = time.monotonic() - self._running_since
@@ -454,24 +501,51 @@ class Supervisor:
             return
         log_path = self._logs[1] if self.driver.log_path == self._logs[0] else self._logs[0]
         self.standby = ChildProcess([*self.command, "--standby"], log_path, env=self.driver.env, cwd=self.driver.cwd)
+        self._standby_was_warm = False
         self.state.standby_pid = self.standby.start()
+        self.state.standby = "warming"
         self._save()
         self._event("standby", reason=f"the driver (pid {self.state.driver_pid}) runs and a warm standby is asked for",
                     outcome=f"started a warm standby (pid {self.state.standby_pid}): it warms up, then takes the "
                             "lease over the moment the driver dies", standby_pid=self.state.standby_pid)
 
-    def _standby_took_over(self) -> bool:
-        """After the driver ended: whether the standby holds the lease now. A warm one is given
+    def _taken_over(self) -> str | None:
+        """What ended the running driver's hold on the job when the standby holds the lease now, else None.
+
+        Whatever a person or the kernel killed (the Python driver under spark-submit, its JVM, the whole group) or
+        paused, the lease was freed or expired and the standby took it with the lease's own fencing: the old driver
+        can no longer write. That is a take-over to adopt, never a stall."""
+        from spark_jobs.control.checkpoint.lease import read_lease
+
+        if self.standby is None:
+            return None
+        lease = read_lease(self.control)
+        if lease is None or lease.released or not self.standby.owns(lease.pid):
+            return None
+        alive = set(self.driver.members())
+        python, child = self.state.driver_pid, self.driver.pid
+        if python is not None and python != child and python not in alive:
+            ended = f"the Python driver (pid {python}) died while its JVM (pid {child}) ran on"
+        elif child not in alive:
+            ended = f"the driver (pid {child}) died"
+        else:
+            ended = f"the driver (pid {python or child}) stopped renewing its lease (paused or hung)"
+        return f"{ended}: the warm standby (pid {lease.pid}) took the lease over"
+
+    def _standby_took_over(self, failure: _Failure) -> bool:
+        """After the driver ended: whether the standby holds the lease (now, or soon). A warm one is given
         :data:`TAKE_OVER_SECONDS`, one still warming up until :data:`START_TIMEOUT_SECONDS` after its start (it is
-        closer to its first batch than a new driver); one that does not take it is stopped."""
+        closer to its first batch than a new driver). One that does not take it is stopped, and that failed
+        take-over is an event of its own (``take_over_failed``) for the notifier and the alerts."""
         from spark_jobs.control.checkpoint.lease import read_lease
 
         standby = self.standby
         if standby is None:
             return False
         warm = self._standby_warm()
-        deadline = (time.monotonic() + TAKE_OVER_SECONDS if warm
-                    else (standby.started_monotonic or time.monotonic()) + START_TIMEOUT_SECONDS)
+        now = time.monotonic()
+        deadline = now + TAKE_OVER_SECONDS if warm else max(
+            (standby.started_monotonic or now) + START_TIMEOUT_SECONDS, now + TAKE_OVER_SECONDS)
         while standby.poll() is None and not self.should_stop() and time.monotonic() < deadline:
             lease = read_lease(self.control)
             if lease is not None and not lease.released and standby.owns(lease.pid):
@@ -479,23 +553,45 @@ class Supervisor:
             if not warm and self._standby_warm():
                 warm, deadline = True, min(deadline, time.monotonic() + TAKE_OVER_SECONDS)
             time.sleep(0.1)
+        if self.should_stop():
+            self._drop_standby()
+            return False
+        code = standby.poll()
+        tail = standby.log_tail(LOG_TAIL_LINES)
+        if code is not None:
+            said = error_line(tail)
+            why = f"it exited with status {code}" + (f": {said}" if said else "")
+        else:
+            why = (f"it did not take the lease within {TAKE_OVER_SECONDS:g} s of the driver's end" if warm else
+                   f"it was not warm {START_TIMEOUT_SECONDS:g} s after its start")
         self._drop_standby()
+        self.state.last_take_over_failed = f"{utc_iso()}: {why}"
+        self._save()
+        self._event("take_over_failed", reason=f"{failure.reason}; the warm standby (pid {standby.pid}) did not take "
+                    f"over: {why}", outcome="starting a new driver from the same checkpoint instead (slower: a cold "
+                    f"start); read {standby.log_path}", standby_pid=standby.pid, exit_code=code, log_tail=tail)
         return False
 
     def _adopt_standby(self, failure: _Failure) -> None:
         """The standby holds the lease: it is the running driver now (a restart, without backoff or a new process)."""
         standby, old_log = self.standby, self.driver.log_path
         self.standby = None
+        self._standby_was_warm = False
         self.driver = standby
         self.state.consecutive_failures += 1
         self.state.last_reason = failure.reason
         self.state.last_exit_code = failure.exit_code
         self.budget.record()
         self.state.restarts_total += 1
+        self.state.take_overs_total += 1
+        self.state.last_take_over_at = utc_iso()
+        self.state.last_take_over_failed = None
         self.state.attempt += 1
         self.state.state = "starting"
         self.state.driver_pid = standby.pid
         self.state.standby_pid = None
+        self.state.standby = "absent"
+        self.state.standby_warm_since = None
         self.state.running_since = None
         self.state.is_backing_off = False
         self.state.next_attempt_at = None
@@ -514,7 +610,10 @@ class Supervisor:
         standby, self.standby = self.standby, None
         if standby is None:
             return
+        self._standby_was_warm = False
         self.state.standby_pid = None
+        self.state.standby = "absent" if self.state.standby != "off" else "off"
+        self.state.standby_warm_since = None
         if standby.poll() is None:
             standby.stop(grace_seconds=10.0)
         elif standby.members():
