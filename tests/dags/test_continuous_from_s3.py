@@ -34,7 +34,7 @@ BUCKET = "cloudtrail-continuous"
 SECRET = "airflow-S3-secret-Qx81Lm2Zt"  # the aws_default connection's
 PROCESS_SECRET = "worker-env-secret-Hb47Rn"  # the Airflow processes' own (their "instance role")
 POLICY = {"initial_backoff_seconds": 1, "multiplier": 2, "max_backoff_seconds": 2, "max_restarts": 3,
-          "window_seconds": 900, "poll_seconds": 1, "stop_grace_seconds": 40}
+          "window_seconds": 900, "poll_seconds": 1, "stop_grace_seconds": 40, "warm_standby": False}
 
 
 class Setup:

@@ -59,8 +59,9 @@ CATCHUP = "cloudtrail_etl_catchup"
 JOB = "cloudtrail_etl"
 HARNESS = PROJECT_ROOT / "tools" / "local_airflow.py"
 CATCHUP_FILES = 10  # read one per micro-batch: the catch-up run holds the lease for a while (~40 s here)
+# Without the registry's warm standby: these are cold restarts (its take-overs: test_standby_take_over.py).
 POLICY = {"initial_backoff_seconds": 1, "multiplier": 2, "max_backoff_seconds": 2, "max_restarts": 2,
-          "window_seconds": 900, "poll_seconds": 1, "stop_grace_seconds": 40}
+          "window_seconds": 900, "poll_seconds": 1, "stop_grace_seconds": 40, "warm_standby": False}
 ONCALL = "streaming_oncall"
 
 

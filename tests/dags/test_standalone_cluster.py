@@ -48,7 +48,7 @@ from tests.helpers.processes import batch_ids, table_event_ids, wait_for
 
 JOB = get_job("cloudtrail_etl")
 POLICY = replace(JOB.restart, initial_backoff_seconds=1, max_backoff_seconds=5, window_seconds=600, poll_seconds=0.5,
-                 stop_grace_seconds=90)
+                 stop_grace_seconds=90, warm_standby=False)
 WAIT = 360  # seconds: a spark-submit and a first Delta batch take minutes on this loaded 2-core machine
 # A worker stops an ended application's executor by destroying its process, forcibly after its
 # ExecutorRunner's EXECUTOR_TERMINATE_TIMEOUT_MS (10 s); the executor's Python workers end with it.

@@ -6,6 +6,7 @@ Usage::
     python -m spark_jobs trial soak --minutes 30      # a healthy supervised job: restarts must be 0
     python -m spark_jobs trial recovery --through airflow   # the same, supervised by a running scheduler
     python -m spark_jobs trial recovery --through airflow --kills 5 --standby   # each kill taken over by a warm standby
+    python -m spark_jobs trial recovery --through airflow --standby --kills 9 --kill driver,jvm,group
 
 Both run the job as a person does: ``python -m spark_jobs supervise cloudtrail_etl`` (its own
 process; the registry's restart policy and continuous trigger unless ``--trigger`` is given) on a
@@ -19,7 +20,9 @@ supervisor reset its consecutive failures, so every restart is a first failure, 
 kills back off 0, 2, 4, 8, 16 s by design; ``--healthy-reset 0`` measures that). With ``--standby`` the supervisor
 keeps a warm standby (``RestartPolicy.warm_standby``) and each kill waits until it is warm: each recovery is a
 take-over (``take_over`` in each kill's record), judged by the standby's goal (:data:`STANDBY_RECOVERY_GOALS`).
-``soak`` kills nothing for ``--minutes``. With ``--through airflow`` the supervisor is the ``supervise`` task
+``--kill`` names what each kill hits, in turn: ``driver``, the Python driver (the pid ``status`` shows and the
+lease holds: under spark-submit, the JVM's child); ``jvm``, the Java process of that driver's group (the OOM killer's
+usual choice); ``group``, the driver's whole process group. ``soak`` kills nothing for ``--minutes``. With ``--through airflow`` the supervisor is the ``supervise`` task
 of ``cloudtrail_etl_continuous`` under a running Airflow (:mod:`tools.bench.recovery_airflow`).
 At the end the landing stops, the job catches up, the supervisor is stopped with SIGTERM (a
 graceful stop) and the trial checks that every landed event is in ``cloudtrail_events`` exactly
@@ -76,6 +79,10 @@ def add_trial_arguments(parser: argparse.ArgumentParser) -> None:
                              "`supervise` task of <job>_continuous under a running Airflow on loopback (its own "
                              "home and port in the trial folder), started by unpausing the DAG and stopped by "
                              "pausing it")
+    parser.add_argument("--kill", default="driver",
+                        help="recovery: what each kill hits, comma-separated and taken in turn: driver (the Python "
+                             "driver, the pid in its lease and in `status`), jvm (its group's Java process), group "
+                             "(the whole process group); default driver")
     parser.add_argument("--standby", action="store_true",
                         help="recovery: the supervisor keeps a warm standby (RestartPolicy.warm_standby), and each "
                              "kill waits until the standby is warm, so every kill is a take-over")
@@ -130,10 +137,33 @@ class Lander:
         self._thread.join(timeout=30)
 
 
-def _kill_and_time(job: SupervisedJob, rng: random.Random, wait_for_reset: bool, standby: bool = False) -> dict:
-    """Kill -9 the running driver once it has committed (and, with ``wait_for_reset``, once the supervisor
-    reset its consecutive failures; with ``standby``, once a warm standby waits); seconds from the kill to the
-    next driver's commit."""
+KILL_KINDS = ("driver", "jvm", "group")
+
+
+def kill_target(lease_pid: int, kind: str) -> tuple[str, int]:
+    """What ``kill -9`` hits for ``kind`` (:data:`KILL_KINDS`) of the driver whose lease names ``lease_pid``:
+    ``("pid", n)`` or ``("group", pgid)``."""
+    import psutil
+
+    group = os.getpgid(lease_pid)
+    if kind == "driver":
+        return "pid", lease_pid
+    if kind == "group":
+        return "group", group
+    for process in psutil.process_iter(["pid", "name"]):
+        try:
+            if process.info["name"] == "java" and os.getpgid(process.info["pid"]) == group:
+                return "pid", process.info["pid"]
+        except (ProcessLookupError, psutil.Error):
+            continue
+    raise RuntimeError(f"no Java process in the process group {group} of the driver pid {lease_pid}")
+
+
+def _kill_and_time(job: SupervisedJob, rng: random.Random, wait_for_reset: bool, standby: bool = False,
+                   kind: str = "driver") -> dict:
+    """Kill -9 the running driver (``kind``: :data:`KILL_KINDS`) once it has committed (and, with ``wait_for_reset``,
+    once the supervisor reset its consecutive failures; with ``standby``, once a warm standby waits); seconds from the
+    kill to the next driver's commit."""
     lease = job.wait(job.live_driver, RECOVERY_TIMEOUT_S, "a running driver")
     job.wait(lambda: any(p.stat().st_mtime > datetime.fromisoformat(lease.started_at).timestamp()
                          for p in job.commits().values()), RECOVERY_TIMEOUT_S, "a commit by the running driver")
@@ -154,10 +184,11 @@ def _kill_and_time(job: SupervisedJob, rng: random.Random, wait_for_reset: bool,
         job.wait(warm, RECOVERY_TIMEOUT_S, "a warm standby")
     lease = job.wait(job.live_driver, RECOVERY_TIMEOUT_S, "a running driver")
     in_flight = bool(set(batch_files(job.checkpoint / "offsets")) - set(job.commits()))
+    what, target = kill_target(lease.pid, kind)
     killed_at = time.time()
-    os.kill(lease.pid, signal.SIGKILL)
-    log.info("trial: kill -9 of driver pid %d (lease generation %d)%s", lease.pid, lease.generation,
-             ", a batch in flight" if in_flight else "")
+    (os.killpg if what == "group" else os.kill)(target, signal.SIGKILL)
+    log.info("trial: kill -9 of the %s (%s %d) of driver pid %d (lease generation %d)%s", kind, what, target,
+             lease.pid, lease.generation, ", a batch in flight" if in_flight else "")
 
     def next_driver():
         new = job.lease()
@@ -173,7 +204,7 @@ def _kill_and_time(job: SupervisedJob, rng: random.Random, wait_for_reset: bool,
 
     committed_at = job.wait(committed_after, RECOVERY_TIMEOUT_S, "a commit after the restart")
     take_over = next((bool(e.get("take_over")) for e in reversed(job.events()) if e["kind"] == "restart"), False)
-    result = {"killed_pid": lease.pid, "batch_in_flight": in_flight, "backoff_s": backoff, "take_over": take_over,
+    result = {"killed": kind, "killed_pid": target, "driver_pid": lease.pid, "batch_in_flight": in_flight, "backoff_s": backoff, "take_over": take_over,
               "lease_taken_after_s": round(taken_at - killed_at, 2),
               "recovery_s": round(committed_at - killed_at, 2)}
     log.info("trial: recovered in %.1f s (new driver took the lease after %.1f s)", result["recovery_s"],
@@ -202,8 +233,8 @@ def run_supervised(name: str, args: argparse.Namespace) -> dict:
     load_at_start = [round(x, 2) for x in os.getloadavg()]
     overrides = {"healthy_reset_seconds": args.healthy_reset} if name == "recovery" and args.healthy_reset else {}
     standby = name == "recovery" and getattr(args, "standby", False)
-    if standby:
-        overrides["warm_standby"] = True
+    if name == "recovery":
+        overrides["warm_standby"] = standby  # the registry's default for the job, stated either way
     lander = Lander(landing, args.gap, args.records_per_file, args.seed).start()
     through = getattr(args, "through", "cli")
     if through == "airflow":
@@ -218,10 +249,11 @@ def run_supervised(name: str, args: argparse.Namespace) -> dict:
         job.wait(lambda: job.commits(), FIRST_COMMIT_TIMEOUT_S, "the first commit")
         log.info("trial %s: first commit after %.1f s", name, time.monotonic() - started)
         if name == "recovery":
+            kinds = kill_kinds(args.kill)
             for index in range(args.kills):
                 log.info("trial: kill %d of %d", index + 1, args.kills)
                 kills.append(_kill_and_time(job, rng, wait_for_reset="healthy_reset_seconds" in overrides,
-                                            standby=standby))
+                                            standby=standby, kind=kinds[index % len(kinds)]))
         else:
             deadline = started + args.minutes * 60
             while time.monotonic() < deadline:
@@ -277,12 +309,28 @@ def run_supervised(name: str, args: argparse.Namespace) -> dict:
     return report
 
 
+def kill_kinds(text: str) -> list[str]:
+    """``--kill``'s kinds, in turn.
+
+    :raises UsageError: naming a kind that is not one of :data:`KILL_KINDS`.
+    """
+    from spark_jobs.model.errors import UsageError
+
+    kinds = [k.strip() for k in text.split(",") if k.strip()]
+    wrong = [k for k in kinds if k not in KILL_KINDS]
+    if wrong or not kinds:
+        raise UsageError(f"--kill {text!r}: {', '.join(wrong) or 'nothing'} is not a kind; give some of "
+                         f"{', '.join(KILL_KINDS)}, comma-separated")
+    return kinds
+
+
 def run_trial(args: argparse.Namespace) -> int:
     """``python -m spark_jobs trial ...``: run it, print the JSON report, exit 0 when every goal was met."""
     from spark_jobs.model.errors import UsageError
 
     if args.kills < 1 or args.minutes <= 0 or args.gap <= 0 or args.records_per_file < 1:
         raise UsageError("--kills and --records-per-file must be >= 1, --minutes and --gap > 0")
+    kill_kinds(args.kill)
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     report = run_supervised(args.trial, args)
     TRIAL_ROOT.mkdir(parents=True, exist_ok=True)

@@ -21,7 +21,7 @@ from tests.helpers.processes import assert_no_process_left, batch_ids, caught_up
 
 JOB = get_job("cloudtrail_etl")
 POLICY = replace(JOB.restart, initial_backoff_seconds=1, max_backoff_seconds=5, window_seconds=600,
-                 poll_seconds=0.5, stop_grace_seconds=90)
+                 poll_seconds=0.5, stop_grace_seconds=90, warm_standby=False)
 TTL = 6
 
 
