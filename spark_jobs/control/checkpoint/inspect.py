@@ -113,6 +113,7 @@ class CheckpointReport:
     # for the doctor, not part of the report
     lease: LeaseInfo | None = None
     table_progress: list[TableProgress] = field(default_factory=list)
+    last_commit_moment: datetime | None = None  # the commit file's modification time, unrounded
 
     def to_dict(self) -> dict:
         keys = ("job", "checkpoint", "control", "status", "query_id", "latest_offset_batch", "latest_commit_batch",
@@ -374,6 +375,7 @@ def _read_commits(report: CheckpointReport, commits: LogDir, offsets: LogDir) ->
                             "it skips it (idempotent writes)")
         return
     moment = commits.file(batch).modified()
+    report.last_commit_moment = moment
     report.last_commit_time = _iso(moment)
     if report.watermark is not None:
         report.watermark["next_batch_watermark_ms"] = value.get("nextBatchWatermarkMs")
@@ -617,10 +619,11 @@ def _discovery_backlog(report: CheckpointReport, job: JobSpec, checkpoint: Locat
     from spark_jobs.control.discovery.reconcile import last_report
 
     report.discovery = {**backlog.to_dict(), "last_reconcile": last_report(_lake_root(checkpoint), job.name),
-                        "landing_to_commit_seconds": _landing_to_commit(settings, committed, report.last_commit_time)}
+                        "landing_to_commit_seconds": _landing_to_commit(settings, committed,
+                                                                        report.last_commit_moment)}
 
 
-def _landing_to_commit(settings, committed: int, commit_time: str | None) -> float | None:
+def _landing_to_commit(settings, committed: int, commit_time: datetime | None) -> float | None:
     """The last committed batch's freshness: from the landing (modification time) of the oldest of its files to its
     commit, in seconds; None without a committed batch with files."""
     from spark_jobs.control.discovery.planner import batch_files
@@ -635,7 +638,7 @@ def _landing_to_commit(settings, committed: int, commit_time: str | None) -> flo
     if not files:
         return None
     landed_ms = min(f.mtime_ms for f in files)
-    return round(max(0.0, datetime.fromisoformat(commit_time).timestamp() - landed_ms / 1000), 1)
+    return round(max(0.0, commit_time.timestamp() - landed_ms / 1000), 1)
 
 
 def _lake_root(checkpoint: Location) -> str:

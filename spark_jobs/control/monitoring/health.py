@@ -313,7 +313,7 @@ def check_job(job: JobSpec, lake_root: str | Path | None, input_path: str | None
     discovery = report.get("discovery") or {}
     restarts = restart_counts(read_events(report["control"]), supervisor, now,
                               (supervisor or {}).get("window_seconds") or job.restart.window_seconds) \
-        if job.continuous_trigger else None
+        if job.continuous_trigger and started else None
     return JobHealth(
         job=job.name, state=state, reason=reason, checkpoint_status=report.get("status"),
         checked_at=now.isoformat(timespec="seconds"),

@@ -71,6 +71,9 @@ def freshness_text(health) -> str:
     """The last batch's landing to commit: ``8 s``; ``-`` when unknown."""
     from spark_jobs.control.monitoring.health import duration_text
 
-    return "-" if health.freshness_seconds is None else duration_text(health.freshness_seconds)
+    seconds = health.freshness_seconds
+    if seconds is None:
+        return "-"
+    return f"{seconds:.1f} s" if seconds < 60 else duration_text(seconds)
 
 
