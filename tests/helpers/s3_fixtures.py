@@ -24,8 +24,10 @@ SECRET = "objstore-Secret-7f3Kq9ZxWv2Lm8"
 def s3(tmp_path_factory):
     from tools.s3_server import LocalS3
 
-    server = LocalS3(access_key=ACCESS_KEY, secret_key=SECRET,
-                     log_path=tmp_path_factory.mktemp("s3-server") / "moto.log").start()
+    folder = tmp_path_factory.mktemp("s3-server")
+    # its S3 event times can be set ahead of its clock (s3.events_ahead): clock skew, for the notification tests
+    server = LocalS3(access_key=ACCESS_KEY, secret_key=SECRET, log_path=folder / "moto.log",
+                     event_clock=folder / "event-clock").start()
     yield server
     server.stop()
     assert server.process.poll() is not None
@@ -83,6 +85,21 @@ def run_job_s3(s3_spark):
         return run_streaming(JOB, run_options, spark=s3_spark)
 
     return run
+
+
+def notification_queue(s3, bucket_name: str) -> tuple[object, str]:
+    """An SQS queue on ``s3``'s server receiving the bucket's ``s3:ObjectCreated:*`` events through moto's real bucket
+    notification configuration (each upload then sends S3's own event JSON); the SQS client and the queue's URL."""
+    from tools.bench.queue_kills import notification_queue as make
+
+    return make(s3, bucket_name)
+
+
+def queue_counts(sqs, url: str) -> tuple[int, int]:
+    """The queue's messages waiting and received-not-deleted (SQS's approximate counts; exact on moto)."""
+    attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=[
+        "ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"])["Attributes"]
+    return int(attributes["ApproximateNumberOfMessages"]), int(attributes["ApproximateNumberOfMessagesNotVisible"])
 
 
 def at_once(**calls) -> dict:
