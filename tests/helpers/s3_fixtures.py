@@ -15,6 +15,8 @@ import uuid
 import pytest
 
 from tests.helpers.cloudtrail import JOB
+from tools.bench import queue_kills
+from tools.bench.queue_kills import queue_counts  # noqa: F401 - the tests' name for it
 
 ACCESS_KEY = "AKIAOBJECTSTORETESTS"
 SECRET = "objstore-Secret-7f3Kq9ZxWv2Lm8"
@@ -90,16 +92,7 @@ def run_job_s3(s3_spark):
 def notification_queue(s3, bucket_name: str) -> tuple[object, str]:
     """An SQS queue on ``s3``'s server receiving the bucket's ``s3:ObjectCreated:*`` events through moto's real bucket
     notification configuration (each upload then sends S3's own event JSON); the SQS client and the queue's URL."""
-    from tools.bench.queue_kills import notification_queue as make
-
-    return make(s3, bucket_name)
-
-
-def queue_counts(sqs, url: str) -> tuple[int, int]:
-    """The queue's messages waiting and received-not-deleted (SQS's approximate counts; exact on moto)."""
-    attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=[
-        "ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"])["Attributes"]
-    return int(attributes["ApproximateNumberOfMessages"]), int(attributes["ApproximateNumberOfMessagesNotVisible"])
+    return queue_kills.notification_queue(s3, bucket_name)
 
 
 def at_once(**calls) -> dict:

@@ -54,7 +54,8 @@ def notification_queue(s3, bucket_name: str) -> tuple[object, str]:
     return sqs, url
 
 
-def _queue_counts(sqs, url: str) -> tuple[int, int]:
+def queue_counts(sqs, url: str) -> tuple[int, int]:
+    """The queue's messages waiting and received-not-deleted (SQS's approximate counts; exact on moto)."""
     attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=[
         "ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"])["Attributes"]
     return int(attributes["ApproximateNumberOfMessages"]), int(attributes["ApproximateNumberOfMessagesNotVisible"])
@@ -134,18 +135,18 @@ def run_trials(s3, root: Path, kills: int, seed: int = 1, files_per_trial: int =
         commits = lake / "checkpoints" / "cloudtrail_etl" / "commits"
         records.append({"trial": trial, "kill_after_s": round(delay, 2), "killed": killed, "exit": status,
                         "event_skew_s": skew, "commits_so_far": len(list(commits.glob("[0-9]*"))) if commits.is_dir()
-                        else 0, "queue_after": _queue_counts(sqs, url)})
+                        else 0, "queue_after": queue_counts(sqs, url)})
     finals = []
     for _ in range(FINAL_RUNS):
         deadline = time.monotonic() + VISIBILITY_SECONDS * 4 + 30
-        while _queue_counts(sqs, url)[1] and time.monotonic() < deadline:  # the killed drivers' messages come back
+        while queue_counts(sqs, url)[1] and time.monotonic() < deadline:  # the killed drivers' messages come back
             time.sleep(0.5)
         done = subprocess.run(command, cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=900)
         summary = json.loads(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 and done.stdout.strip() \
             else {"exit": done.returncode, "stderr": done.stderr[-2000:]}
         finals.append(summary)
-        if done.returncode == 0 and summary.get("skipped") and _queue_counts(sqs, url) == (0, 0):
-            break
+        if done.returncode == 0 and summary.get("batches") == 0 and queue_counts(sqs, url) == (0, 0):
+            break  # a run found nothing and nothing is left in the queue
     ids, sources = _table(lake)
     counts = Counter(ids)
     skipped = lake / "checkpoints" / "cloudtrail_etl" / "discovery" / "skipped.json"
@@ -156,7 +157,7 @@ def run_trials(s3, root: Path, kills: int, seed: int = 1, files_per_trial: int =
         "events_expected": len(expected), "rows": len(ids), "distinct_event_ids": len(counts),
         "duplicated_events": sum(1 for n in counts.values() if n > 1),
         "missing_events": len(set(expected) - set(counts)), "unexpected_events": len(set(counts) - set(expected)),
-        "objects_missing_from_table": sorted(landed - sources), "queue_at_end": _queue_counts(sqs, url),
+        "objects_missing_from_table": sorted(landed - sources), "queue_at_end": queue_counts(sqs, url),
         "messages_not_loaded": json.loads(skipped.read_text())["total"] if skipped.exists() else {},
         "final_runs": len(finals), "seconds": round(time.monotonic() - started, 1), "trials": records,
         "finals": finals,

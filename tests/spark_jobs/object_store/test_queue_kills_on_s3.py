@@ -9,6 +9,8 @@ from collections import Counter
 
 from tools.bench.queue_kills import run_trials
 
+NOT_IN_THE_FAST_TIER = "the trials start real `python -m spark_jobs run` drivers (a JVM each) in subprocesses"
+
 
 def test_queue_mode_drivers_killed_at_random_moments_lose_and_duplicate_nothing(s3, s3_env, tmp_path):
     report = run_trials(s3, tmp_path, kills=2, seed=64, files_per_trial=3, records_per_file=4)
