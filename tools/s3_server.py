@@ -4,6 +4,7 @@ Usage::
 
     python -m tools.s3_server run [--port N]     # a server in the foreground; Ctrl-C stops it
     python -m tools.s3_server env --port N       # the AWS variables a client needs, as shell exports
+    python -m tools.s3_server serve --port N --event-clock FILE   # S3 event times ahead by FILE's seconds
 
 ``moto[server]`` (PyPI) answers the S3 API over HTTP like a bucket on AWS: objects, listings,
 multipart uploads and conditional puts (``If-None-Match: *`` is refused with 412 when the key exists),
@@ -12,6 +13,10 @@ protocol, one process, data in memory. :class:`LocalS3` starts it on a free loop
 process group, waits until it answers, and stops it (SIGTERM, then SIGKILL of the group) so nothing is
 left behind. :meth:`LocalS3.environment` gives the standard AWS variables pointing at it, with test
 credentials: every client of the project (Spark's S3A, delta-rs, s3fs) reads them and nothing else.
+
+Clock skew: with ``event_clock`` the server's S3 event notifications carry an ``eventTime`` that many seconds
+ahead of its clock (the number in that file, read at each event; 0 or no file: none), as when S3's clock and a
+worker's disagree. Only the event time moves: SQS visibility timeouts and object times keep the real clock.
 """
 
 from __future__ import annotations
@@ -38,11 +43,13 @@ class LocalS3:
     :param access_key: the access key id its clients use (moto accepts any).
     :param secret_key: the secret its clients use: a test can plant a distinctive one and grep for it.
     :param log_path: where the server's own output goes (default: discarded).
+    :param event_clock: a file holding how many seconds S3 event times run ahead (:meth:`events_ahead`).
     """
 
     def __init__(self, port: int | None = None, *, access_key: str = "testing-access-key",
-                 secret_key: str = "testing-secret-key", log_path: Path | None = None):
+                 secret_key: str = "testing-secret-key", log_path: Path | None = None, event_clock: Path | None = None):
         self.port = port or free_port()
+        self.event_clock = event_clock
         self.access_key = access_key
         self.secret_key = secret_key
         self.log_path = log_path
@@ -59,6 +66,9 @@ class LocalS3:
 
     def command(self) -> list[str]:
         """The server's command line (a subclass may start a server that is filled before it answers)."""
+        if self.event_clock is not None:
+            return [sys.executable, "-m", "tools.s3_server", "serve", "--port", str(self.port),
+                    "--event-clock", str(self.event_clock)]
         binary = Path(sys.executable).with_name("moto_server")
         return [str(binary), "-H", "127.0.0.1", "-p", str(self.port)] if binary.exists() else \
             [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)]
@@ -67,7 +77,7 @@ class LocalS3:
         output = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
         try:
             self.process = subprocess.Popen(self.command(), stdout=output, stderr=subprocess.STDOUT,
-                                            start_new_session=True)
+                                            start_new_session=True, cwd=Path(__file__).resolve().parents[1])
         finally:
             if self.log_path:
                 output.close()
@@ -96,6 +106,12 @@ class LocalS3:
                 break
             except subprocess.TimeoutExpired:
                 continue
+
+    def events_ahead(self, seconds: float) -> None:
+        """From now on, S3 event notifications carry an event time ``seconds`` ahead of the server's clock."""
+        if self.event_clock is None:
+            raise RuntimeError("this server was started without an event clock (LocalS3(event_clock=...))")
+        self.event_clock.write_text(f"{seconds:g}")
 
     def client(self):
         """A boto3 S3 client for this server (for the tools and tests: creating buckets, uploading)."""
@@ -130,11 +146,34 @@ class LocalS3:
         self.stop()
 
 
+def serve(port: int, event_clock: Path) -> None:
+    """moto's server in this process, its S3 event times ahead by the seconds in ``event_clock``."""
+    import datetime as dt
+
+    from moto import server
+    from moto.core import utils
+    from moto.s3 import notifications
+
+    def event_time(value: dt.datetime | None = None) -> str:
+        try:
+            ahead = float(event_clock.read_text() or 0)
+        except (FileNotFoundError, ValueError):
+            ahead = 0.0
+        return utils.iso_8601_datetime_with_milliseconds(value or utils.utcnow() + dt.timedelta(seconds=ahead))
+
+    notifications.iso_8601_datetime_with_milliseconds = event_time
+    server.main(["-H", "127.0.0.1", "-p", str(port)])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.s3_server", description=__doc__.splitlines()[0])
-    parser.add_argument("command", choices=("run", "env"))
+    parser.add_argument("command", choices=("run", "env", "serve"))
     parser.add_argument("--port", type=int, default=None)
+    parser.add_argument("--event-clock", type=Path, help="serve: a file with the seconds S3 event times run ahead")
     args = parser.parse_args(argv)
+    if args.command == "serve":
+        serve(args.port or free_port(), args.event_clock or Path(os.devnull))
+        return 0
     server = LocalS3(args.port)
     if args.command == "env":
         for key, value in server.environment().items():

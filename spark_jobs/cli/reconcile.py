@@ -4,8 +4,10 @@ Usage (the daily DAG ``<job>_reconcile`` spark-submits exactly this)::
 
     python -m spark_jobs reconcile cloudtrail_etl [--input DIR] [--lake L] [--since 2024-01-01] [--dry-run]
 
-Prints one JSON line: what the full listing found (listed, the live window's, already ingested, missed) and,
-unless a dry run, the run that ingested the missed files (:mod:`spark_jobs.control.discovery.reconcile`).
+Prints one JSON line: what the full listing found (``listed``, ``live_window``, ``already_ingested``,
+``before_start``: delivered before the stream's declared start, left to a backfill; ``missed``) and, unless a dry
+run, the run that ingested the missed files; a dry run says ``would_ingest`` and ingests nothing
+(:mod:`spark_jobs.control.discovery.reconcile`).
 """
 
 from __future__ import annotations
@@ -63,7 +65,9 @@ def run(args: argparse.Namespace) -> int:
                              writer=reconcile.WRITER, file_list=listed, expected_files=len(found.missed))
         result = run_streaming(job, options).__dict__
     report = reconcile.report_of(found, started, now, result)
-    if not args.dry_run:
+    if args.dry_run:
+        report["would_ingest"] = len(found.missed)
+    else:
         reconcile.write_report(lake, job, report)
     print(json.dumps({"job": job.name, "dry_run": args.dry_run, **report}, sort_keys=True, default=str))
     return 0

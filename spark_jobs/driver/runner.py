@@ -51,6 +51,9 @@ class RunSummary:
 
     ``skipped`` says why an available-now run ended without starting Spark (nothing new, proved from
     the checkpoint: :mod:`spark_jobs.control.catchup.nothing_new`); ``None`` when Spark ran.
+    ``messages_not_loaded`` (notification mode only) counts the queue messages this run deleted without loading a
+    file, by reason (``duplicate``, ``before_start``, ``test_event``, ...), and those it put back for a later
+    micro-batch or run (``deferred``): :mod:`spark_jobs.control.discovery.notifications`.
     """
 
     job: str
@@ -61,6 +64,7 @@ class RunSummary:
     seconds: float = 0.0
     stopped_by: str | None = None
     skipped: str | None = None
+    messages_not_loaded: dict[str, int] | None = None
 
     def to_json(self) -> str:
         return json.dumps(self.__dict__, sort_keys=True)
@@ -370,6 +374,28 @@ def prepare_query(job: JobSpec, options: RunOptions, spark: SparkSession | None)
     return PreparedQuery(spark, module, targets, options.checkpoint_path(job.name), source, discovery)
 
 
+class _QueueSkips:
+    """The queue messages a run deleted without loading a file, by reason, and those it put back: the growth of
+    the checkpoint's ``discovery/skipped.json`` while the run lasted (the source writes it from its own process)."""
+
+    def __init__(self, settings) -> None:
+        self.log = None
+        if settings is not None and settings.queue_url:
+            from spark_jobs.control.checkpoint.store import Location
+            from spark_jobs.control.discovery.state import DiscoveryLog
+
+            self.log = DiscoveryLog(Location.of(settings.checkpoint))
+            self.before = self.log.skips()
+
+    def since_start(self) -> dict[str, int] | None:
+        if self.log is None:
+            return None
+        after = self.log.skips()
+        counts = {reason: n - self.before["total"].get(reason, 0) for reason, n in after["total"].items()}
+        counts["deferred"] = after["deferred"] - self.before["deferred"]
+        return {reason: n for reason, n in sorted(counts.items()) if n}
+
+
 def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, keeper: _LeaseKeeper,
                stopper: "_GracefulStop", started: float, prepared: PreparedQuery | None = None) -> RunSummary:
     """The body of :func:`run_streaming`, run while this driver holds the lease (``prepared``: by a standby)."""
@@ -381,6 +407,7 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
     spark, module, targets, checkpoint = prepared.spark, prepared.module, prepared.targets, prepared.checkpoint
     discovery = prepared.discovery
     summary = RunSummary(job=job.name, trigger=options.trigger.spec, rows={t.name: 0 for t in job.tables})
+    skips = _QueueSkips(discovery)
     per_run: dict = {}  # made on the first batch: the writer
     batch_files: dict[int, int] = {}
     batch_rows: dict[int, tuple[dict[str, int], dict[str, int]]] = {}  # carried and inserted, per batch
@@ -465,6 +492,7 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
             pass  # it failed just now: the next round sees it inactive and reports query.exception()
     if history is not None:
         history.close()  # the last rows, in one append
+    summary.messages_not_loaded = skips.since_start()
     checkpoints.drain()  # the tables' checkpoints being written off the batches' path (driver/write/checkpoints.py)
     if keeper.lost is not None:
         raise JobFailed(f"job {job.name} stopped: {keeper.lost}")

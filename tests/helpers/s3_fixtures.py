@@ -15,6 +15,8 @@ import uuid
 import pytest
 
 from tests.helpers.cloudtrail import JOB
+from tools.bench import queue_kills
+from tools.bench.queue_kills import queue_counts  # noqa: F401 - the tests' name for it
 
 ACCESS_KEY = "AKIAOBJECTSTORETESTS"
 SECRET = "objstore-Secret-7f3Kq9ZxWv2Lm8"
@@ -24,8 +26,10 @@ SECRET = "objstore-Secret-7f3Kq9ZxWv2Lm8"
 def s3(tmp_path_factory):
     from tools.s3_server import LocalS3
 
-    server = LocalS3(access_key=ACCESS_KEY, secret_key=SECRET,
-                     log_path=tmp_path_factory.mktemp("s3-server") / "moto.log").start()
+    folder = tmp_path_factory.mktemp("s3-server")
+    # its S3 event times can be set ahead of its clock (s3.events_ahead): clock skew, for the notification tests
+    server = LocalS3(access_key=ACCESS_KEY, secret_key=SECRET, log_path=folder / "moto.log",
+                     event_clock=folder / "event-clock").start()
     yield server
     server.stop()
     assert server.process.poll() is not None
@@ -83,6 +87,12 @@ def run_job_s3(s3_spark):
         return run_streaming(JOB, run_options, spark=s3_spark)
 
     return run
+
+
+def notification_queue(s3, bucket_name: str) -> tuple[object, str]:
+    """An SQS queue on ``s3``'s server receiving the bucket's ``s3:ObjectCreated:*`` events through moto's real bucket
+    notification configuration (each upload then sends S3's own event JSON); the SQS client and the queue's URL."""
+    return queue_kills.notification_queue(s3, bucket_name)
 
 
 def at_once(**calls) -> dict:

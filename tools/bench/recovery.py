@@ -7,6 +7,7 @@ Usage::
     python -m spark_jobs trial recovery --through airflow   # the same, supervised by a running scheduler
     python -m spark_jobs trial recovery --through airflow --kills 5 --standby   # each kill taken over by a warm standby
     python -m spark_jobs trial recovery --through airflow --standby --kills 9 --kill driver,jvm,group
+    python -m spark_jobs trial queue-kills --kills 10   # kill -9 of queue-mode drivers (tools/bench/queue_kills.py)
 
 Both run the job as a person does: ``python -m spark_jobs supervise cloudtrail_etl`` (its own
 process; the registry's restart policy and continuous trigger unless ``--trigger`` is given) on a
@@ -342,7 +343,12 @@ def run_trial(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None, prog: str = "python -m tools.bench.recovery") -> int:
-    """``python -m spark_jobs trial`` (and ``python -m tools.bench.recovery``): run a supervision trial."""
+    """``python -m spark_jobs trial`` (and ``python -m tools.bench.recovery``): run a supervision trial, or the
+    queue-mode kill trials (``trial queue-kills``, :mod:`tools.bench.queue_kills`)."""
+    if argv and argv[0] == "queue-kills":
+        from tools.bench import queue_kills
+
+        return queue_kills.main(argv[1:], f"{prog} queue-kills")
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
     add_trial_arguments(parser)
     return run_trial(parser.parse_args(argv))

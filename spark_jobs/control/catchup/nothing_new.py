@@ -15,7 +15,9 @@ any doubt starts Spark as before:
 - the checkpoint has committed at least one batch, has no batch in flight and reports no problem of
   any severity (damage, a table ahead of it, files too old to be read, another input folder);
 - every table of the job is a readable Delta table;
-- no input file is waiting.
+- no input file is waiting: in notification mode (``--queue-url``, ``$<JOB>_QUEUE_URL``) that is the queue's
+  answer, not the bucket's (the run reads only the queue: a message waiting always starts Spark, a file that
+  landed without a message is the reconcile's); otherwise the bounded listing of the window.
 
 No pyspark here: the runner calls it before it builds a SparkSession.
 """
@@ -44,8 +46,13 @@ def nothing_to_do(job: JobSpec, options: "RunOptions") -> str | None:
         return None
     from spark_jobs.control.checkpoint.inspect import inspect_checkpoint
 
+    queue_url = None
+    if job.discovers_files:
+        from spark_jobs.control.discovery.settings import run_settings
+
+        queue_url = run_settings(job, options).queue_url or ""  # the run's own: its flag or $<JOB>_QUEUE_URL
     try:
-        report = inspect_checkpoint(job, options.lake.root, options.input_path)
+        report = inspect_checkpoint(job, options.lake.root, options.input_path, queue_url=queue_url)
     except Exception:  # noqa: BLE001 - whatever the inspection cannot read, Spark decides
         return None
     committed = report.latest_commit_batch
@@ -55,5 +62,13 @@ def nothing_to_do(job: JobSpec, options: "RunOptions") -> str | None:
         return None
     if report.backlog_files != 0 or report.in_flight_files:
         return None
-    return (f"nothing new: the {report.ingested_files} input file(s) under {report.input} are all ingested "
-            f"(checkpoint batch {committed} committed, none in flight); Spark was not started")
+    queue = (report.discovery or {}).get("queue")
+    if queue:
+        held = int(queue.get("in_flight") or 0)
+        return (f"nothing new: the queue {queue['queue_url']} holds no message waiting"
+                + (f" ({held} received by an earlier driver come back after their visibility timeout, for the next "
+                   "run)" if held else "")
+                + f"; {report.ingested_files} file(s) of {report.input} ingested (checkpoint batch {committed} "
+                  "committed, none in flight); Spark was not started")
+    return (f"nothing new: no input file waits under {report.input} ({report.ingested_files} file(s) ingested, "
+            f"checkpoint batch {committed} committed, none in flight); Spark was not started")

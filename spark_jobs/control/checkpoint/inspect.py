@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -195,13 +195,15 @@ def _driver(lease: LeaseInfo | None, now: datetime) -> dict | None:
 
 
 def inspect_checkpoint(job: JobSpec, lake_root: str | os.PathLike | None, input_path: str | os.PathLike | None = None,
-                       now: datetime | None = None) -> CheckpointReport:
+                       now: datetime | None = None, queue_url: str | None = None) -> CheckpointReport:
     """Inspect ``job``'s checkpoint under ``lake_root`` (a path or fsspec URL).
 
     :param job: the registry entry.
     :param lake_root: the lake root (``None``: ``$LAKE_ROOT`` or ``./lake``).
     :param input_path: the landing folder (default: as the runner resolves it).
     :param now: the time to judge ages by (default: now).
+    :param queue_url: a stream that reads S3 event notifications: its SQS queue (default: ``$<JOB>_QUEUE_URL``,
+        else the queue the stream last read, from its ``discovery/status.json``; ``""``: a listing stream).
     """
     now = now or datetime.now(timezone.utc)
     lake = lake_location(lake_root)
@@ -247,7 +249,7 @@ def inspect_checkpoint(job: JobSpec, lake_root: str | os.PathLike | None, input_
 
         kafka_backlog(report, job, input_path, entries, committed, now)
     elif _discovers(job, entries):
-        _discovery_backlog(report, job, checkpoint, input_path, entries, committed, now)
+        _discovery_backlog(report, job, checkpoint, input_path, entries, committed, now, queue_url)
     else:
         _backlog(report, job, checkpoint, input_path, entries, committed, offsets)
         if job.discovers_files:
@@ -592,9 +594,10 @@ def _discovers(job: JobSpec, entries: dict[int, OffsetsEntry]) -> bool:
 
 
 def _discovery_backlog(report: CheckpointReport, job: JobSpec, checkpoint: Location, given,
-                       entries: dict[int, OffsetsEntry], committed: int, now: datetime) -> None:
+                       entries: dict[int, OffsetsEntry], committed: int, now: datetime,
+                       queue_url: str | None = None) -> None:
     """The backlog of a job reading through discovery (:mod:`spark_jobs.control.discovery.backlog`): O(window)."""
-    from spark_jobs.control.discovery.backlog import discovery_backlog
+    from spark_jobs.control.discovery.backlog import discovery_backlog, stream_queue_url
     from spark_jobs.control.discovery.planner import manifest_of
     from spark_jobs.control.discovery.settings import discovery_settings
 
@@ -611,6 +614,7 @@ def _discovery_backlog(report: CheckpointReport, job: JobSpec, checkpoint: Locat
 
     planned = manifest(max(entries)) if entries else None
     settings = discovery_settings(job, root.url, checkpoint.url, dict(job.file_source_options))
+    settings = replace(settings, queue_url=stream_queue_url(settings, queue_url))
     backlog = discovery_backlog(settings, manifest(committed) if committed >= 0 else None, planned, now)
     report.backlog_files = backlog.waiting
     report.in_flight_files = backlog.in_flight

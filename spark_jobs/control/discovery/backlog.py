@@ -10,9 +10,10 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field, replace
 
+from spark_jobs.control.checkpoint.store import Location
 from spark_jobs.control.discovery.planner import Discovery
 from spark_jobs.control.discovery.settings import DiscoverySettings
-from spark_jobs.control.discovery.state import Window
+from spark_jobs.control.discovery.state import DiscoveryLog, Window
 
 UTC = dt.timezone.utc
 
@@ -33,6 +34,8 @@ class Backlog:
         Spark's file source, a start time.
     :param queue: the notification queue's backlog, when the stream reads one.
     :param last_poll: the stream's own last discovery (``status.json``).
+    :param messages_not_loaded: notification mode: queue messages deleted without a file loaded, by reason, and
+        those put back for later (``deferred``), from ``discovery/skipped.json``.
     :param oldest_waiting_age_seconds: how long the oldest file that waits has waited (listing: since its
         modification time; notifications: the oldest message of the stream's last receive); 0 when none waits,
         ``None`` when unknown.
@@ -46,11 +49,13 @@ class Backlog:
     queue: dict | None = None
     last_poll: dict | None = None
     oldest_waiting_age_seconds: float | None = None
+    messages_not_loaded: dict | None = None
 
     def to_dict(self) -> dict:
         return {"waiting": self.waiting, "in_flight": self.in_flight, "ingested": self.ingested,
                 "oldest_waiting_age_seconds": self.oldest_waiting_age_seconds, "listing": self.listing,
-                "window": self.window, "queue": self.queue, "last_poll": self.last_poll}
+                "window": self.window, "queue": self.queue, "last_poll": self.last_poll,
+                "messages_not_loaded": self.messages_not_loaded}
 
 
 def describe_window(window: Window, lookback_seconds: float) -> dict:
@@ -58,6 +63,18 @@ def describe_window(window: Window, lookback_seconds: float) -> dict:
     return {"manifest": window.id, "stems": len(window.stems), "files_remembered": len(window.seen),
             "newest_delivery": _iso(window.newest_ms), "oldest_cut": _iso(min(cuts) if cuts else window.floor_ms),
             "lookback_seconds": lookback_seconds, "start_at": _iso(window.floor_ms), "migrated": window.migrated}
+
+
+def stream_queue_url(settings: DiscoverySettings, given: str | None) -> str | None:
+    """The queue a stream reads: ``given`` (``""``: none, a listing stream), else the settings' (``--queue-url`` or
+    ``$<JOB>_QUEUE_URL``), else the one its last poll read (``status.json``), so that ``checkpoint inspect`` and the
+    health page see a queue-mode stream as one without being told."""
+    if given is not None:
+        return given or None
+    if settings.queue_url:
+        return settings.queue_url
+    status = DiscoveryLog(Location.of(settings.checkpoint)).status() or {}
+    return ((status.get("queue") or {}).get("queue_url") or None) if status.get("mode") == "notifications" else None
 
 
 def waiting_files(settings: DiscoverySettings, window: Window | None = None) -> list:
@@ -78,8 +95,10 @@ def discovery_backlog(settings: DiscoverySettings, committed: int | None, planne
     window = log.window(settings.layout, upto=planned if planned is not None else 0) if log.exists() else Window()
     done = log.window(settings.layout, upto=committed).admitted if committed is not None and log.exists() else 0
     status = log.status()
-    queue = None
+    queue, skips = None, None
     if discovery.queue is not None:
+        found = log.skips()
+        skips = {**found["total"], "deferred": found["deferred"]}
         queue = discovery.queue.backlog()
         waiting = int(queue.get("visible") or 0)
         listing = {"mode": "notifications"}
@@ -92,7 +111,7 @@ def discovery_backlog(settings: DiscoverySettings, committed: int | None, planne
         listing = {"mode": "listing", **found.stats()}
         oldest = round(max(0, now_ms - min(f.mtime_ms for f in found.files)) / 1000, 1) if found.files else 0.0
     return Backlog(waiting, window.admitted - done, done, listing, describe_window(window, settings.lookback_seconds),
-                   queue, status, oldest)
+                   queue, status, oldest, skips)
 
 
 def discovery_text(found: dict | None) -> str | None:
@@ -114,6 +133,9 @@ def discovery_text(found: dict | None) -> str | None:
         age = queue.get("oldest_message_age_seconds")
         text += (f"; queue: {queue.get('visible')} messages waiting, {queue.get('in_flight')} received"
                  + (f", the oldest had waited {age:g} s" if age is not None else ""))
+    skipped = {k: v for k, v in (found.get("messages_not_loaded") or {}).items() if v}
+    if skipped:
+        text += "; messages not loaded: " + ", ".join(f"{k} {v}" for k, v in sorted(skipped.items()))
     if window.get("start_at"):
         text += f"; started at {window['start_at']}"
     if window.get("migrated"):
@@ -122,5 +144,6 @@ def discovery_text(found: dict | None) -> str | None:
     reconcile = found.get("last_reconcile")
     if reconcile:
         text += (f"; last reconcile {reconcile['at']}: {reconcile['listed']} listed, {reconcile['missed']} missed and "
-                 "ingested")
+                 "ingested" + (f", {reconcile['before_start']} before the start left out"
+                               if reconcile.get("before_start") else ""))
     return text

@@ -3,17 +3,27 @@
 Set up on AWS: the bucket sends ``s3:ObjectCreated:*`` events for the landing's prefix to an SQS queue, and the
 job runs with ``--queue-url`` (or ``$<JOB>_QUEUE_URL``). Each trigger receives up to a micro-batch of
 messages (hidden from other receivers for ``visibility_seconds``); the planner
-(:class:`~spark_jobs.control.discovery.planner.Discovery`) puts the new files into the next manifest with their
-messages' receipts, and **deletes a message only once the batch holding its file has committed**: a driver killed
-at any moment leaves its messages in the queue, they come back after the visibility timeout, and their files,
-already in a manifest, are recognised as seen (the window) and their messages deleted. So a kill loses and
-duplicates nothing.
+(:class:`~spark_jobs.control.discovery.planner.Discovery`) decides each message's fate, and a message leaves the
+queue only when its object is durably accounted for:
 
-What is not a new input file is dropped at once, with a count per reason (the manifest's ``dropped``, the
-stream's ``status.json``): ``test_event`` (S3's ``s3:TestEvent``), ``not_created`` (another event type),
-``outside_input`` (another bucket or prefix), ``folder`` (a key ending in ``/``), ``hidden`` (a name Spark's
-file source skips), ``pattern`` (not the job's ``pathGlobFilter``), ``unreadable`` (a body that is not an S3
-event). A file whose object is gone when it is read becomes a quarantine row (``file_gone``), not an error.
+- **loaded**: its file is in a manifest (written before its offset is returned); the message is deleted once the
+  batch holding the file has committed;
+- **skipped on purpose**: the file is already in a manifest (``duplicate``: a redelivery, or a message that came
+  back after its visibility timeout) or delivered before the stream's declared start (``before_start``), or the
+  message names no input file (below); the decision is recorded in the checkpoint (``discovery/skipped.json``)
+  before the message is deleted;
+- **everything else stays**: a file left for a later micro-batch or a later run (``deferred``) is made visible
+  again at once, and whatever a killed driver had received comes back after the visibility timeout. An event
+  time ahead of the run's clock changes nothing: an available-now run is bounded by how many messages the queue
+  held when it started, not by event times.
+
+So a kill -9 at any moment loses and duplicates nothing.
+
+What is not a new input file is skipped with a count per reason: ``test_event`` (S3's ``s3:TestEvent``),
+``not_created`` (another event type), ``outside_input`` (another bucket or prefix), ``folder`` (a key ending in
+``/``), ``hidden`` (a name Spark's file source skips), ``pattern`` (not the job's ``pathGlobFilter``),
+``unreadable`` (a body that is not an S3 event). A file whose object is gone when it is read becomes a
+quarantine row (``file_gone``), not an error.
 
 The queue is read through boto3 with the standard AWS settings (``$AWS_ENDPOINT_URL_SQS`` /
 ``$AWS_ENDPOINT_URL``, the region, the credential chain), like every other client here.
@@ -72,6 +82,8 @@ class NotificationQueue:
         self.visibility_seconds = visibility_seconds
         self.client = client or sqs_client()
         self.receipts: dict[str, list[str]] = {}
+        self.message_ids: dict[str, str] = {}  # receipt -> message id (the same across redeliveries)
+        self.unloadable: list[tuple[str, str]] = []  # (receipt, reason) of messages that name no input file
         self.dropped: Counter = Counter()
         self.oldest_sent_ms: int | None = None
         self.budget: int | None = None
@@ -107,8 +119,9 @@ class NotificationQueue:
 
     def receive(self, max_files: int, layout) -> tuple[list[Candidate], dict]:
         """Up to ``max_files`` new-object events as candidates (their receipts kept in :attr:`receipts`); messages
-        that hold no input file are deleted at once and counted in :attr:`dropped`."""
-        self.receipts, found, drop, polls = {}, [], [], 0
+        that hold no input file are kept in :attr:`unloadable` for :meth:`settle`, their records counted in
+        :attr:`dropped`."""
+        self.receipts, self.message_ids, self.unloadable, found, polls = {}, {}, [], [], 0
         self.oldest_sent_ms, self.dropped = None, Counter()
         started = time.monotonic()
         want = max_files if self.budget is None else min(max_files, self.budget)
@@ -125,16 +138,17 @@ class NotificationQueue:
                 sent = int((message.get("Attributes") or {}).get("SentTimestamp") or 0) or None
                 if sent is not None:
                     self.oldest_sent_ms = sent if self.oldest_sent_ms is None else min(self.oldest_sent_ms, sent)
+                before = Counter(self.dropped)
                 files = self._files(message, layout, sent)
+                receipt = message["ReceiptHandle"]
+                self.message_ids[receipt] = str(message.get("MessageId") or receipt)
                 if not files:
-                    drop.append(message["ReceiptHandle"])
+                    reasons = self.dropped - before
+                    self.unloadable.append((receipt, min(reasons) if reasons else "unreadable"))
                 for candidate in files:
                     found.append(candidate)
                     self.receipts.setdefault(candidate.key, []).append(message["ReceiptHandle"])
-        if drop:
-            self.delete(drop)
-            self._spend(len(drop))
-        stats = {"mode": "notifications", "received": len(found), "polls": polls, "requests": polls + bool(drop),
+        stats = {"mode": "notifications", "received": len(found), "polls": polls, "requests": polls,
                  "dropped": dict(self.dropped), "seconds": round(time.monotonic() - started, 3)}
         return found, stats
 
@@ -170,21 +184,27 @@ class NotificationQueue:
                                    int(delivered.timestamp() * 1000), delivered is not None))
         return files
 
-    def settle(self, admitted: set[str], waiting: set[str]) -> None:
-        """After admission: the messages of files neither admitted nor waiting (seen already, or behind the window)
-        are deleted now; those of waiting files are made visible again for a later trigger."""
-        done = [r for key, receipts in self.receipts.items() if key not in admitted and key not in waiting
-                for r in receipts]
-        if done:
-            self.delete(done)
-        self._spend(len(done) + sum(len(self.receipts.get(key, ())) for key in admitted))
-        for key in waiting:
-            for receipt in self.receipts.get(key, ()):
-                try:
-                    self.client.change_message_visibility(QueueUrl=self.queue_url, ReceiptHandle=receipt,
-                                                          VisibilityTimeout=0)
-                except Exception:  # noqa: BLE001 - it comes back after its visibility timeout anyway
-                    pass
+    def settle(self, admitted: set[str], skipped: dict[str, str], record) -> dict:
+        """Each message received by the last :meth:`receive`, after admission: the messages of ``admitted`` files
+        stay hidden (deleted when their batch commits); those of ``skipped`` files (key -> reason) and those that
+        name no input file are passed to ``record`` (a list of ``(message_id, reason, key)``, which makes the
+        decision durable) and then deleted; every other message is made visible again for a later micro-batch
+        or run. Returns the messages by fate: ``deleted`` per reason, ``deferred``."""
+        decided = [(receipt, reason, None) for receipt, reason in self.unloadable]
+        decided += [(r, reason, key) for key, reason in skipped.items() for r in self.receipts.get(key, ())]
+        deferred = [r for key, receipts in self.receipts.items() if key not in admitted and key not in skipped
+                    for r in receipts]
+        if decided:
+            record([(self.message_ids.get(r, r), reason, key) for r, reason, key in decided])
+            self.delete([r for r, _reason, _key in decided])
+        self._spend(len(decided) + sum(len(self.receipts.get(key, ())) for key in admitted))
+        for receipt in deferred:
+            try:
+                self.client.change_message_visibility(QueueUrl=self.queue_url, ReceiptHandle=receipt,
+                                                      VisibilityTimeout=0)
+            except Exception:  # noqa: BLE001 - it comes back after its visibility timeout anyway
+                pass
+        return {"deleted": dict(Counter(reason for _r, reason, _k in decided)), "deferred": len(deferred)}
 
     def delete(self, receipts: list[str]) -> None:
         """Delete messages by receipt, ten per request; a receipt gone stale (the message came back and was

@@ -30,7 +30,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 from spark_jobs.control.checkpoint.store import Location
@@ -121,11 +121,14 @@ class Admission:
     :param files: the files admitted into the new manifest.
     :param waiting: files found but left for later micro-batches.
     :param listing: the listing's stats (or the queue's).
+    :param skipped: notification mode: files found and deliberately not admitted, key -> reason (``duplicate``:
+        already in a manifest; ``before_start``: delivered before the stream's declared start).
     """
 
     files: list[Candidate]
     waiting: list[Candidate]
     listing: dict
+    skipped: dict[str, str] = field(default_factory=dict)
 
 
 class Discovery:
@@ -198,7 +201,7 @@ class Discovery:
             return offset(again.id)
         admission = self._admit(window, max_files)
         if self.queue is not None:
-            self.queue.settle({f.key for f in admission.files}, {f.key for f in admission.waiting})
+            admission.listing["messages"] = self._settle(admission)
         self._status(window, admission)
         if not admission.files:
             return start
@@ -208,6 +211,16 @@ class Discovery:
             self._listed_taken.update(f.key for f in admission.files)
         window.fold(manifest, self.settings.layout)
         return offset(manifest.id)
+
+    def _settle(self, admission: Admission) -> dict:
+        """The fate of every message received: a skip is recorded in the checkpoint before its message is deleted;
+        what is neither admitted nor skipped goes back to the queue (:meth:`NotificationQueue.settle`)."""
+        at = self.clock().astimezone(UTC).isoformat(timespec="seconds")
+        fates = self.queue.settle({f.key for f in admission.files}, admission.skipped,
+                                  lambda entries: self.log.record_skips(entries, at))
+        if fates["deferred"]:
+            self.log.record_skips([], at, deferred=fates["deferred"])
+        return fates
 
     def _manifest(self, window: Window, admission: Admission) -> Manifest:
         """The next manifest: the admitted files, and the windows of their stems moved on (a stem's cut is its newest
@@ -239,29 +252,40 @@ class Discovery:
         run began; oldest delivery first (newest first with ``latest_first``). A file of an explicit list or of a
         notification is new by what it is, whatever its time: notifications come in any order, and a file
         listed late by its stem's cut would otherwise be dropped (a duplicate notification of a file forgotten
-        by the window is read again; the tables' unique keys keep its rows once). A listed file is admitted once
+        by the window is read again; the tables' unique keys keep its rows once). A notified file already in a
+        manifest, or delivered before the stream's start, is skipped (:attr:`Admission.skipped`). A listed file is admitted once
         per run, even when the window forgets it (older than its stem's cut once the list's newer files moved it:
         a reconcile's missed files can span more than the lookback)."""
         found, stats = self._find(window, max_files)
         layout = self.settings.layout
-        by_time = not (self.settings.file_list or self.queue is not None)
+        queued = self.queue is not None
+        by_time = not (self.settings.file_list or queued)
         fresh: dict[str, Candidate] = {}
+        skipped: dict[str, str] = {}
         behind = 0
         for candidate in found:
-            if candidate.key in window.seen or candidate.key in fresh or candidate.key in self._listed_taken:
+            if candidate.key in fresh:
+                continue
+            if candidate.key in window.seen or candidate.key in self._listed_taken:
+                skipped[candidate.key] = "duplicate"
+                continue
+            if queued and window.floor_ms is not None and candidate.delivered_ms < window.floor_ms:
+                skipped[candidate.key] = "before_start"
                 continue
             cut = window.cut_of(layout.stem(candidate.key)) if by_time else None
             if cut is not None and candidate.delivered_ms < cut:
                 behind += 1
                 continue
-            if self.until_mtime_ms is not None and candidate.mtime_ms > self.until_mtime_ms:
+            # an available-now run over a queue is bounded by the messages it held at the start (its budget), not
+            # by event times: a clock ahead of this one must change when a file is taken, never whether
+            if not queued and self.until_mtime_ms is not None and candidate.mtime_ms > self.until_mtime_ms:
                 continue
             fresh[candidate.key] = candidate
         if behind:
             stats = {**stats, "behind_window": stats.get("behind_window", 0) + behind}
         ordered = sorted(fresh.values(), key=lambda c: (c.delivered_ms, c.key), reverse=self.settings.latest_first)
         limit = max_files if max_files else len(ordered)
-        return Admission(ordered[:limit], ordered[limit:], stats)
+        return Admission(ordered[:limit], ordered[limit:], stats, skipped)
 
     def _find(self, window: Window, max_files: int | None) -> tuple[list[Candidate], dict]:
         if self.settings.file_list:
@@ -283,8 +307,9 @@ class Discovery:
         return [Candidate.of_row(r) for r in rows]
 
     def prepare_available_now(self) -> None:
-        """An available-now run reads what is there now: nothing modified after this moment (what lands later is
-        the next run's), so the run ends however fast files keep landing."""
+        """An available-now run reads what is there now, so it ends however fast files keep landing: listing,
+        nothing modified after this moment; a queue, at most the messages it holds now (event times play no part:
+        a message the run does not take stays in the queue for the next run)."""
         self.until_mtime_ms = _ms(self.clock())
         if self.queue is not None:
             self.queue.prepare_available_now()

@@ -7,13 +7,15 @@ DAG ``<job>_reconcile``) does it:
 
 1. one full walk of the landing (every stem whole; :func:`spark_jobs.control.discovery.listing.walk`);
 2. files the live stream still looks for (seen in its window, or at or after their stem's cut) are its own;
+   files delivered before the stream's declared start (``run --start-at``, kept in its window as the floor)
+   are left out and counted: what came before the start enters only by an explicit backfill;
 3. of the rest, the files the job's tables already hold rows of (their ``source_file`` columns, read with
    delta-rs and DuckDB, no JVM) were ingested;
 4. what is left was missed: written as a file list and ingested by an available-now run of the job as its
    own writer, ``<job>@reconcile`` (checkpoint ``<lake>/checkpoints/<job>@reconcile``), so beside the live
    stream it adds each file's rows exactly once (Delta's idempotent writes per writer, the tables' unique keys).
 
-The report (listed, the live window's, already ingested, missed) is written to ``<lake>/control/<job>/
+The report (listed, the live window's, already ingested, before the start, missed) is written to ``<lake>/control/<job>/
 reconcile.json``: ``checkpoint inspect`` and the health page show the last one. A file that gives no row at all
 (a ``{"Records": []}`` delivery) is found "missed" again at each reconcile and read again, adding nothing; the
 report counts such files. Zero-byte files are skipped: they give no row. No pyspark: the run itself is the driver's (:mod:`spark_jobs.cli.reconcile`).
@@ -44,9 +46,11 @@ class ReconcilePlan:
 
     :param listed: files in the landing (the full walk).
     :param live: files the live stream still looks for (its window's).
-    :param ingested: files the tables hold rows of.
+    :param ingested: files the tables already hold rows of.
     :param missed: files neither: they are ingested by the reconcile's run.
     :param listing: what the full walk cost.
+    :param before_start: files delivered before the stream's declared start: left to a backfill.
+    :param start_at: that start (ISO-8601), if one was declared.
     """
 
     listed: int
@@ -54,9 +58,12 @@ class ReconcilePlan:
     ingested: int
     missed: list[Candidate] = field(default_factory=list)
     listing: dict = field(default_factory=dict)
+    before_start: int = 0
+    start_at: str | None = None
 
     def summary(self, shown: int = 20) -> dict:
-        return {"listed": self.listed, "live_window": self.live, "ingested": self.ingested,
+        return {"listed": self.listed, "live_window": self.live, "already_ingested": self.ingested,
+                "before_start": self.before_start, "start_at": self.start_at,
                 "missed": len(self.missed), "first_missed": [f.key for f in self.missed[:shown]],
                 "listing": self.listing}
 
@@ -95,16 +102,21 @@ def plan(job: JobSpec, lake: Lake, live: DiscoverySettings, since: dt.datetime |
     log = DiscoveryLog(Location.of(live.checkpoint))
     window = log.window(layout) if log.exists() else Window()
     found = walk(live.root, layout, live.glob, since=since)
-    behind = []
+    behind, before_start = [], 0
     for candidate in found.files:
+        if window.floor_ms is not None and candidate.delivered_ms < window.floor_ms:
+            before_start += 1  # before the declared start: only an explicit backfill loads it
+            continue
         cut = window.cut_of(layout.stem(candidate.key))
         if candidate.key in window.seen or cut is None or candidate.delivered_ms >= cut or candidate.size == 0:
             continue  # the stream's own, or nothing to ingest (a zero-byte file gives no row)
         behind.append(candidate)
     held = ingested_files(job, lake) if behind else set()
     missed = sorted((c for c in behind if c.key not in held), key=lambda c: (c.delivered_ms, c.key))
-    return ReconcilePlan(len(found.files), len(found.files) - len(behind), len(behind) - len(missed), missed,
-                         found.stats())
+    start = None if window.floor_ms is None else \
+        dt.datetime.fromtimestamp(window.floor_ms / 1000, UTC).isoformat(timespec="seconds")
+    return ReconcilePlan(len(found.files), len(found.files) - len(behind) - before_start, len(behind) - len(missed),
+                         missed, found.stats(), before_start, start)
 
 
 def write_file_list(lake: Lake, job: JobSpec, files: list[Candidate], now: dt.datetime) -> str:

@@ -7,6 +7,8 @@
     <checkpoint>/discovery/snapshots/<M>.json   the window after manifest M: every file admitted with a delivery
                                                time at or after the cut, the newest delivery, the cut, counts
     <checkpoint>/discovery/status.json          the last poll (listing cost, queue backlog): monitoring only
+    <checkpoint>/discovery/skipped.json         notification mode: every queue message deleted without loading a
+                                               file, counted by reason (written before the messages are deleted)
 
 A manifest is written before the source returns its offset, and a restart that finds a manifest past the
 offset Spark resumes from returns that same manifest (the files of an offset never change). Every tenth
@@ -31,6 +33,7 @@ from spark_jobs.control.discovery.listing import Candidate
 FORMAT = 1
 SNAPSHOT_EVERY = 10
 RETAINED = 100
+SKIPS_REMEMBERED = 500  # message ids kept to count a message once, however often it comes back
 _NAME = re.compile(r"^(\d+)\.json$")
 
 
@@ -236,6 +239,35 @@ class DiscoveryLog:
         for number in snapshots[:-1]:
             if number < horizon:
                 self.snapshots.child(f"{number}.json").remove()
+
+    def record_skips(self, entries: list[tuple[str, str, str | None]], at: str, deferred: int = 0) -> dict:
+        """Add queue messages deleted without loading a file (``(message_id, reason, key)``) to ``skipped.json``
+        before they are deleted, and ``deferred`` messages put back for later; returns the file's content.
+
+        A message counted and then not deleted (a kill in between) comes back with the same id: it is counted once
+        while its id is among the last :data:`SKIPS_REMEMBERED`."""
+        value = self.skips()
+        total, remembered = value["total"], {row[0] for row in value["recent"]}
+        for message_id, reason, key in entries:
+            if message_id not in remembered:
+                total[reason] = total.get(reason, 0) + 1
+                remembered.add(message_id)
+                value["recent"].append([message_id, reason, key, at])
+        value["recent"] = value["recent"][-SKIPS_REMEMBERED:]
+        value["deferred"] += deferred
+        value["at"] = at
+        _write(self.folder.child("skipped.json"), json.dumps(value, sort_keys=True).encode())
+        return value
+
+    def skips(self) -> dict:
+        """``skipped.json``: ``total`` (reason -> messages deleted without a file loaded), ``deferred`` (messages
+        put back for a later micro-batch or run, each time), ``recent`` (``[message_id, reason, key, at]``)."""
+        try:
+            value = json.loads(self.folder.child("skipped.json").read_bytes())
+        except (FileNotFoundError, ValueError):
+            value = {}
+        return {"v": FORMAT, "total": dict(value.get("total") or {}), "deferred": int(value.get("deferred") or 0),
+                "recent": list(value.get("recent") or []), "at": value.get("at")}
 
     def write_status(self, status: dict) -> None:
         _write(self.folder.child("status.json"), json.dumps(status, sort_keys=True).encode())

@@ -84,11 +84,36 @@ def test_a_file_delivered_after_its_window_closed_is_ingested_by_the_reconcile_e
     done = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert done["missed"] == 1 and done["run"]["rows"] == {"cloudtrail_events": 1, "cloudtrail_quarantine": 0}
     # every listed file is the live window's, in the tables already, or missed
-    assert done["listed"] == len(manifest.files_written) + 1 == done["live_window"] + done["ingested"] + 1
+    assert done["listed"] == len(manifest.files_written) + 1 == done["live_window"] + done["already_ingested"] + 1
     assert main(["reconcile", JOB.name, "--input", str(landing)]) == 0
     twice = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert (twice["missed"], twice["ingested"], twice["run"]) == (0, done["ingested"] + 1, None)
+    assert (twice["missed"], twice["already_ingested"], twice["run"]) == (0, done["already_ingested"] + 1, None)
     ids = _ids(tables, lake)
     assert Counter(ids) == Counter([*manifest.good_event_ids, "late-event-1"])
     report = json.loads((lake / "control" / JOB.name / "reconcile.json").read_text())
-    assert report["missed"] == 0 and report["ingested"] == done["ingested"] + 1
+    assert report["missed"] == 0 and report["already_ingested"] == done["already_ingested"] + 1
+
+
+def test_a_lake_started_at_now_gets_nothing_from_before_the_start_by_the_reconcile(spark, tables, tmp_path,
+                                                                                    monkeypatch, capsys):
+    from spark_jobs.cli.main import main
+    from spark_jobs.driver.runner import run_streaming
+
+    landing, lake = tmp_path / "landing", tmp_path / "lake"
+    history = write_sample_landing(landing, files=6, records_per_file=3, seed=64, include_bad_files=False)
+    now = dt.datetime.now(UTC).replace(second=0, microsecond=0)
+    stem = landing / "AWSLogs" / "111122223333" / "CloudTrail" / "us-east-1"
+    _late_file(stem, now + dt.timedelta(minutes=1), "after-the-start-1")
+    started = run_streaming(JOB, RunOptions(landing, Lake(lake), parse_trigger("available-now"),
+                                            dict(JOB.file_source_options), start_at=now), spark=spark)
+    assert started.input_files == 1 and started.rows["cloudtrail_events"] == 1
+    monkeypatch.setenv("LAKE_ROOT", str(lake))
+    assert main(["reconcile", JOB.name, "--input", str(landing), "--dry-run"]) == 0
+    dry = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert (dry["listed"], dry["before_start"], dry["missed"], dry["would_ingest"]) == (7, 6, 0, 0)
+    assert dry["start_at"] == now.isoformat(timespec="seconds") and dry["run"] is None
+    assert main(["reconcile", JOB.name, "--input", str(landing)]) == 0
+    done = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert (done["before_start"], done["missed"], done["run"]) == (6, 0, None) and "would_ingest" not in done
+    assert _ids(tables, lake) == ["after-the-start-1"]  # the history enters only by an explicit backfill
+    assert len(history.files_written) == 6

@@ -36,7 +36,7 @@ def test_a_caught_up_run_skips_spark_and_a_new_file_is_still_ingested(tmp_path, 
 
     again = run_job(landing, lake)
     assert again.batches == 0 and again.input_files == 0
-    assert again.skipped == (f"nothing new: the 3 input file(s) under {landing} are all ingested (checkpoint batch "
+    assert again.skipped == (f"nothing new: no input file waits under {landing} (3 file(s) ingested, checkpoint batch "
                              f"{offsets_before} committed, none in flight); Spark was not started")
     assert latest(checkpoint / "offsets") == offsets_before
     lease = inspect_checkpoint(JOB, lake, landing).lease

@@ -14,32 +14,14 @@ import sys
 import time
 from collections import Counter
 
-import boto3
-
 from tools.sample_data import write_sample_landing
 from tests.helpers.project import PROJECT_ROOT
 from tests.helpers.cloudtrail import file_name
 from tests.helpers.kills import JobDriver, kill_mid_batch, run_command
 from tests.helpers.processes import batch_ids
+from tests.helpers.s3_fixtures import notification_queue, queue_counts
 
 VISIBILITY_SECONDS = 5
-
-
-def _queue(s3, bucket_name: str) -> tuple[object, str]:
-    """An SQS queue receiving the bucket's ``s3:ObjectCreated:*`` events; the client and the queue's URL."""
-    sqs = boto3.client("sqs", endpoint_url=s3.endpoint, region_name="us-east-1",
-                       aws_access_key_id=s3.access_key, aws_secret_access_key=s3.secret_key)
-    url = sqs.create_queue(QueueName=f"{bucket_name}-events")["QueueUrl"]
-    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    s3.client().put_bucket_notification_configuration(Bucket=bucket_name, NotificationConfiguration={
-        "QueueConfigurations": [{"QueueArn": arn, "Events": ["s3:ObjectCreated:*"]}]})
-    return sqs, url
-
-
-def _messages(sqs, url: str) -> tuple[int, int]:
-    attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=[
-        "ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"])["Attributes"]
-    return int(attributes["ApproximateNumberOfMessages"]), int(attributes["ApproximateNumberOfMessagesNotVisible"])
 
 
 def test_notifications_reach_the_tables_exactly_once_across_two_kills_and_a_deleted_object_is_quarantined(
@@ -50,7 +32,7 @@ def test_notifications_reach_the_tables_exactly_once_across_two_kills_and_a_dele
     manifest = write_sample_landing(landing, files=10, records_per_file=20, seed=3)
     trail = bucket("trail")
     name = trail.removeprefix("s3a://")
-    sqs, url = _queue(s3, name)
+    sqs, url = notification_queue(s3, name)
     s3.upload(landing, name)
     gone = "AWSLogs/111122223333/CloudTrail/us-east-1/2024/03/01/111122223333_CloudTrail_us-east-1_20240301T0900Z_gone.json.gz"
     s3.client().put_object(Bucket=name, Key=gone, Body=b"{}")
@@ -66,7 +48,7 @@ def test_notifications_reach_the_tables_exactly_once_across_two_kills_and_a_dele
         second = kill_mid_batch(driver, checkpoint, after_commits=first.committed + 2, delay=0.0)
     assert second.committed > first.committed
     deadline = time.monotonic() + 60  # what the killed drivers had received comes back after its visibility timeout
-    while _messages(sqs, url)[1] and time.monotonic() < deadline:
+    while queue_counts(sqs, url)[1] and time.monotonic() < deadline:
         time.sleep(0.5)
     final = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600)
     assert final.returncode == 0, final.stdout[-3000:] + final.stderr[-3000:]
@@ -80,7 +62,7 @@ def test_notifications_reach_the_tables_exactly_once_across_two_kills_and_a_dele
     assert got == sorted([(b.path.name, b.record_index, b.reason) for b in manifest.bad]
                          + [(gone.rsplit("/", 1)[-1], None, "file_gone")])
     # every message deleted: those of committed batches, the test event, the hidden and ignored names
-    assert _messages(sqs, url) == (0, 0)
+    assert queue_counts(sqs, url) == (0, 0)
     status = json.loads((checkpoint / "discovery" / "status.json").read_text())
     assert status["mode"] == "notifications" and status["queue"]["visible"] == 0
     inspect = subprocess.run([sys.executable, "-m", "spark_jobs", "checkpoint", "inspect", "cloudtrail_etl", "--lake",
