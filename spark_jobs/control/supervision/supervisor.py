@@ -32,18 +32,21 @@ While supervision is paused (a hold in ``<control>/supervision_hold.json``, plac
 stalled one is not killed: the supervisor waits (state ``held``) until the hold is lifted, then starts
 a driver again (a ``resume`` event). Such an end is not a failure: it uses none of the restart budget.
 
-**A warm standby** (``RestartPolicy.warm_standby``, off by default: it costs a second driver's memory; the
-continuous DAG's ``warm_standby`` param, ``supervise --warm-standby``): once the driver has run for
-``standby_after_seconds`` and its lease says it committed a batch (its first batch, a take-over's above all, is not
-slowed by a second JVM's start), the supervisor starts
-``<command> --standby`` beside it (:mod:`spark_jobs.driver.standby`: it warms up and waits on the lease), writing to
-the other of ``driver.log`` / ``standby.log``. When the driver dies (or stalls and the standby takes its expired
-lease), the standby takes the lease within its 0.2 s poll; the supervisor adopts it as the running driver: a
-``restart`` event with ``take_over: true``, counted as a restart (within the budget) but with no backoff and no
-new process, then starts a new standby. A standby that dies while it waits is replaced (a ``standby`` event): it
-is not the job's driver, so that is no restart and uses none of the budget (standbys dying in a row back off like
-failures). The lease and its fencing are the same for a standby as for any driver. While supervision is paused,
-and on a stop, the standby is stopped first, so it never takes over a driver a person stopped.
+**A warm standby** (the job's setting: :mod:`spark_jobs.control.supervision.job_settings`, on-call's choice, else the
+registry's ``RestartPolicy.warm_standby``; a run's own ``warm_standby`` overrides it; re-read while it runs): once the
+driver has run for ``standby_after_seconds`` and its lease says it committed a batch (its first batch, a take-over's
+above all, is not slowed by a second JVM's start), the supervisor starts ``<command> --standby`` beside it
+(:mod:`spark_jobs.driver.standby`: it warms up and waits on the lease), writing to the other of ``driver.log`` /
+``standby.log``. Whatever of the driver dies (the Python driver under spark-submit, its JVM, the whole group) or
+stalls, its lease is freed or expires and the standby takes it within its 0.2 s poll; **whenever the standby holds the
+lease the supervisor adopts it** as the running driver, whether the old driver's process has ended yet or not (a
+take-over is never a stall): what is left of the old group is killed (fenced, it can no longer write), a ``restart``
+event with ``take_over: true``, counted as a restart (within the budget) but with no backoff and no new process, then
+a new standby. A standby that does not take the lease in time is stopped: a ``take_over_failed`` event (and alert),
+and a new driver as after any failure. A standby that dies while it waits is replaced (a ``standby`` event): it is not
+the job's driver, so that is no restart and uses none of the budget (standbys dying in a row back off like failures).
+The lease and its fencing are the same for a standby as for any driver. While supervision is paused, and on a stop,
+the standby is stopped first, so it never takes over a driver a person stopped.
 
 After a failure it restarts the driver from the same checkpoint: at once after a first failure, then after
 ``initial_backoff_seconds * multiplier ** (consecutive_failures - 2)`` (capped), unless ``max_restarts`` restarts happened within
