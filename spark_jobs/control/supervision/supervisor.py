@@ -71,6 +71,7 @@ from spark_jobs.model.lake import PROJECT_ROOT, Lake
 from spark_jobs.model.jobs import JobSpec
 from spark_jobs.model.object_store import is_url
 from spark_jobs.model.policies import RestartPolicy
+from spark_jobs.control.checkpoint.lease import LeaseInfo, read_lease
 from spark_jobs.control.supervision.child import ChildProcess, error_line
 from spark_jobs.control.supervision.hold import read_hold
 from spark_jobs.control.supervision.ownership import LEASE_HELD_EXIT_STATUS, lease_owner, live_lease
@@ -274,11 +275,12 @@ class Supervisor:
                 return _Failure(ended + (f": {said}" if said else ""), code, tail)
             if self.should_stop():
                 return None
-            taken_over = self._taken_over()
+            lease = read_lease(self.control)
+            taken_over = self._taken_over(lease)
             if taken_over is not None:  # the old driver can no longer write (fenced): nothing of it may linger
                 code = self.driver.kill()
                 return _Failure(taken_over, code, self.driver.log_tail(LOG_TAIL_LINES), taken_over=True)
-            problem = self._health()
+            problem = self._health(lease)
             if problem is not None and read_hold(self.control) is not None:
                 if not self._held_warned:
                     log.warning("%s: %s; not killed: supervision is paused", self.job.name, problem)
@@ -292,11 +294,8 @@ class Supervisor:
                 self._save(changed=False)
             time.sleep(self.policy.poll_seconds)
 
-    def _health(self) -> str | None:
-        """Why the running driver must be replaced (stalled), or None while it is fine."""
-        from spark_jobs.control.checkpoint.lease import read_lease
-
-        lease = read_lease(self.control)
+    def _health(self, lease: LeaseInfo | None) -> str | None:
+        """Why the running driver must be replaced (stalled), or None while it is fine (``lease``: the lease now)."""
         ours = lease is not None and not lease.released and self.driver.owns(lease.pid)
         if not ours:
             waited = time.monotonic() - (self.driver.started_monotonic or time.monotonic())
@@ -512,17 +511,14 @@ class Supervisor:
                     outcome=f"started a warm standby (pid {self.state.standby_pid}): it warms up, then takes the "
                             "lease over the moment the driver dies", standby_pid=self.state.standby_pid)
 
-    def _taken_over(self) -> str | None:
+    def _taken_over(self, lease: LeaseInfo | None) -> str | None:
         """What ended the running driver's hold on the job when the standby holds the lease now, else None.
 
         Whatever a person or the kernel killed (the Python driver under spark-submit, its JVM, the whole group) or
         paused, the lease was freed or expired and the standby took it with the lease's own fencing: the old driver
         can no longer write. That is a take-over to adopt, never a stall."""
-        from spark_jobs.control.checkpoint.lease import read_lease
-
         if self.standby is None:
             return None
-        lease = read_lease(self.control)
         if lease is None or lease.released or not self.standby.owns(lease.pid):
             return None
         alive = set(self.driver.members())
@@ -540,8 +536,6 @@ class Supervisor:
         :data:`TAKE_OVER_SECONDS`, one still warming up until :data:`START_TIMEOUT_SECONDS` after its start (it is
         closer to its first batch than a new driver). One that does not take it is stopped, and that failed
         take-over is an event of its own (``take_over_failed``) for the notifier and the alerts."""
-        from spark_jobs.control.checkpoint.lease import read_lease
-
         standby = self.standby
         if standby is None:
             return False
@@ -671,8 +665,6 @@ class Supervisor:
             time.sleep(min(left, self.policy.poll_seconds, 0.5))
 
     def _graceful_stop(self) -> str:
-        from spark_jobs.control.checkpoint.lease import read_lease
-
         self._drop_standby()  # first: it would take the lease the driver releases
 
         lease = read_lease(self.control)
