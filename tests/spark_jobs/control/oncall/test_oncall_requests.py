@@ -98,6 +98,9 @@ def refused(lake, **request) -> OncallRefused:
      "cloudtrail_events is already at version 2; nothing to restore"),
     (dict(action="rollback_table", table="cloudtrail_quarantine", table_version=0), "table_version",
      "table cloudtrail_quarantine has no Delta table"),
+    (dict(action="set_warm_standby"), "warm_standby", "is required for set_warm_standby: on, off, or default"),
+    (dict(action="set_warm_standby", warm_standby="maybe"), "warm_standby", "'maybe' is not on, off or default"),
+    (dict(action="stop", warm_standby="on"), "warm_standby", "is only for set_warm_standby, not stop"),
 ], ids=lambda v: v if isinstance(v, str) else None)
 def test_each_bad_field_is_refused_by_name(lake, request_, field, message):
     error = refused(lake, **request_)
@@ -243,3 +246,21 @@ def test_reset_checkpoint_moves_the_checkpoint_to_a_backup_under_the_lease(lake)
     checkpoint.mkdir()
     with pytest.raises(OncallRefused, match="exists already: this request was carried out before"):
         reset_checkpoint(request)  # the same request twice moves nothing over its own backup
+
+
+def test_set_warm_standby_is_kept_for_every_later_run_and_says_so(lake):
+    from spark_jobs.control.supervision.job_settings import set_warm_standby, warm_standby
+
+    control = str(lake.control_path(JOB.name))
+    off = check(lake, action="set_warm_standby", warm_standby="off", airflow=None)
+    assert off.parameters() == {"job": JOB.name, "action": "set_warm_standby", "dry_run": False, "warm_standby": "off"}
+    assert off.plan()[0] == (f"keep the warm standby of {JOB.name} off from now on, in {control}/settings.json (now: "
+                             "on (the registry's default)): every later run of cloudtrail_etl_continuous follows it, "
+                             "after an unpause or resume_supervision too; a run's own warm_standby param still "
+                             "overrides it for that run")
+    set_warm_standby(control, off.warm_standby, by="alice", reason="memory is short tonight")
+    assert warm_standby(JOB, control).describe().startswith("off (set by alice at ")
+    back = check(lake, action="set_warm_standby", warm_standby="default", airflow=None)
+    assert back.warm_standby is None and "the registry's default (on)" in back.plan()[0]
+    set_warm_standby(control, back.warm_standby, by="bob")
+    assert warm_standby(JOB, control).describe() == "on (the registry's default)"
