@@ -7,9 +7,11 @@
 - **`supervise`** spark-submits `run <job> --trigger <continuous_trigger>` and keeps the driver
   alive: a driver that dies, or stalls (its lease's heartbeat stops, or no commit while input
   waits), is killed and restarted from the same checkpoint (at once the first time, then with
-  exponential backoff), within the registry's restart budget (`RestartPolicy`). With the param
-  `warm_standby` (default: the registry's), a second, warmed-up driver waits beside it and takes
-  over within a second when it dies. The supervisor's state (consecutive failures, backing off,
+  exponential backoff), within the registry's restart budget (`RestartPolicy`). When the job keeps
+  a warm standby (its setting: the registry's `RestartPolicy.warm_standby`, on for `cloudtrail_etl`,
+  switched for every later run by the on-call action `set_warm_standby`), a second, warmed-up driver
+  waits beside it and takes over within seconds whatever of the driver dies; the param
+  `warm_standby` overrides the setting for one run. The supervisor's state (consecutive failures, backing off,
   next attempt, restarts in the window, last reason) is in the task's XCom `supervisor`; each
   restart and the give-up reach a person through the notifier (a log line, and a webhook when
   `SUPERVISOR_WEBHOOK_URL` or the connection `supervisor_webhook` is set). It holds one worker
@@ -67,12 +69,13 @@ def build_continuous_dag(job: JobSpec) -> DAG:
         tags=[*job.tags, "continuous"],
         params={
             "input": input_folder_param(job, "the driver reads"),
-            # None: the registry's RestartPolicy.warm_standby, read when the task runs (with its overrides).
-            "warm_standby": Param(None, type=["null", "boolean"], title="Warm standby",
+            # None: the job's setting (on-call's set_warm_standby, else the registry's), read while the task runs.
+            "warm_standby": Param(None, type=["null", "boolean"], title="Warm standby (this run only)",
                                   description="Keep a second, warmed-up driver waiting on the checkpoint's lease: it "
-                                              "takes over within a second when the driver dies, at the cost of a "
-                                              "second driver's memory (docs/continuous-jobs.md). Empty: the "
-                                              f"registry's RestartPolicy.warm_standby ({job.restart.warm_standby})."),
+                                              "takes over within seconds whatever of the driver dies, at the cost of "
+                                              "a second driver's memory (docs/continuous-jobs.md). Empty: the job's "
+                                              "setting, kept for every run (the on-call action set_warm_standby; "
+                                              f"the registry's default: {'on' if job.restart.warm_standby else 'off'})."),
         },
     ) as dag:
         StreamingSupervisorOperator(

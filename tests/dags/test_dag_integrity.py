@@ -225,9 +225,12 @@ def test_continuous_dag_supervises_and_watches_side_by_side(continuous):
     assert supervise.retries == 0 and health.retries == 0
     assert not supervise.downstream_task_ids and not health.downstream_task_ids
     assert supervise.input_path == health.input_path == "{{ params.input }}"
-    # A warm standby is asked for per run; unset, the registry's applies (off: it costs a second driver's memory).
+    # The param overrides the job's standby setting for one run only.
     assert supervise.warm_standby == "{{ params.warm_standby }}"
-    assert dag.params["warm_standby"] is None and job.restart.warm_standby is False
+    # Empty: the job's setting (on-call's, else the registry's), which the form's help names.
+    assert dag.params["warm_standby"] is None
+    said = dag.params.get_param("warm_standby").description
+    assert said.endswith(f"the registry's default: {'on' if job.restart.warm_standby else 'off'}).")
 
 
 BAD_DAG = '''
@@ -323,9 +326,11 @@ def test_oncall_form_offers_the_registrys_jobs_actions_and_tables(dagbag):
     # No default job or action: the person chooses; an empty choice reads as such, never as "null".
     defaults = {name: param.value for name, param in dag.params.items()}
     assert defaults == {"job": None, "action": None, "from_time": None, "table": None, "table_version": None,
-                        "reason": None, "dry_run": False}
-    assert {name: schema[name]["values_display"]["null"] for name in ("job", "action", "table")} == {
-        "job": "(choose)", "action": "(choose)", "table": "(none: rollback_table only)"}
+                        "warm_standby": None, "reason": None, "dry_run": False}
+    assert schema["warm_standby"]["enum"] == [None, "on", "off", "default"]
+    assert {name: schema[name]["values_display"]["null"] for name in ("job", "action", "table", "warm_standby")} == {
+        "job": "(choose)", "action": "(choose)", "table": "(none: rollback_table only)",
+        "warm_standby": "(none: set_warm_standby only)"}
     assert dag.is_paused_upon_creation is False  # no "Unpause streaming_oncall on trigger" box to miss
 
 
