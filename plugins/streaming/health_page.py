@@ -96,8 +96,9 @@ def _restarts_cell(health) -> str:
         return "-"
     last = (f"<br><small>last {escape(counts['last_at'] or '')}: {escape((counts['last_reason'] or '')[:160])}</small>"
             if counts["last_at"] else "")
-    return (f'{counts["this_run"]} this run · {counts["in_window"]} in {counts["window_seconds"] / 60:.0f} min · '
-            f'{counts["all_time"]} in all{last}')
+    budget = f"/{health.max_restarts}" if health.max_restarts else ""
+    return (f'{counts["this_run"]} this run · {counts["in_window"]}{budget} in {counts["window_seconds"] / 60:.0f} min'
+            f' · {counts["all_time"]} in all{last}')
 
 
 def _standby_cell(health) -> str:

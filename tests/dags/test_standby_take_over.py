@@ -261,7 +261,7 @@ def test_the_health_page_tells_the_night_after_an_oncall_restart(night):
             browser.close()
     assert (shown["restarts-run"], shown["restarts-window"], shown["restarts-all"], shown["standby"]) == (
         "0", "3", "3", "warm"), shown
-    assert cells["restarts"].startswith("0 this run · 3 in 30 min · 3 in all"), cells
+    assert cells["restarts"].startswith("0 this run · 3/5 in 30 min · 3 in all"), cells
     assert cells["standby"].startswith("warm (pid "), cells
     assert float(shown["freshness"]) >= 0 and cells["freshness"].endswith(" s"), (shown, cells)
     assert float(shown["backlog-age"]) >= 0 and "file" in cells["backlog"], (shown, cells)
