@@ -94,36 +94,13 @@ def test_a_stalled_jobs_metrics_equal_its_health_and_status_numbers(planted):
     assert found[("streaming_exporter_scrape_duration_seconds", ())] > 0
 
 
-def test_a_discovering_streams_backlog_age_and_freshness_equal_its_health(tmp_path, monkeypatch):
-    """A stream reading through discovery: batch 0 read two files that landed 100 and 90 s ago and committed 30 s
-    ago (freshness 70 s); three files that landed 300, 290 and 280 s ago wait (the oldest has waited 300 s)."""
-    import os
-    from datetime import datetime, timezone
+def test_a_discovering_streams_backlog_age_and_freshness_equal_its_health(planted):
+    """Batch 0 read two files that landed 100 and 90 s ago and committed 30 s ago (freshness 70 s); three files that
+    landed 300, 290 and 280 s ago wait (the oldest has waited 300 s)."""
+    planted.discovering(committed_ago=30, read_landed_ago=100, waiting=3, waiting_landed_ago=300)
 
-    from spark_jobs.control.discovery.planner import offset
-    from tests.spark_jobs.control.discovery.test_discovery_planner import deliver, discovery
-
-    root, lake = tmp_path / "landing", tmp_path / "lake"
-    checkpoint = lake / "checkpoints" / JOB.name
-    monkeypatch.setenv(JOB.input_env_var, str(root))
-    now, base = time.time(), datetime(2024, 3, 1, tzinfo=timezone.utc)
-
-    def landed(keys: list[str], ago: float) -> None:
-        for index, key in enumerate(keys):
-            os.utime(key.removeprefix("file:"), (now - ago + 10 * index, now - ago + 10 * index))
-
-    landed([deliver(root, base + timedelta(minutes=5 * i), tag=f"a{i}") for i in range(2)], ago=100)
-    end = discovery(root, checkpoint).latest(offset(0), None)
-    for folder, line in (("offsets", json.dumps(end)), ("commits", "{}")):  # batch 0 planned and committed
-        (checkpoint / folder).mkdir(parents=True)
-        (checkpoint / folder / "0").write_text("v1\n" + json.dumps({"batchWatermarkMs": 0, "batchTimestampMs": 0})
-                                               + "\n" + line + "\n")
-    (checkpoint / "metadata").write_text(json.dumps({"id": "11111111-2222-3333-4444-555555555555"}))
-    os.utime(checkpoint / "commits" / "0", (now - 30, now - 30))
-    landed([deliver(root, base + timedelta(hours=1, minutes=5 * i), tag=f"b{i}") for i in range(3)], ago=300)
-
-    health = check_job(JOB, lake)
-    found = samples(exposition(str(lake)).decode())
+    health = check_job(JOB, planted.lake)
+    found = scrape(planted)
     assert (health.backlog_files, health.freshness_seconds) == (3, 70.0)
     assert found[("streaming_backlog_files", ETL)] == 3.0
     assert found[("streaming_freshness_seconds", ETL)] == 70.0
