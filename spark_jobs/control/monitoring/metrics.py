@@ -112,13 +112,13 @@ def health_families(healths: list[JobHealth]) -> list[Metric]:
             take_overs.add_metric([health.job], float(health.restarts["take_overs"]))
     families += [restarts, take_overs]
     numbers("streaming_restarts_in_window", "Driver restarts within the restart budget's window.",
-            lambda h: h.restarts and h.restarts["in_window"])
+            lambda h: h.restarts["in_window"] if h.restarts else None)
     numbers("streaming_restart_window_seconds", "The restart budget's window.",
-            lambda h: h.restarts and h.restarts["window_seconds"])
+            lambda h: h.restarts["window_seconds"] if h.restarts else None)
     numbers("streaming_restart_budget", "Restarts within the window after which the supervisor gives up.",
             lambda h: h.max_restarts if h.restarts is not None else None)
     numbers("streaming_supervisor_consecutive_failures", "Driver failures in a row since the last one that committed.",
-            lambda h: h.supervisor and (h.supervisor.get("consecutive_failures") or 0))
+            lambda h: (h.supervisor.get("consecutive_failures") or 0) if h.supervisor else None)
 
     continuous = [h for h in healths if _job(h.job).continuous_trigger]
     families.append(_enum("streaming_supervisor_state", "The continuous job's supervisor state ('none': no supervisor "
