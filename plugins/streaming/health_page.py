@@ -21,7 +21,11 @@ Routes (under the prefix):
 - ``/job/<job>`` and ``/dag/<dag_id>``: one job;
 - ``/api/status``: the same summary as ``python -m spark_jobs status --json``;
 - ``/api/jobs/<job>/progress?limit=N``: the job's newest progress rows as JSON;
-- ``/api/jobs/<job>/timeline``: the job's timeline as JSON.
+- ``/api/jobs/<job>/timeline``: the job's timeline as JSON;
+- ``/metrics``: every job's health as Prometheus metrics (:mod:`spark_jobs.control.monitoring.metrics`, computed at
+  each scrape from the same summaries; it also keeps ``<lake>/control/prometheus_targets.json``, the live drivers'
+  Spark UIs for Prometheus' ``file_sd``, current). Prometheus authenticates like any API client: a bearer token
+  from ``POST /auth/token`` (``authorization.credentials_file`` in its scrape config, docs/monitoring.md).
 
 The lake is ``$LAKE_ROOT`` of the API server (else ``./lake``). It is read with the project's
 pyspark-free code (the checkpoint library, delta-rs): the API server never imports pyspark.
@@ -221,7 +225,7 @@ def render_page(healths: list, progress: dict[str, list[dict]], lake: str, title
 def create_app():
     """The FastAPI app (every route requires an authenticated Airflow user)."""
     from fastapi import Depends, FastAPI, HTTPException, Query
-    from fastapi.responses import HTMLResponse, JSONResponse
+    from fastapi.responses import HTMLResponse, JSONResponse, Response
 
     from airflow.api_fastapi.core_api.security import requires_authenticated
 
@@ -287,6 +291,14 @@ def create_app():
         if job not in JOBS:
             raise HTTPException(404, f"unknown job {job!r}; known jobs: {', '.join(sorted(JOBS))}")
         return JSONResponse([entry.to_dict() for entry in job_timeline(JOBS[job], Lake.at(lake_root()))])
+
+    @app.get("/metrics")
+    def metrics() -> Response:
+        from prometheus_client import CONTENT_TYPE_LATEST
+
+        from spark_jobs.control.monitoring.metrics import exposition
+
+        return Response(exposition(lake_root()), media_type=CONTENT_TYPE_LATEST)
 
     @app.get("/api/jobs/{job}/progress")
     def progress(job: str, limit: int = Query(PAGE_BATCHES, ge=1, le=10_000)) -> JSONResponse:

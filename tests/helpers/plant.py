@@ -132,6 +132,36 @@ class PlantedLake:
         append_rows(self.lake, made)
         return made
 
+    def discovering(self, committed_ago: float, read_landed_ago: float, waiting: int, waiting_landed_ago: float) -> None:
+        """A stream reading through discovery (the landing source's manifests, not Spark's file source): batch 0
+        read two files that landed ``read_landed_ago`` and 10 s later, and was committed ``committed_ago`` seconds
+        ago; then ``waiting`` files landed ``waiting_landed_ago`` seconds ago (10 s apart) and wait."""
+        from spark_jobs.control.discovery.planner import Discovery, offset
+        from spark_jobs.control.discovery.settings import discovery_settings
+
+        now, base = time.time(), datetime(2024, 3, 1, tzinfo=timezone.utc)
+
+        def deliver(moment: datetime, landed: float) -> None:
+            path = (self.landing / "AWSLogs" / "111122223333" / "CloudTrail" / "us-east-1" / f"{moment:%Y/%m/%d}"
+                    / f"111122223333_CloudTrail_us-east-1_{moment:%Y%m%dT%H%MZ}_x.json.gz")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(b"{}")
+            os.utime(path, (landed, landed))
+
+        for index in range(2):
+            deliver(base + timedelta(minutes=5 * index), now - read_landed_ago + 10 * index)
+        settings = discovery_settings(self.job, str(self.landing), str(self.checkpoint),
+                                      dict(self.job.file_source_options))
+        end = Discovery(settings).latest(offset(0), None)
+        for folder, line in (("offsets", json.dumps(end)), ("commits", "{}")):  # batch 0 planned and committed
+            (self.checkpoint / folder).mkdir(parents=True, exist_ok=True)
+            (self.checkpoint / folder / "0").write_text(
+                "v1\n" + json.dumps({"batchWatermarkMs": 0, "batchTimestampMs": 0}) + "\n" + line + "\n")
+        (self.checkpoint / "metadata").write_text(json.dumps({"id": QUERY_ID}) + "\n")
+        os.utime(self.checkpoint / "commits" / "0", (now - committed_ago, now - committed_ago))
+        for index in range(waiting):
+            deliver(base + timedelta(hours=1, minutes=5 * index), now - waiting_landed_ago + 10 * index)
+
     # -- the states --------------------------------------------------------------------------------
 
     def stalled(self) -> None:

@@ -123,7 +123,8 @@ def get(ui: Ui, path: str, token: str | None = None) -> tuple[int, str]:
 
 def test_anonymous_requests_are_refused(ui):
     routes = ["/streaming-health/", f"/streaming-health/job/{JOB.name}", f"/streaming-health/dag/{JOB.name}_catchup",
-              "/streaming-health/api/status", f"/streaming-health/api/jobs/{JOB.name}/progress"]
+              "/streaming-health/api/status", f"/streaming-health/api/jobs/{JOB.name}/progress",
+              "/streaming-health/metrics"]
     assert [get(ui, route)[0] for route in routes] == [401] * len(routes)
     assert get(ui, "/streaming-health/", token="not-a-token")[0] == 403
 
@@ -132,6 +133,27 @@ def test_anonymous_requests_are_refused(ui):
     status = json.loads(get(ui, "/streaming-health/api/status", token)[1])
     assert [job["job"] for job in status["jobs"]] == list(JOBS)
     assert {job["job"]: job["state"] for job in status["jobs"]}[JOB.name] == "healthy"
+
+
+def test_prometheus_scrapes_the_metrics_with_a_bearer_token_and_they_equal_the_status(ui):
+    from prometheus_client.parser import text_string_to_metric_families
+
+    planted = ui.plant("stalled")
+    token = ui.token()
+    code, text = get(ui, "/streaming-health/metrics", token)
+    assert code == 200
+    found = {(s.name, tuple(sorted(s.labels.items()))): s.value
+             for family in text_string_to_metric_families(text) for s in family.samples}
+    status = {job["job"]: job for job in json.loads(get(ui, "/streaming-health/api/status", token)[1])["jobs"]}[JOB.name]
+    job = (("job", JOB.name),)
+    assert found[("streaming_job_state", job + (("state", "stalled"),))] == 1.0
+    assert found[("streaming_backlog_files", job)] == status["backlog_files"] == 6
+    assert found[("streaming_restarts_total", job)] == status["restarts"]["all_time"] == 1
+    assert found[("streaming_last_commit_batch", job)] == status["latest_commit_batch"] == 2
+    assert found[("streaming_lease_holder", job + (("kind", "continuous"),))] == 1.0
+    targets = json.loads((planted.lake / "control" / "prometheus_targets.json").read_text())
+    assert targets == [{"targets": ["127.0.0.1:4040"], "labels": {
+        "streaming_job": JOB.name, "holder_kind": "continuous", "__metrics_path__": "/metrics/prometheus/"}}]
 
 
 def test_the_page_lists_every_job_and_says_a_stalled_job_is_stalled(ui):

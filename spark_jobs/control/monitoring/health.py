@@ -52,6 +52,8 @@ class JobHealth:
     backlog_files: int | None = None
     backlog_age_seconds: float | None = None
     freshness_seconds: float | None = None
+    event_time_lag_seconds: float | None = None
+    quarantine_share: float | None = None
     driver: dict | None = None
     supervisor: dict | None = None
     restarts_in_window: int | None = None
@@ -180,6 +182,23 @@ def _backlog_grew(rows: list[dict]) -> bool:
     return first is not None and last is not None and last > first
 
 
+def quarantine_window(job: JobSpec, rows: list[dict]) -> tuple[int, int, int]:
+    """The quarantined rows, all rows and the micro-batches with rows among the job's last
+    ``AlertThresholds.quarantine_window_batches`` progress rows (oldest first): what ``quarantine_high`` weighs."""
+    window = [r for r in rows[-job.alerts.quarantine_window_batches:] if r.get("rows")]
+    carried = sum(sum(r["rows"].values()) for r in window)
+    bad = sum(r["rows"].get(table, 0) for r in window for table in quarantine_tables(job))
+    return bad, carried, len(window)
+
+
+def _event_time_lag(last: dict | None) -> float | None:
+    """How old the newest event of the last micro-batch was when its trigger started (its ``timestamp`` minus
+    its ``event_time_max``); None for a job without event time (Spark reports it with a watermark only)."""
+    if not last or last.get("event_time_max") is None or last.get("timestamp") is None:
+        return None
+    return round((last["timestamp"] - last["event_time_max"]).total_seconds(), 1)
+
+
 def evaluate(job: JobSpec, report: dict, rows: list[dict]) -> list[Condition]:
     """The conditions the registry's ``AlertThresholds`` raise for a checkpoint report and the job's
     newest progress rows (oldest first)."""
@@ -218,14 +237,12 @@ def evaluate(job: JobSpec, report: dict, rows: list[dict]) -> list[Condition]:
             "check that the driver runs and commits (state, last commit); to catch up faster raise "
             "maxFilesPerTrigger or give the driver more resources; --latest-first if fresh data matters "
             "more than order"))
-    window = [r for r in rows[-alerts.quarantine_window_batches:] if r.get("rows")]
-    carried = sum(sum(r["rows"].values()) for r in window)
-    bad = sum(r["rows"].get(table, 0) for r in window for table in quarantine_tables(job))
+    bad, carried, window = quarantine_window(job, rows)
     if carried and bad / carried > alerts.max_quarantine_rate:
         tables = quarantine_tables(job)
         found.append(Condition(
             "quarantine_high", "warning",
-            f"{bad} of the {carried} rows of {job.name}'s last {len(window)} micro-batches were quarantined "
+            f"{bad} of the {carried} rows of {job.name}'s last {window} micro-batches were quarantined "
             f"({bad / carried:.1%}, above {alerts.max_quarantine_rate:.1%})",
             f"see why: python -m spark_jobs sql --engine duckdb \"SELECT reason, count(*) FROM {tables[0]} GROUP BY "
             "reason ORDER BY 2 DESC\"; fix the producer of the bad files; good records are not lost"))
@@ -302,13 +319,15 @@ def check_job(job: JobSpec, lake_root: str | Path | None, input_path: str | None
     needed = max(job.alerts.slow_batches, job.alerts.quarantine_window_batches)
     rows = read_progress(lake.path, job.name, limit=needed, days=job.progress.retention_days, now=now,
                          columns=["batch_id", "timestamp", "input_rows_per_second", "processed_rows_per_second",
-                                  "batch_duration_ms", "num_input_rows", "input_files", "rows", "backlog_files"]) if lake.local else []
+                                  "batch_duration_ms", "num_input_rows", "input_files", "rows", "backlog_files",
+                                  "event_time_max"]) if lake.local else []
     conditions = evaluate(job, report, rows)
     state, reason = _state(report, conditions)
     supervisor = report.get("supervisor")
     if incidents is None:
         incidents = IncidentStore(report["control"]).open_incidents()
     last = rows[-1] if rows else None
+    bad, carried, _ = quarantine_window(job, rows)
     started = report.get("status") != "not_started"  # a job that never ran owns no backlog yet
     discovery = report.get("discovery") or {}
     restarts = restart_counts(read_events(report["control"]), supervisor, now,
@@ -323,6 +342,8 @@ def check_job(job: JobSpec, lake_root: str | Path | None, input_path: str | None
         backlog_files=report.get("backlog_files") if started else None,
         backlog_age_seconds=discovery.get("oldest_waiting_age_seconds") if started else None,
         freshness_seconds=discovery.get("landing_to_commit_seconds"),
+        event_time_lag_seconds=_event_time_lag(last),
+        quarantine_share=round(bad / carried, 6) if carried else None,
         driver=report.get("driver"),
         supervisor=supervisor,
         restarts_in_window=(supervisor or {}).get("restarts_in_window"),
@@ -335,5 +356,6 @@ def check_job(job: JobSpec, lake_root: str | Path | None, input_path: str | None
         supervision=supervision_text(supervisor),
         owner=owner_text(report.get("driver"), now),
         discovery=discovery_text(report.get("discovery")),
-        last_batch={**last, "timestamp": last["timestamp"].isoformat()} if last else None,
+        last_batch={**last, "timestamp": last["timestamp"].isoformat(),
+                    "event_time_max": last["event_time_max"] and last["event_time_max"].isoformat()} if last else None,
         conditions=conditions, incidents=incidents, report=report)
