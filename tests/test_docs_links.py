@@ -12,40 +12,19 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.markdown import FENCE, anchors
 from tests.helpers.project import PROJECT_ROOT
 PAGES = sorted([PROJECT_ROOT / "README.md", PROJECT_ROOT / "plugins" / "README.md",
                 *(PROJECT_ROOT / "docs").glob("*.md")])
 
-FENCE = re.compile(r"^(```|~~~).*?^\1[^\n]*$", re.S | re.M)
 INLINE_CODE = re.compile(r"`[^`\n]*`")
 LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
-HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.M)
 HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
 
 
 def _prose(text: str) -> str:
     """The text a reader sees as prose: code blocks, inline code and HTML comments taken out."""
     return INLINE_CODE.sub("", FENCE.sub("", HTML_COMMENT.sub("", text)))
-
-
-def _slug(heading: str) -> str:
-    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces as hyphens."""
-    text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", heading)  # a link in a heading: its text
-    text = text.lower().replace("`", "")
-    text = re.sub(r"[^\w\- ]", "", text)
-    return text.replace(" ", "-")
-
-
-def anchors(page: Path) -> set[str]:
-    """Every heading anchor of a Markdown page, with GitHub's ``-1``, ``-2`` suffixes for repeats."""
-    seen: dict[str, int] = {}
-    found = set()
-    for match in HEADING.finditer(FENCE.sub("", page.read_text())):
-        slug = _slug(match.group(1))
-        count = seen.get(slug, 0)
-        found.add(slug if count == 0 else f"{slug}-{count}")
-        seen[slug] = count + 1
-    return found
 
 
 def broken_links(page: Path) -> list[str]:

@@ -17,7 +17,7 @@ import yaml
 from spark_jobs.control.monitoring.metrics import health_families
 from spark_jobs.control.oncall.requests import ACTIONS
 from tests.helpers.project import PROJECT_ROOT
-from tests.test_docs_links import anchors
+from tests.helpers.markdown import anchors
 
 FOLDER = PROJECT_ROOT / "docs" / "prometheus"
 RULES = FOLDER / "alerts.yml"
