@@ -14,7 +14,12 @@ while files land every few seconds. The tests run in order and share it:
    driver,jvm,group``);
 2. alice's on-call ``restart`` replaces the supervisor; in real headless Chromium the page still shows the three
    take-overs (an on-call restart does not reset the counts), the standby warm again, and the freshness and the
-   oldest waiting file's age.
+   oldest waiting file's age;
+3. a real Prometheus scrapes the health plugin's ``/streaming-health/metrics`` with a bearer token from the API server
+   (as docs/monitoring.md says) and evaluates the shipped alert rules (the stall alert's ``for`` cut to 2 s): it returns
+   the three restarts and the backlog age; then, with supervision paused on-call (so neither the supervisor nor the
+   standby steps in) and the driver's whole group stopped with SIGSTOP, its lease expires and the stall alert fires;
+   woken and resumed, the job commits again and the table stays exact.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ import pytest
 
 from tests.helpers.airflow_fixtures import require_airflow_env
 from tests.helpers.project import PROJECT_ROOT
+from tests.helpers.prometheus import Prometheus, require_prometheus
 from tests.helpers.real_airflow import RestApi, wait_for
 from tools.bench.recovery import KILL_KINDS, kill_target
 from tools.local_airflow import LocalAirflow, free_port, marked_processes
@@ -267,3 +273,52 @@ def test_the_health_page_tells_the_night_after_an_oncall_restart(night):
     assert float(shown["backlog-age"]) >= 0 and "file" in cells["backlog"], (shown, cells)
     assert sum("take-over by the warm standby" in text for text in timeline) == 3, timeline
     assert any("the test's on-call restart" in text or "restart" in text.lower() for text in timeline)
+
+
+def _oncall(night: Night, action: str) -> dict:
+    alice = RestApi.login(night.airflow.url, "alice", night.airflow.password("alice"))
+    run = alice("POST", f"/dags/{ONCALL}/dagRuns", {"logical_date": None, "conf": {
+        "job": JOB, "action": action, "reason": f"the test's {action}"}})
+    return wait_for(f"the on-call {action}", lambda: (r := night.api(
+        "GET", f"/dags/{ONCALL}/dagRuns/{run['dag_run_id']}"))["state"] in ("success", "failed") and r)
+
+
+def test_prometheus_returns_the_restarts_the_backlog_age_and_a_firing_stall_alert(night):
+    require_prometheus()
+    token = night.root / "prometheus.token"
+    token.write_text(RestApi.login(night.airflow.url, "admin", night.airflow.password("admin")).token)
+    token.chmod(0o600)
+    (night.root / "prometheus").mkdir()
+    prometheus = Prometheus(night.root / "prometheus", f"127.0.0.1:{night.airflow.port}",
+                            night.control.parent / "prometheus_targets.json", metrics_path="/streaming-health/metrics",
+                            token_file=token, alerts_for={"StreamingJobStalled": "2s"})
+    try:
+        restarts = wait_for("a scrape", lambda: prometheus.query(f'streaming_restarts_total{{job="{JOB}"}}'))
+        assert [r["value"][1] for r in restarts] == ["3"]  # the three take-overs, over both supervisors
+        assert prometheus.query(f'streaming_standby_take_overs_total{{job="{JOB}"}}')[0]["value"][1] == "3"
+        [age] = prometheus.query(f'streaming_backlog_oldest_age_seconds{{job="{JOB}"}}')
+        assert 0 <= float(age["value"][1]) < 600
+
+        assert _oncall(night, "pause_supervision")["state"] == "success"
+        driver = night.lease()
+        group = os.getpgid(driver.pid)
+        os.killpg(group, signal.SIGSTOP)  # a hung driver, JVM and all: its lease ages past its ttl
+        try:
+            firing = wait_for("the stall alert to fire", lambda: prometheus.query(
+                'ALERTS{alertname="StreamingJobStalled", alertstate="firing"}'), timeout=300)
+            [state] = prometheus.query(f'streaming_job_state{{job="{JOB}"}} == 1')
+        finally:
+            os.killpg(group, signal.SIGCONT)
+        assert [(a["metric"]["job"], a["metric"]["severity"]) for a in firing] == [(JOB, "page")]
+        assert state["metric"]["state"] == "stalled"
+        [alert] = [a for a in prometheus.alerts() if a["labels"]["alertname"] == "StreamingJobStalled"]
+        assert alert["annotations"]["oncall_action"] == "restart"
+    finally:
+        prometheus.stop()
+    assert _oncall(night, "resume_supervision")["state"] == "success"
+    last = max(night.commit_times())
+    wait_for("a commit after the job was resumed", lambda: max(night.commit_times()) > last)
+    night.stop_landing()
+    wait_for("every landed file committed", night.caught_up)
+    ids = night.event_ids()
+    assert Counter(ids) == Counter(night.expected) and len(ids) == len(set(ids))
