@@ -128,12 +128,14 @@ class Night:
         return self.lake / "checkpoints" / JOB
 
     def supervisor(self) -> dict:
-        path = self.control / "supervisor.json"
-        return json.loads(path.read_text()) if path.exists() else {}
+        from spark_jobs.control.supervision.state import read_supervisor_state
+
+        return read_supervisor_state(str(self.control)) or {}
 
     def events(self) -> list[dict]:
-        path = self.control / "events.jsonl"
-        return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+        from spark_jobs.control.supervision.state import read_events
+
+        return read_events(str(self.control))
 
     def lease(self):
         from spark_jobs.control.checkpoint.lease import read_lease
