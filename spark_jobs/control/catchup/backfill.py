@@ -92,11 +92,6 @@ class BackfillRequest:
         return f"backfill-{self.date_from:%Y%m%d}-{self.date_to:%Y%m%d}-{digest}"
 
     @property
-    def selects_all(self) -> bool:
-        """Whether every file of the source is selected (no dates, no time window)."""
-        return self.file_dates is None and self.time_window is None
-
-    @property
     def delivered(self) -> tuple[dt.datetime, dt.datetime] | None:
         """The delivery times selected (end exclusive), from the dates or the time window; ``None``: every file."""
         if self.time_window is not None:
