@@ -38,6 +38,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from spark_jobs.control.lake.commit_race import lost_commit_race
 from spark_jobs.control.lake.delta_log import (RestorePlan, commit_infos, delta_path, int_or_none, latest_version,
                                                 partitions_with_small_files, version_rows)
 from spark_jobs.model.errors import UsageError
@@ -122,16 +123,6 @@ def print_history(entries: list[dict], output_format: str, out=sys.stdout) -> No
     print("  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip(), file=out)
     for row in cells:
         print("  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip(), file=out)
-
-
-def lost_commit_race(error: BaseException) -> bool:
-    """Whether ``error`` is a commit that lost to a concurrent writer (safe to redo from a fresh snapshot).
-
-    Besides Delta's ``Concurrent*Exception``s, on a local file system a commit that loses the race for
-    ``_delta_log/<version>.json`` can surface as that file not being found while the winner renames it.
-    """
-    text = str(error)
-    return ("Concurrent" in text and "Exception" in text) or ("_delta_log" in text and "FileNotFound" in text)
 
 
 # --- optimize --------------------------------------------------------------------------------------
