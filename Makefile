@@ -7,17 +7,20 @@ PROJECT := $(CURDIR)
 VENV := $(PROJECT)/.venv
 PYTHON ?= python3
 
-# One block of environment for every command (Airflow, spark-submit, the CLI, the tests).
+# One block of environment for every command (Airflow, spark-submit, the CLI, the tests). `?=`: a value the
+# environment already has wins (a cluster's spark_default, another Airflow home).
 export PATH := $(VENV)/bin:$(PATH)
 export PYTHONPATH := $(PROJECT)
-export AIRFLOW_HOME := $(PROJECT)/.airflow
+AIRFLOW_HOME ?= $(PROJECT)/.airflow
+export AIRFLOW_HOME
 export AIRFLOW__CORE__DAGS_FOLDER := $(PROJECT)/dags
 export AIRFLOW__CORE__PLUGINS_FOLDER := $(PROJECT)/plugins
 export AIRFLOW__CORE__LOAD_EXAMPLES := False
 export AIRFLOW__CORE__PARALLELISM := 4
 export AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION := True
 export AIRFLOW__LOGGING__LOGGING_LEVEL := WARNING
-export AIRFLOW_CONN_SPARK_DEFAULT := {"conn_type": "spark", "host": "local[2]"}
+AIRFLOW_CONN_SPARK_DEFAULT ?= {"conn_type": "spark", "host": "local[2]"}
+export AIRFLOW_CONN_SPARK_DEFAULT
 export PYSPARK_PYTHON := $(VENV)/bin/python
 export PYSPARK_DRIVER_PYTHON := $(VENV)/bin/python
 export SPARK_LOCAL_DIRS := $(PROJECT)/.spark/local
@@ -42,7 +45,7 @@ help:
 	@echo "make airflow  start Airflow on 127.0.0.1:\$$AIRFLOW_PORT (default 8080) and print the UI's URL and login"
 	@echo "make stop   stop that Airflow and every Spark driver it started"
 	@echo "make env    print the environment as shell exports: eval \"\$$(make -s env)\""
-	@echo "make clean  remove the lake, landing data, Airflow home and Spark scratch (keeps the venv)"
+	@echo "make clean  remove the lake, landing data, Airflow home, Spark scratch, a hand-started worker's work/ (keeps the venv)"
 
 $(STAMP): requirements.txt
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
@@ -89,6 +92,7 @@ demo: sample-data
 	@airflow dags test cloudtrail_etl_catchup > $(AIRFLOW_HOME)/demo-dag-run.log 2>&1 \
 		|| { tail -40 $(AIRFLOW_HOME)/demo-dag-run.log; exit 1; }
 	@airflow dags list-runs cloudtrail_etl_catchup -o plain 2>/dev/null | grep -E "^dag_id|^cloudtrail_etl_catchup" | head -2 | cut -c1-100
+	@python -c "from spark_jobs.launch.submit import SparkConnection; print('ran on Spark master', SparkConnection.from_airflow_env().master, '(the connection spark_default)')"
 	@echo "== cloudtrail_events: rows per date (Spark) =="
 	@python -m spark_jobs sql "SELECT date, count(*) AS events, count(DISTINCT eventID) AS distinct_ids FROM cloudtrail_events GROUP BY date ORDER BY date" 2>/dev/null
 	@echo "== example query: errors per eventSource (DuckDB on delta-rs, no JVM) =="
@@ -127,5 +131,6 @@ env:
 	@env | grep -E '^(PATH|PYTHONPATH|AIRFLOW|PYSPARK_|SPARK_|LAKE_ROOT|CLOUDTRAIL_ETL_INPUT)' | sed -E "s/^([^=]+)=(.*)$$/export \1='\2'/"
 	@echo 'unset PYTHONDONTWRITEBYTECODE'
 
+# A standalone worker started without --work-dir keeps each application's folder in the pip Spark's work/.
 clean:
-	rm -rf lake landing .airflow .spark .pytest_cache spark-warehouse
+	rm -rf lake landing .airflow .spark .pytest_cache spark-warehouse $(wildcard $(VENV)/lib/python3*/site-packages/pyspark/work)

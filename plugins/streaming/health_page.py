@@ -256,13 +256,19 @@ def create_app():
 
         return page(list(JOBS.values()), "Streaming health")
 
+    def registry_job(name: str):
+        """The registry's job ``name``; a 404 with the registry's message for a name it does not know."""
+        from spark_jobs.model.errors import UsageError
+        from spark_jobs.registry import get_job
+
+        try:
+            return get_job(name)
+        except UsageError as error:
+            raise HTTPException(404, str(error)) from None
+
     @app.get("/job/{job}", response_class=HTMLResponse)
     def one_job(job: str) -> HTMLResponse:
-        from spark_jobs.registry import JOBS
-
-        if job not in JOBS:
-            raise HTTPException(404, f"unknown job {job!r}; known jobs: {', '.join(sorted(JOBS))}")
-        return page([JOBS[job]], f"Streaming health: {job}")
+        return page([registry_job(job)], f"Streaming health: {job}")
 
     @app.get("/dag/{dag_id}", response_class=HTMLResponse)
     def dag_tab(dag_id: str) -> HTMLResponse:
@@ -286,11 +292,8 @@ def create_app():
     def timeline(job: str) -> JSONResponse:
         from spark_jobs.control.monitoring.timeline import job_timeline
         from spark_jobs.model.lake import Lake
-        from spark_jobs.registry import JOBS
 
-        if job not in JOBS:
-            raise HTTPException(404, f"unknown job {job!r}; known jobs: {', '.join(sorted(JOBS))}")
-        return JSONResponse([entry.to_dict() for entry in job_timeline(JOBS[job], Lake.at(lake_root()))])
+        return JSONResponse([entry.to_dict() for entry in job_timeline(registry_job(job), Lake.at(lake_root()))])
 
     @app.get("/metrics")
     def metrics() -> Response:
@@ -303,10 +306,8 @@ def create_app():
     @app.get("/api/jobs/{job}/progress")
     def progress(job: str, limit: int = Query(PAGE_BATCHES, ge=1, le=10_000)) -> JSONResponse:
         from spark_jobs.control.monitoring.history import read_progress
-        from spark_jobs.registry import JOBS
 
-        if job not in JOBS:
-            raise HTTPException(404, f"unknown job {job!r}; known jobs: {', '.join(sorted(JOBS))}")
+        registry_job(job)
         rows = read_progress(lake_root(), job, limit=limit)
         return JSONResponse(json.loads(json.dumps(rows, default=str)))
 

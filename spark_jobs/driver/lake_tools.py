@@ -124,16 +124,6 @@ def print_history(entries: list[dict], output_format: str, out=sys.stdout) -> No
         print("  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip(), file=out)
 
 
-def lost_commit_race(error: BaseException) -> bool:
-    """Whether ``error`` is a commit that lost to a concurrent writer (safe to redo from a fresh snapshot).
-
-    Besides Delta's ``Concurrent*Exception``s, on a local file system a commit that loses the race for
-    ``_delta_log/<version>.json`` can surface as that file not being found while the winner renames it.
-    """
-    text = str(error)
-    return ("Concurrent" in text and "Exception" in text) or ("_delta_log" in text and "FileNotFound" in text)
-
-
 # --- optimize --------------------------------------------------------------------------------------
 
 def optimize(spark, lake: Lake, table: TableSpec, where: str | None = None,
@@ -159,6 +149,7 @@ def optimize(spark, lake: Lake, table: TableSpec, where: str | None = None,
     from delta.tables import DeltaTable
 
     from spark_jobs.driver.session import session_conf
+    from spark_jobs.driver.write.delta_writer import RetryPolicy, commit_retrying
 
     path = delta_path(lake, table.name)
     columns = table.zorder_by if zorder_by is None else zorder_by
@@ -171,16 +162,14 @@ def optimize(spark, lake: Lake, table: TableSpec, where: str | None = None,
         builder = DeltaTable.forPath(spark, str(path)).optimize()
         if where:
             builder = builder.where(where)
-        for attempt in range(1, OPTIMIZE_ATTEMPTS + 1):
-            try:
-                with session_conf(spark, _layout_conf(table, columns, time_ordered_file_bytes)):
-                    result = (builder.executeZOrderBy(*columns) if columns else builder.executeCompaction()).collect()
-                break
-            except Exception as exc:  # noqa: BLE001 - only a lost commit race is retried
-                if attempt == OPTIMIZE_ATTEMPTS or not lost_commit_race(exc):
-                    raise
-                log.warning("optimize of %s lost a commit race (attempt %d): %s; retrying", table.name, attempt,
-                            str(exc).strip().splitlines()[0][:300])
+
+        def compact() -> list:
+            with session_conf(spark, _layout_conf(table, columns, time_ordered_file_bytes)):
+                return (builder.executeZOrderBy(*columns) if columns else builder.executeCompaction()).collect()
+
+        # a commit that lost a race to a writer is redone at once (the writer's retries back off)
+        result = commit_retrying(compact, RetryPolicy(attempts=OPTIMIZE_ATTEMPTS, first_delay=0),
+                                 f"optimize of {table.name}")
     metrics = result[0].metrics if result else None
     return {
         "table": table.name,

@@ -2,11 +2,10 @@
 
 ``StreamingQuery.recentProgress`` converts every update Spark retains (``spark.sql.streaming.numRecentProgressUpdates``,
 100 by default) on every call: each update's JSON made in the JVM, sent through py4j and parsed in Python. The
-driver's loop (:func:`spark_jobs.driver.runner.run_streaming`) polls five times a second, so a long-running driver
-spent its time re-reading updates it had already seen: 22 ms a call with 62 updates retained, measured on 2 cores
-(2026-11-29, docs/benchmarks.md), about a tenth of a core for as long as the driver lives. :class:`NewProgress`
-walks the list from its end and converts only the updates it has not returned yet: three py4j calls when nothing is
-new. PySpark has no such call, hence this module.
+driver's loop (:func:`spark_jobs.driver.runner.run_streaming`) polls five times a second, so reading
+``recentProgress`` would spend a long-running driver's CPU re-reading updates it has already seen (the cost is in
+docs/benchmarks.md). :class:`NewProgress` walks the list from its end and converts only the updates it has not
+returned yet: three py4j calls when nothing is new. PySpark has no such call, hence this module.
 """
 
 from __future__ import annotations

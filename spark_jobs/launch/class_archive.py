@@ -32,6 +32,7 @@ the project maps it; the benchmark's ``jvm_start`` part compares both).
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import subprocess
@@ -151,20 +152,22 @@ def _with_project(pythonpath: str | None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv) or ["check"]
-    if args[0] == "build":
+    """``build`` or ``check`` (the default); exit 2 for anything else (argparse's usage)."""
+    parser = argparse.ArgumentParser(prog="python -m spark_jobs.launch.class_archive",
+                                     description=__doc__.split("\n")[0])
+    parser.add_argument("command", nargs="?", default="check", choices=("build", "check"),
+                        help="build: make the archive (a failure only warns); check (default): exit 0 if a "
+                             "driver JVM maps it")
+    if parser.parse_args(argv).command == "build":
         try:
             build()
         except (RuntimeError, subprocess.TimeoutExpired) as exc:
             # Set-up goes on without it: every Spark start works, only slower.
             print(f"warning: no class archive, Spark starts will be slower: {exc}", file=sys.stderr)
         return 0
-    if args[0] == "check":
-        problem = check()
-        print(problem or f"ok: driver JVMs map {archive_path()}")
-        return 1 if problem else 0
-    print("usage: python -m spark_jobs.launch.class_archive build|check", file=sys.stderr)
-    return 2
+    problem = check()
+    print(problem or f"ok: driver JVMs map {archive_path()}")
+    return 1 if problem else 0
 
 
 if __name__ == "__main__":

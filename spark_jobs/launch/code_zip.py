@@ -26,6 +26,7 @@ nothing the executors run reads a data file beside its module. No pyspark here.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import os
 import sys
@@ -95,10 +96,9 @@ def build(out_dir: Path | None = None, package_dir: Path = PACKAGE_DIR) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    if argv or sys.argv[1:]:
-        print("usage: python -m spark_jobs.launch.code_zip   (builds the executors' code zip if needed, prints its path)",
-              file=sys.stderr)
-        return 2
+    """Build the zip if needed and print its path; exit 2 for any argument (argparse's usage)."""
+    argparse.ArgumentParser(prog="python -m spark_jobs.launch.code_zip",
+                            description="builds the executors' code zip if needed, prints its path").parse_args(argv)
     print(build())
     return 0
 

@@ -33,6 +33,7 @@ by Maven with their dependencies, never passed to Spark.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import importlib.util
 import os
@@ -331,7 +332,12 @@ def _fetch_with_maven(folder: Path) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    command = (argv or sys.argv[1:] or ["check"])[0]
+    """``fetch``, ``check`` (the default) or ``paths``; exit 2 for anything else (argparse's usage)."""
+    parser = argparse.ArgumentParser(prog="python -m spark_jobs.launch.jars", description=__doc__.split("\n")[0])
+    parser.add_argument("command", nargs="?", default="check", choices=("fetch", "check", "paths"),
+                        help="fetch: Maven Central -> .jars/, sha256-checked; check (default): exit 0 if every "
+                             "pinned jar is there with its checksum; paths: the comma-separated list for --jars")
+    command = parser.parse_args(argv).command
     if command == "paths":
         try:
             print(spark_jars())
@@ -339,9 +345,6 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 2
         return 0
-    if command not in ("fetch", "check"):
-        print("usage: python -m spark_jobs.launch.jars fetch|check|paths", file=sys.stderr)
-        return 2
     left = fetch() if command == "fetch" else problems()
     for line in left:
         print(f"error: {line}", file=sys.stderr)

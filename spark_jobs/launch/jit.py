@@ -4,18 +4,14 @@ Most of the project's drivers live seconds to minutes: an available-now catch-up
 catches up on data), a backfill, a reprocess, lake maintenance, an on-call action, a ``sql`` query. HotSpot's
 tiered JIT spends much of such a life compiling with C2, its optimizing compiler, on the same cores that run the
 batch, for code that would pay that back only over a long life. ``-XX:TieredStopAtLevel=1`` keeps the quick C1
-compiler only. Measured on 2 cores (2026-11-28, docs/benchmarks.md, "a short-lived driver compiles with C1"): a
-catch-up of one new 50-event file from process start to exit 19-23 s -> 13.5-14.2 s; of 50 files (50,000
-events) 25.4-25.8 s -> 19.9-20.2 s; of 1,000 files (1M events, one batch) 55.2 s -> 54.5 s: the work of a
-catch-up is the Python workers' parse and the I/O, not JIT-compiled Java.
+compiler only: a short catch-up ends sooner, and a long one loses nothing, as the work of a catch-up is the Python
+workers' parse and the I/O, not JIT-compiled Java (docs/benchmarks.md, "a short-lived driver compiles with C1").
 
 ``-XX:TieredStopAtLevel=1`` also shrinks HotSpot's code cache to its non-tiered default, 48 MB, which Spark and
 Delta fill within a minute of batches: the JVM then spends its time flushing compiled code (its ``Sweeper thread``)
 and compiling it again (with flushing off, it stops compiling: "CodeCache is full. Compiler has been disabled"). So the
 options keep the tiered default's size, ``-XX:ReservedCodeCacheSize=240m`` (reserved address space; only the
-code compiled takes memory). Measured on 2 cores (2026-11-28, docs/benchmarks.md, "The code cache of a C1-only
-JVM"): in one SparkSession, a catch-up run of 12 micro-batches of a few files each took 42.3-50.2 CPU-seconds
-with 48 MB (the sweeper 2.5-4.3 of them) against 33.4-39.0 with 240 MB, which held 61 MB of compiled code.
+code compiled takes memory; docs/benchmarks.md, "The code cache of a C1-only JVM", has the measurements).
 
 A long-running driver (a continuous job's, a standby's) keeps the JVM's default, as its
 JVM lives for days. Neither Spark nor the JDK chooses a JIT by a process's expected life, hence this module.

@@ -134,9 +134,6 @@ class WindowSpec:
     def tumbling(self) -> bool:
         return self.slide is None
 
-    def windows_per_event(self) -> int:
-        return 1 if self.slide is None else int(duration_seconds(self.size) // duration_seconds(self.slide))
-
 
 @dataclass(frozen=True)
 class EventTimeSpec:

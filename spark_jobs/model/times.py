@@ -57,7 +57,7 @@ def parse_utc(value, what: str = "time") -> dt.datetime:
         moment = value
     elif isinstance(value, str) and _ISO.fullmatch(value.strip()):
         try:
-            moment = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+            moment = dt.datetime.fromisoformat(value.strip())
         except ValueError:
             raise UsageError(f"{what} {value!r} is not a time (ISO-8601, e.g. 2024-03-01T08:00:00Z)") from None
     else:

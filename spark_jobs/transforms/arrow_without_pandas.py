@@ -3,9 +3,8 @@
 pyarrow imports pandas the first time it builds an array from Python objects (``pa.array``,
 ``RecordBatch.from_pydict``, ``from_arrays`` of lists), to ask whether those objects are pandas ones. In a
 Python worker of this project that import is all pandas is ever used for: the decoding ``mapInArrow`` bodies and
-the landing source's reads hand pyarrow lists of Python values, never pandas objects. pandas alone is ~0.3
-CPU-seconds to import; measured here, a one-new-file catch-up run (its Python workers start on the first batch's
-path) took 24.2 against 26.0 CPU-seconds and 15.9 against 17.3 s, four runs each, alternated.
+the landing source's reads hand pyarrow lists of Python values, never pandas objects. Importing pandas costs a
+new Python worker CPU time on the first batch's path (the figures are in docs/benchmarks.md).
 
 :func:`settle` lets pyarrow ask once while pandas cannot be imported (a finder first on ``sys.meta_path``
 refuses it), so pyarrow settles on "no pandas" for those questions; then the finder goes. ``import pandas`` works

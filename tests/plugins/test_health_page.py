@@ -213,6 +213,15 @@ def test_a_dag_that_runs_no_job_says_so(ui):
     assert status == 200 and "DAG lake_maintenance runs no streaming job" in body
 
 
+def test_an_unknown_job_is_a_404_with_the_registrys_message(ui):
+    token = ui.token()
+    routes = ["/streaming-health/job/nope", "/streaming-health/api/jobs/nope/timeline",
+              "/streaming-health/api/jobs/nope/progress"]
+    answers = [get(ui, route, token) for route in routes]
+    message = f"unknown job 'nope'; known jobs: {', '.join(sorted(JOBS))}"
+    assert [(status, json.loads(body)) for status, body in answers] == [(404, {"detail": message})] * len(routes)
+
+
 def test_the_page_and_its_plugin_import_no_pyspark(tmp_path):
     """What the API server runs for the page (the plugin's load, the summary, the history, the HTML),
     in a fresh interpreter: no pyspark module gets imported."""

@@ -4,11 +4,11 @@ rewrites data (Airflow's human-in-the-loop), do it (or say what it would do), au
 from __future__ import annotations
 
 import json
-import time
 from datetime import timedelta
 
 from airflow.providers.standard.operators.hitl import ApprovalOperator, HITLOperator
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+from tenacity import RetryError, Retrying, retry_if_result, stop_before_delay, wait_fixed
 
 from spark_jobs.launch.submit import SPARK_CONN_ID
 from streaming.hooks.airflow_api import API_CONN_ID
@@ -304,16 +304,15 @@ class OncallActionOperator(HITLOperator):
         before = read_lease(control)
         self._api().set_paused(request.airflow.dag_id, True)
         self.log.info("paused %s; waiting for the driver to stop after its micro-batch", request.airflow.dag_id)
-        deadline = time.monotonic() + self.stop_timeout
-        while time.monotonic() < deadline:
-            lease = read_lease(control)
+        try:
             # Stopped: no live lease, or one a catch-up run holds (the continuous driver's is gone).
-            if lease is None or lease.expired() or lease_owner(lease).kind != "continuous":
-                return {"paused": request.airflow.dag_id, "driver_before": before and before.describe(),
-                        "lease": lease and {"generation": lease.generation, "released": lease.released}}
-            time.sleep(1)
-        raise RuntimeError(f"{request.airflow.dag_id} is paused, but the driver still holds the lease after "
-                           f"{self.stop_timeout:g} s: {read_lease(control).describe()}")
+            lease = _lease_once(control, lambda lease: lease is None or lease.expired()
+                                or lease_owner(lease).kind != "continuous", self.stop_timeout)
+        except RetryError:
+            raise RuntimeError(f"{request.airflow.dag_id} is paused, but the driver still holds the lease after "
+                               f"{self.stop_timeout:g} s: {read_lease(control).describe()}") from None
+        return {"paused": request.airflow.dag_id, "driver_before": before and before.describe(),
+                "lease": lease and {"generation": lease.generation, "released": lease.released}}
 
     def _restart(self, request) -> dict:
         from spark_jobs.control.checkpoint.lease import read_lease
@@ -323,16 +322,27 @@ class OncallActionOperator(HITLOperator):
         view = request.airflow
         self._api().clear_task(view.dag_id, view.running_run_id, "supervise")
         self.log.info("cleared supervise of %s %s; waiting for a new driver", view.dag_id, view.running_run_id)
-        deadline = time.monotonic() + self.restart_timeout
-        while time.monotonic() < deadline:
-            lease = read_lease(control)
-            if lease is not None and lease.generation > before.generation and not lease.expired():
-                return {"cleared": f"{view.dag_id} {view.running_run_id} supervise",
-                        "driver_before": before.describe(), "driver_after": lease.describe()}
-            time.sleep(1)
-        raise RuntimeError(f"no new driver took the checkpoint's lease within {self.restart_timeout:g} s after "
-                           f"clearing supervise of {view.dag_id}")
+        try:
+            lease = _lease_once(control, lambda lease: lease is not None and lease.generation > before.generation
+                                and not lease.expired(), self.restart_timeout)
+        except RetryError:
+            raise RuntimeError(f"no new driver took the checkpoint's lease within {self.restart_timeout:g} s after "
+                               f"clearing supervise of {view.dag_id}") from None
+        return {"cleared": f"{view.dag_id} {view.running_run_id} supervise",
+                "driver_before": before.describe(), "driver_after": lease.describe()}
 
     def on_kill(self) -> None:
         if self._hook is not None:
             self._hook.on_kill()
+
+
+def _lease_once(control: str, done, timeout: float):
+    """The checkpoint's lease under ``control`` (None: there is none) once ``done(lease)``, read once a second.
+
+    :raises tenacity.RetryError: when ``done`` still does not hold after ``timeout`` seconds.
+    """
+    from spark_jobs.control.checkpoint.lease import read_lease
+
+    poll = Retrying(retry=retry_if_result(lambda lease: not done(lease)), stop=stop_before_delay(timeout),
+                    wait=wait_fixed(1))
+    return poll(read_lease, control)

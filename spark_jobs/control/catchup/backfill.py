@@ -33,7 +33,7 @@ from spark_jobs.model.errors import UsageError
 from spark_jobs.model.lake import PROJECT_ROOT, as_path
 from spark_jobs.model.object_store import is_object_store
 from spark_jobs.model.jobs import JobSpec
-from spark_jobs.model.times import utc_iso
+from spark_jobs.model.times import parse_utc, utc_iso
 from spark_jobs.registry import get_job
 
 # Characters a shell or a URL parser would give a meaning to; none belongs in a log folder's path.
@@ -90,11 +90,6 @@ class BackfillRequest:
         if self.file_dates is None:
             return f"backfill-all-{digest}"
         return f"backfill-{self.date_from:%Y%m%d}-{self.date_to:%Y%m%d}-{digest}"
-
-    @property
-    def selects_all(self) -> bool:
-        """Whether every file of the source is selected (no dates, no time window)."""
-        return self.file_dates is None and self.time_window is None
 
     @property
     def delivered(self) -> tuple[dt.datetime, dt.datetime] | None:
@@ -220,19 +215,10 @@ def parse_time(field: str, value) -> dt.datetime:
 
     :raises BackfillRefused: (``field``) for anything else.
     """
-    if isinstance(value, dt.datetime):
-        moment = value
-    elif isinstance(value, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}([T ][0-9:.]+)?(Z|[+-]\d{2}:?\d{2})?",
-                                                 value.strip()):
-        try:
-            moment = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-        except ValueError:
-            raise BackfillRefused(field, f"{value!r} is not a time (ISO-8601, e.g. 2024-03-01T08:00:00Z)") from None
-    else:
-        raise BackfillRefused(field, f"{value!r} is not a time (ISO-8601, e.g. 2024-03-01T08:00:00Z)")
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=dt.timezone.utc)
-    return moment.astimezone(dt.timezone.utc)
+    try:
+        return parse_utc(value, field)
+    except UsageError:
+        raise BackfillRefused(field, f"{value!r} is not a time (ISO-8601, e.g. 2024-03-01T08:00:00Z)") from None
 
 
 def _time_window(time_from, time_to, now: dt.datetime, dated: bool) -> tuple[dt.datetime, dt.datetime] | None:

@@ -67,6 +67,7 @@ from typing import Any, Protocol
 import fsspec
 import psutil
 from fsspec.implementations.local import LocalFileSystem
+from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_incrementing
 
 LEASE_DIR = "lease"
 GENERATION_NAME = re.compile(r"^(\d{10})\.json$")
@@ -292,17 +293,17 @@ def _gen_path(lease_dir: str, generation: int) -> str:
     return f"{lease_dir}/{generation:010d}.json"
 
 
+# A record that does not parse is read again a little later (a non-local create may still be writing it), then
+# taken as unreadable.
+@retry(retry=retry_if_exception_type((ValueError, TypeError, KeyError)), stop=stop_after_attempt(3),
+       wait=wait_incrementing(start=0.05, increment=0.05), retry_error_callback=lambda state: None)
 def _read_generation(fs: fsspec.AbstractFileSystem, lease_dir: str, generation: int) -> LeaseInfo | None:
     """The record of one generation; None if it is gone or unreadable (counts as expired)."""
-    for attempt in range(3):
-        try:
-            with fs.open(_gen_path(lease_dir, generation), "rb") as handle:
-                return LeaseInfo.from_dict(json.loads(handle.read().decode("utf-8")))
-        except FileNotFoundError:
-            return None
-        except (ValueError, TypeError, KeyError):
-            time.sleep(0.05 * (attempt + 1))  # a non-local create may still be writing it
-    return None
+    try:
+        with fs.open(_gen_path(lease_dir, generation), "rb") as handle:
+            return LeaseInfo.from_dict(json.loads(handle.read().decode("utf-8")))
+    except FileNotFoundError:
+        return None
 
 
 def read_lease(control_dir: str) -> LeaseInfo | None:

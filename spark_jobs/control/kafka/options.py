@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime
 
 from spark_jobs.model.errors import UsageError, positive_int
+from spark_jobs.model.times import parse_utc
 
 
 def parse_time(text: str, flag: str) -> datetime:
-    """An ISO-8601 time (``2024-03-02T08:00:00Z``; no zone means UTC) as an aware datetime.
+    """An ISO-8601 time (``2024-03-02T08:00:00Z``; no zone means UTC) as an aware UTC datetime.
 
     :raises UsageError: naming ``flag`` and the bad text.
     """
     try:
-        moment = datetime.fromisoformat(str(text).strip().replace("Z", "+00:00"))
-    except ValueError:
+        return parse_utc(text, flag)
+    except UsageError:
         raise UsageError(f"{flag} {text!r} is not an ISO-8601 time; write it like 2024-03-02T08:00:00Z") from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
 
 def run_overrides(max_offsets_per_trigger: str | None, starting_timestamp: str | None) -> dict[str, str]:

@@ -42,7 +42,7 @@ def parse_as_of(text: str) -> AsOf:
     if re.fullmatch(r"\d+", value):
         return AsOf(text, version=int(value))
     try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00").replace(" ", "T", 1))
+        moment = datetime.fromisoformat(value)
     except ValueError:
         raise UsageError(f"--as-of {text!r} is neither a version (a whole number like 3) nor a time "
                          "(ISO-8601 like 2026-11-23T08:00:00Z)") from None

@@ -16,7 +16,7 @@ Stopping:
   stops after the current micro-batch; after ``grace_seconds`` SIGKILL to the whole group.
 - :meth:`ChildProcess.kill`: SIGKILL to the whole group (works on a SIGSTOPped process too).
 
-Both reap the child and wait until no process of the group is left (``/proc``). Linux only.
+Both reap the child and wait until no process of the group is left. Linux only.
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+
+import psutil
 
 log = logging.getLogger("spark_jobs.control.supervision")
 
@@ -59,26 +61,17 @@ def _die_with_parent(parent_pid: int):
     return setup
 
 
-def _stat(pid: int) -> tuple[str, int] | None:
-    """(state, process group) of ``pid`` from ``/proc``; None if it is gone."""
+def _in_group(pid: int, pgid: int) -> bool:
+    """Whether ``pid`` is a live (not a zombie) process of process group ``pgid``."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            text = handle.read().decode("ascii", "replace")
-        fields = text[text.rindex(")") + 2:].split()
-        return fields[0], int(fields[2])
-    except (OSError, ValueError, IndexError):
-        return None
+        return os.getpgid(pid) == pgid and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except (OSError, psutil.Error):  # gone
+        return False
 
 
 def group_members(pgid: int) -> list[int]:
     """The live (non-zombie) processes of process group ``pgid``."""
-    members = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            stat = _stat(int(entry))
-            if stat is not None and stat[1] == pgid and stat[0] != "Z":
-                members.append(int(entry))
-    return sorted(members)
+    return sorted(pid for pid in psutil.pids() if _in_group(pid, pgid))
 
 
 def tail_text(path: Path, start: int = 0, lines: int = 20, max_bytes: int = 64 * 1024) -> str:
@@ -149,10 +142,7 @@ class ChildProcess:
 
     def owns(self, pid: int | None) -> bool:
         """Whether ``pid`` is a live process of this driver's group (the Python driver under spark-submit)."""
-        if pid is None or self.pgid is None:
-            return False
-        stat = _stat(pid)
-        return stat is not None and stat[1] == self.pgid and stat[0] != "Z"
+        return pid is not None and self.pgid is not None and _in_group(pid, self.pgid)
 
     def members(self) -> list[int]:
         """The live processes of the driver's group."""

@@ -19,6 +19,8 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import asdict, dataclass
 
+import psutil
+
 from spark_jobs.control.checkpoint.lease import LeaseInfo, read_lease
 from spark_jobs.control.supervision.state import read_supervisor_state
 
@@ -84,17 +86,10 @@ def airflow_context(pid: int) -> dict[str, str]:
     """The Airflow task that started ``pid`` (``dag_id``, ``run_id``, ``task_id``, ``try_number``), read from its
     environment; empty when it was not started by a task, or cannot be read (another host or user, gone)."""
     try:
-        with open(f"/proc/{pid}/environ", "rb") as handle:
-            pairs = handle.read().split(b"\0")
-    except OSError:
+        environ = psutil.Process(pid).environ()
+    except psutil.Error:
         return {}
-    found = {}
-    for pair in pairs:
-        name, _, value = pair.partition(b"=")
-        key = _CONTEXT.get(name.decode(errors="replace"))
-        if key:
-            found[key] = value.decode(errors="replace")
-    return found
+    return {key: environ[name] for name, key in _CONTEXT.items() if name in environ}
 
 
 def lease_owner(lease: LeaseInfo) -> Owner:

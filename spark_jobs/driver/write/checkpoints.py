@@ -2,8 +2,9 @@
 
 Delta writes a checkpoint of a table's state every ``delta.checkpointInterval`` commits (10 by default) inside the
 commit that reaches it (its post-commit ``CheckpointHook``): the state is computed with Spark jobs and written as
-Parquet before the commit returns. On the 10M-event table that made one live batch in ten take 2-3.5 s instead of
-~1 s, and 5-7 s the first time in a new driver (``bench --only freshness_large``), while its files' events waited.
+Parquet before the commit returns. That makes one live batch in ten several times slower than the others, and
+slower still the first time in a new driver (``bench --only freshness_large``; docs/benchmarks.md), while its
+files' events wait.
 
 A staged insert's transaction runs without that hook (:func:`defer`); after its commit, :func:`after_commit` writes
 the checkpoint of the version it committed on a daemon thread, one at a time per table: one still being written

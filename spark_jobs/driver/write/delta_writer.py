@@ -31,7 +31,9 @@ from typing import TYPE_CHECKING, Callable, TypeVar
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
+from spark_jobs.control.lake.commit_race import lost_commit_race
 from spark_jobs.model.errors import UsageError
 from spark_jobs.model.tables import DeliveryDateBound, DeliveryTimeBound
 from spark_jobs.model.object_store import delta_rs_options
@@ -62,12 +64,6 @@ TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
 # Delta repartitions a MERGE's output by the table's partition columns before writing (a shuffle of
 # whole rows) unless this is false.
 MERGE_REPARTITION_CONF = "spark.databricks.delta.merge.repartitionBeforeWrite.enabled"
-
-# Delta's commit conflicts (io.delta.exceptions.* / org.apache.spark.sql.delta.*): another writer
-# committed first; retrying re-reads the table and is safe.
-CONFLICTS = ("ConcurrentAppendException", "ConcurrentDeleteReadException", "ConcurrentDeleteDeleteException",
-             "ConcurrentTransactionException", "ConcurrentWriteException", "MetadataChangedException",
-             "ProtocolChangedException", "DELTA_CONCURRENT_")
 
 # A batch's later deliveries of a key, up to this many, are collected to the driver and dropped with a
 # broadcast anti join (a shuffle of the key columns only); more, and the whole batch is shuffled.
@@ -135,12 +131,6 @@ class TimeRange:
         (what Delta skips files by)."""
         column = f"{alias}.`{self.column}`" if alias else f"`{self.column}`"
         return [f"{column} >= {sql_literal(self.start)}", f"{column} <= {sql_literal(self.end)}"]
-
-
-def is_conflict(error: BaseException) -> bool:
-    """Whether ``error`` is a Delta commit conflict with another writer (safe to retry)."""
-    text = f"{type(error).__name__}: {error}"
-    return any(name in text for name in CONFLICTS)
 
 
 def create_tables(spark: SparkSession, targets: list[TableTarget],
@@ -247,29 +237,29 @@ class RetryPolicy:
 def commit_retrying(attempt: Callable[[], T], retry: RetryPolicy, what: str,
                     on_retry: Callable[[], None] | None = None) -> T:
     """Run ``attempt`` (a read of the table and one Delta commit) until it commits, redoing it from the start
-    after a commit conflict with another writer (:func:`is_conflict`), with :class:`RetryPolicy`'s backoff.
+    after a commit that lost a race to another writer (:func:`~spark_jobs.control.lake.commit_race.lost_commit_race`),
+    with :class:`RetryPolicy`'s backoff.
 
     Every exactly-once write (:meth:`ExactlyOnceWriter.write`) and a reprocess's rebuild of partitions
-    (:func:`spark_jobs.driver.reprocess.rebuild`) commit through this one loop.
+    (:func:`spark_jobs.driver.reprocess.rebuild`) commit through this one loop, and so does ``lake optimize``
+    (:func:`spark_jobs.driver.lake_tools.optimize`).
 
     :param what: names the commit in the log line of each retry (``batch 7, table cloudtrail_events``).
     :param on_retry: called before each retry (a counter).
     :raises: the attempt's error when it is not a conflict, or after the last try.
     """
-    for tries in range(retry.attempts):
-        try:
-            return attempt()
-        except Exception as exc:  # noqa: BLE001 - only conflicts are retried
-            if not is_conflict(exc) or tries + 1 == retry.attempts:
-                raise
-            wait = retry.delay(tries)
-            if on_retry is not None:
-                on_retry()
-            first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
-            log.warning("%s: commit conflict with another writer (try %d of %d), retrying in %.1f s: %s", what,
-                        tries + 1, retry.attempts, wait, first)
-            retry.sleep(wait)
-    raise AssertionError("unreachable")
+
+    def before_sleep(state: RetryCallState) -> None:
+        if on_retry is not None:
+            on_retry()
+        exc = state.outcome.exception()
+        first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+        log.warning("%s: commit conflict with another writer (try %d of %d), retrying in %.1f s: %s", what,
+                    state.attempt_number, retry.attempts, state.upcoming_sleep, first)
+
+    return Retrying(retry=retry_if_exception(lost_commit_race), stop=stop_after_attempt(retry.attempts),
+                    wait=lambda state: retry.delay(state.attempt_number - 1), sleep=retry.sleep,
+                    before_sleep=before_sleep, reraise=True)(attempt)
 
 
 class ExactlyOnceWriter:

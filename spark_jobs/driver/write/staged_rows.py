@@ -1,24 +1,24 @@
 """A staged insert's reads of local Parquet files in the driver, without a Spark job: its own rows, the keys held.
 
 The staged insert (:mod:`spark_jobs.driver.write.staged`) reads back the key and ``first_by`` columns of the files
-it wrote, uncommitted, to find the rows to leave out; a live batch wrote one file of about a thousand rows, and
-a Spark job to read it took 0.2-0.25 s of a ~1.1 s batch on the 10M-event table. For files on a local disk whose
-columns are strings and integers, :func:`read_locally` reads them with pyarrow in this process instead (a few
-milliseconds), giving the same values Spark's read would: the partition columns from the files' Delta ``add``
+it wrote, uncommitted, to find the rows to leave out; a live batch writes one small file, and a Spark job to read
+it is a large share of a live batch's time. For files on a local disk whose columns are strings and integers,
+:func:`read_locally` reads them with pyarrow in this process instead, giving the same values Spark's read would:
+the partition columns from the files' Delta ``add``
 actions, typed as the table types them. ``None`` otherwise (an object store, another type, or only partition
 columns asked for: pyarrow would read no column, hence no row): Spark reads them.
 
 The table's files in the batch's bound are read the same way for their keys (:func:`keys_read_locally`: a file's
 key column whole, to keep between batches; :func:`keys_found_locally`: only which of the batch's keys it holds,
-read a record batch at a time). A Spark job to read them took 0.2-0.3 s a batch when warm, and 1.3 s in a new
-driver's first batch (the Parquet reader's and the join's classes and code generation); pyarrow reads the key
-column of a file of 250,000 events in some 30 ms.
+read a record batch at a time): a Spark job to read them costs every batch a job, and a new driver's first batch
+the Parquet reader's and the join's classes and code generation besides; pyarrow reads a file's key column in a
+fraction of that.
 
 A large batch (a catch-up's or a backfill's, up to :data:`MOST_ROWS_CHECKED_LOCALLY` rows) is checked the same way
 (:func:`suspects_read_locally`): only its key column is read whole, its repeated keys are counted and the held files
-scanned for its keys in Arrow, and the key and ``first_by`` columns are read only of the rows with such a key. Spark
-took three jobs for it (a ranking by key, a semi join, a distinct with a limit's collects): 1.7-2.0 s of a
-million-row batch, against 0.36-0.45 s here.
+scanned for its keys in Arrow, and the key and ``first_by`` columns are read only of the rows with such a key,
+where Spark takes three jobs (a ranking by key, a semi join, a distinct with a limit's collects). The
+measurements are in docs/benchmarks.md.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Warm a new driver's write path while its query starts, so that its first micro-batch is not a cold one.
 
-A driver's first micro-batch used to take ~14 s where a warm one takes ~2 (``bench --only cold_start``): on
-top of its own work it starts Spark's Python workers (a fork of ``pyspark.daemon``, then each worker
+A driver's first micro-batch is much slower than a warm one (``bench --only cold_start``; docs/benchmarks.md):
+on top of its own work it starts Spark's Python workers (a fork of ``pyspark.daemon``, then each worker
 imports pyarrow, simdjson and the job's decoding), loads each Delta table's snapshot for the first time
 (the log's checkpoint and commits) and loads and compiles the classes of both. None of that
 needs the batch: :func:`start` does it on a daemon thread while the main thread creates the tables and
@@ -9,8 +9,7 @@ starts the streaming query (checkpoint, offsets, the first listing), on a machin
 the driver then. What it loads stays: Spark reuses an idle Python worker for the batch's tasks, and Delta
 keeps each table's snapshot in its log cache and only reads the commits made since. It does not compute a
 snapshot's state (its files, a Spark job): a live batch reads what it needs of the log with delta-rs
-(:mod:`~spark_jobs.driver.write.held_files`), and that job took the cores from the first batch (on a small lake,
-its 5.6 s against 6.4 s with it).
+(:mod:`~spark_jobs.driver.write.held_files`), and that job would take the cores from the first batch.
 
 It writes nothing and may fail quietly (the batch then does the same work itself); the batch never waits
 for it.

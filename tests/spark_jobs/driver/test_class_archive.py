@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -12,6 +13,7 @@ from spark_jobs.launch.class_archive import (ARCHIVE_ENV, DEFAULT_JAVA_OPTIONS_C
 from spark_jobs.launch.jars import DELTA_CONF
 from spark_jobs.launch.jit import SHORT_LIVED_OPTIONS
 from spark_jobs.launch.submit import SparkConnection, Submission, spark_submit_conf
+from tests.helpers.project import PROJECT_ROOT
 
 
 def test_every_spark_submit_of_the_project_carries_the_archive_options():
@@ -64,3 +66,10 @@ def test_the_archive_can_be_switched_off_or_moved(monkeypatch, tmp_path):
     assert check() == f"no class archive at {moved}: run `python -m spark_jobs.launch.class_archive build`"
     monkeypatch.setenv(ARCHIVE_ENV, str(tmp_path / "with space" / "a.jsa"))
     assert java_options() == ""  # Spark splits Java options on whitespace
+
+
+def test_an_unknown_command_is_the_usage_and_exit_2():
+    done = subprocess.run([sys.executable, "-m", "spark_jobs.launch.class_archive", "nope"], cwd=PROJECT_ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.startswith("usage: python -m spark_jobs.launch.class_archive [-h] [{build,check}]")

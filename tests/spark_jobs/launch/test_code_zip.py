@@ -65,3 +65,13 @@ def test_the_projects_zip_imports_the_job_without_the_project_on_the_path(tmp_pa
 
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"{built}/spark_jobs/transforms/cloudtrail/decode.py"
+
+
+def test_the_command_prints_the_zips_path_and_takes_no_argument():
+    built = subprocess.run([sys.executable, "-m", "spark_jobs.launch.code_zip"], cwd=PROJECT_ROOT, capture_output=True,
+                           text=True, timeout=60)
+    assert (built.returncode, built.stdout, built.stderr) == (0, f"{code_zip.build()}\n", "")
+    refused = subprocess.run([sys.executable, "-m", "spark_jobs.launch.code_zip", "extra"], cwd=PROJECT_ROOT,
+                             capture_output=True, text=True, timeout=60)
+    assert (refused.returncode, refused.stdout) == (2, "")
+    assert refused.stderr.startswith("usage: python -m spark_jobs.launch.code_zip [-h]")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from spark_jobs.control.lake.commit_race import lost_commit_race
 from spark_jobs.driver.write.delta_writer import TableTarget, TimeRange
 from spark_jobs.driver.write.held_files import read_bound
 from spark_jobs.driver.write.staged import _Scala, _merge_operation, _register_metrics
@@ -92,8 +93,9 @@ def test_a_commit_after_the_bound_read_conflicts_as_after_deltas_own_reads(spark
     if conflict is None:
         assert commit() == 4
     else:
-        with pytest.raises(Exception, match=conflict):
+        with pytest.raises(Exception, match=conflict) as raised:
             commit()
+        assert lost_commit_race(raised.value)  # the writers redo it from a fresh snapshot
 
 
 def test_a_partition_value_delta_percent_encodes_leaves_the_reads_to_delta(spark, tmp_path):
