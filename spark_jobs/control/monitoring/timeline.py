@@ -38,7 +38,7 @@ class TimelineEntry:
         ``give_up`` | ``stop`` | ``held`` | ``resume`` | ``lease_wait`` | ``lease_free`` | ``standby`` | ``oncall`` (a
         supervisor event's own kind for the supervisor's; a standby's take-over is a ``restart`` that says so).
     :param summary: one line for people.
-    :param requested_by: an on-call action's requester.
+    :param requested_by: who asked: an on-call action's requester, the Airflow user who triggered a run.
     :param decided_by: who approved or rejected it.
     :param outcome: a run's or an on-call action's outcome (``succeeded``, ``failed``, ``rejected``, ...), an
         incident's severity, or a supervisor event's outcome.
@@ -100,10 +100,14 @@ def run_entries(job: JobSpec, lake: Lake) -> list[TimelineEntry]:
             summary = (f"{what}: {loaded or 'no row'} from {_count(files, 'file')} in "
                        f"{_count(run.get('batches') or 0, 'micro-batch', 'micro-batches')}" if files or loaded
                        else f"{what}: nothing new to read")
+        elif outcome == "refused":  # checked and not run: no try to tell of
+            summary = f"{run.get('kind')} refused: {run.get('reason') or 'no reason recorded'} (run {run.get('run_id')})"
         else:
             summary = (f"{what} failed" + (" (Airflow tries it again)" if outcome == "retrying" else "")
                        + f": {run.get('reason') or 'no reason recorded'}")
-        entries.append(TimelineEntry(at, str(run.get("kind")), summary, outcome=outcome,
+        requested_by = run.get("requested_by")
+        summary += f"; asked by {requested_by}" if requested_by else ""
+        entries.append(TimelineEntry(at, str(run.get("kind")), summary, requested_by=requested_by, outcome=outcome,
                                      rows=sum(rows.values()), files=run.get("files")))
     return entries
 

@@ -131,3 +131,22 @@ def test_a_runs_rows_and_files_are_its_streams_batches_since_it_started(tmp_path
     assert read_runs(control) == []
     with pytest.raises(ValueError, match="unknown run outcome 'maybe'"):
         RunRecord(job=JOB.name, kind="catch-up", dag_id="d", run_id="r", try_number=1, outcome="maybe")
+
+
+def test_a_refused_backfill_is_a_refusal_that_says_who_asked_not_a_failure(tmp_path):
+    import sys
+
+    from tests.helpers.project import PROJECT_ROOT
+
+    sys.path.insert(0, str(PROJECT_ROOT / "plugins"))
+    from streaming.health_page import _timeline
+
+    lake = Lake(tmp_path / "lake")
+    reason = "date_to: 2024-03-01 is before date_from 2024-03-05: the range runs backwards"
+    record_run(str(lake.control_path(JOB.name)), RunRecord(
+        job=JOB.name, kind="backfill", dag_id="cloudtrail_etl_backfill", run_id="manual__3", try_number=1,
+        outcome="refused", reason=reason, requested_by="alice"))
+    [entry] = job_timeline(JOB, lake)
+    assert (entry.kind, entry.outcome, entry.requested_by) == ("backfill", "refused", "alice")
+    assert entry.summary == f"backfill refused: {reason} (run manual__3); asked by alice"
+    assert f'<span class="tl-kind">backfill refused</span>backfill refused: {reason}' in _timeline([entry])
