@@ -34,14 +34,16 @@ def retrying_default_args(execution_timeout: timedelta) -> dict:
 
 
 def input_folder_param(job: JobSpec, reads: str) -> Param:
-    """The trigger form's ``input``: an absolute landing folder, or empty for the job's default.
+    """The trigger form's ``input``: an absolute landing folder, or empty (``None``) for the job's default. It may be
+    empty: Airflow's form marks a field required, and disables Trigger, unless its type allows ``null`` (the form
+    sends an emptied text field as ``null``); templates read it as ``params.input or ''``.
 
     :param job: the registry job.
     :param reads: what the folder is for, e.g. "to read in this run".
     """
     return Param(
-        "",
-        type="string",
+        None,
+        type=["null", "string"],
         pattern="^(/.*)?$",
         title="Input folder",
         description=f"Absolute landing folder {reads}. Empty: ${job.input_env_var}, else the registry's "

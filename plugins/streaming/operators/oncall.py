@@ -23,8 +23,8 @@ class OncallActionOperator(HITLOperator):
     """Carry out one on-call action on a registry job, from the run's params (the trigger form).
 
     1. :func:`spark_jobs.control.oncall.requests.check_request` checks every field and the job's state (its lease, its
-       supervisor, the continuous DAG in Airflow); a refusal fails the task naming the field
-       (:class:`AirflowFailException`, no retry) and runs nothing.
+       supervisor, the continuous DAG in Airflow); a refusal ends the run as refused, naming the field: the task is
+       skipped (:class:`AirflowSkipException`, one log line with the reason), audited, and nothing runs.
     2. The plan (:meth:`~spark_jobs.control.oncall.requests.OncallRequest.plan`) goes to the log and to XCom ``plan``;
        a dry run ends there.
     3. An action that destroys or rewrites data (the registry's ``needs_approval``: ``reset_checkpoint``,
@@ -118,7 +118,8 @@ class OncallActionOperator(HITLOperator):
         except OncallRefused as exc:
             record.outcome, record.message = "refused", str(exc)
             self._audit(context, lake, record)
-            raise AirflowFailException(f"on-call action refused, nothing was run: {exc}") from None
+            self.log.info("on-call action refused, nothing was run: %s", exc)
+            raise AirflowSkipException(f"on-call action refused, nothing was run: {exc}") from None
         record.parameters = request.parameters()
         return request
 
