@@ -79,7 +79,8 @@ def landing_asset(job: JobSpec) -> Asset:
     """
     from streaming.triggers.landing_files import LandingFilesTrigger
 
-    trigger = LandingFilesTrigger(job=job.name, poll_seconds=float(job.catchup.poll_seconds))
+    trigger = LandingFilesTrigger(job=job.name, poll_seconds=float(job.catchup.poll_seconds),
+                                  coalesce_seconds=float(job.catchup.coalesce_seconds))
     return Asset(name=f"{job.name}_landing", watchers=[AssetWatcher(name=f"{job.name}_landing_files", trigger=trigger)])
 
 
