@@ -150,3 +150,25 @@ def test_a_refused_backfill_is_a_refusal_that_says_who_asked_not_a_failure(tmp_p
     assert (entry.kind, entry.outcome, entry.requested_by) == ("backfill", "refused", "alice")
     assert entry.summary == f"backfill refused: {reason} (run manual__3); asked by alice"
     assert f'<span class="tl-kind">backfill refused</span>backfill refused: {reason}' in _timeline([entry])
+
+
+def test_a_supervisor_stop_start_or_hold_says_who_asked(tmp_path):
+    lake = Lake(tmp_path / "lake")
+    control = str(lake.control_path(JOB.name))
+    append(lake, AuditRecord(job=JOB.name, action="stop", parameters={}, reason="maintenance", dry_run=False,
+                             triggered_by="alice", outcome="succeeded", time=T0))
+    append(lake, AuditRecord(job=JOB.name, action="restart", parameters={}, reason="try", dry_run=True,
+                             triggered_by="bob", outcome="dry_run", time=T0 + timedelta(minutes=30)))
+    for minutes, kind, extra in [(1, "stop", {}), (20, "held", {"hold": {"by": "carol", "reason": "debugging"}}),
+                                 (31, "stop", {}), (32, "start", {})]:
+        append_event(control, {"time": iso(T0 + timedelta(minutes=minutes)), "job": JOB.name, "kind": kind,
+                               "reason": "asked to stop" if kind == "stop" else kind, "outcome": "", **extra})
+    entries = [e for e in job_timeline(JOB, lake) if e.kind != "oncall"]
+    assert [(e.kind, e.requested_by) for e in entries] == [("stop", "alice"), ("held", "carol"), ("stop", None),
+                                                           ("start", None)]
+    assert entries[0].summary == "stop: asked to stop; asked by alice (on-call stop)"
+    assert entries[1].summary == "held: held; asked by carol"
+    # bob's restart was a dry run: the stop after it came from Airflow itself
+    assert entries[2].summary == ("stop: asked to stop; asked from Airflow, not through on-call: a pause of "
+                                  "cloudtrail_etl_continuous or a stop of its task (Browse > Audit Log names the user)")
+    assert entries[3].summary == "start: start"
