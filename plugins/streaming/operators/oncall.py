@@ -153,7 +153,7 @@ class OncallActionOperator(HITLOperator):
                               "a second user with the role user, op or admin to AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS "
                               "and restart Airflow (docs/airflow.md#the-api-connection-and-a-second-user), then ask again")
             self._audit(context, request.lake, record)
-            raise AirflowFailException(f"on-call action not run: {record.message}")
+            raise AirflowSkipException(f"on-call action not run: {record.message}")
         self.assigned_users = [{"id": name, "name": name} for name in may_approve] if may_approve else None
         expiry = approval_expiry(request.action)
         expires_at = record.time + expiry
@@ -191,7 +191,7 @@ class OncallActionOperator(HITLOperator):
         if not decision.runs:
             record.outcome, record.message = decision.outcome(), decision.message(record.triggered_by)
             self._audit(context, lake, record)
-            if decision.decision == "rejected":
+            if decision.decision in ("rejected", "self_approval"):  # refused: nothing runs, nothing failed
                 raise AirflowSkipException(f"on-call action {record.message}")
             raise AirflowFailException(f"on-call action not run: {record.message}")
         request = self._check(context, lake, form, record)  # the job's state may have changed while waiting
