@@ -64,16 +64,10 @@ def stage(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def page(stage):
-    from playwright.sync_api import sync_playwright
+    from tests.helpers.chromium import headless_browser
 
-    from tests.helpers.chromium import CHROMIUM_ARGS, chromium
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium(), headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield browser.new_context(viewport={"width": 1400, "height": 1100}).new_page()
-        finally:
-            browser.close()
+    with headless_browser() as browser:
+        yield browser.new_context(viewport={"width": 1400, "height": 1100}).new_page()
 
 
 def trigger(stage, page, conf: dict, shot: str):
@@ -115,7 +109,7 @@ def backwards(stage, page, outside):
     log = stage.api("GET", f"/dags/{DAG_ID}/dagRuns/{run['dag_run_id']}/taskInstances/check_request/logs/1"
                            "?full_content=true")
     page.goto(f"{stage.airflow.url}/dags/{DAG_ID}/runs/{run['dag_run_id']}/tasks/check_request")
-    page.get_by_text("backfill refused, nothing was run").first.wait_for(timeout=60_000)
+    page.get_by_text("backfill refused, nothing was run").first.wait_for(timeout=180_000)  # the log, under load
     page.screenshot(path=str(stage.root / "refused-run-log.png"), full_page=True)
     return {"run": ended, "tasks": {t["task_id"]: t["state"] for t in tasks}, "log": json.dumps(log),
             "shown": page.locator("body").inner_text(), "runs": stage.runs()}
