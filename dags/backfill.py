@@ -43,8 +43,8 @@ from datetime import datetime, timedelta, timezone
 
 from airflow.sdk import DAG, Param, task
 
-from spark_jobs.model.input_roots import MAX_FILES_PER_TRIGGER, ROOTS_ENV_SUFFIX, configured_roots, source_pattern
 from spark_jobs.launch.submit import Submission
+from spark_jobs.model.input_roots import MAX_FILES_PER_TRIGGER, ROOTS_ENV_SUFFIX, configured_roots, source_pattern
 from spark_jobs.model.jobs import JobSpec
 from spark_jobs.registry import JOBS
 from streaming.dag_parts import retrying_default_args
@@ -117,6 +117,15 @@ def build_backfill_dag(job: JobSpec) -> DAG:
                 print(f"backfill refused, nothing was run: {exc}")
                 raise AirflowSkipException(f"backfill refused: {exc}") from None
             listing = list_files(request)
+            summary = {"writer": request.writer, "source": str(request.source), "dry_run": request.dry_run,
+                       **listing.summary()}
+            print(f"backfill of {job.name}: {summary['files']} files to load from {request.source} "
+                  f"({listing.out_of_range} out of the range, {listing.undated} without a date); writer "
+                  f"{request.writer}")
+            for path in listing.files[:200]:
+                print(f"  {path}")
+            return {**summary, "args": request.cli_args()}
+
         @task.short_circuit(task_id="unless_dry_run")
         def unless_dry_run(checked: dict) -> bool:
             """A dry run ends after the listing."""
