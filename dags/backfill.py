@@ -7,12 +7,16 @@ its form). A run loads the files of a `source` folder, optionally only those del
 `date_from` and `date_to` (the timestamp in a CloudTrail object name, else its `YYYY/MM/DD`
 folders), into the same tables the live stream feeds:
 
-1. `check_request` checks every field (`python -m spark_jobs backfill` checks them again): the
-   source must be an existing folder under the job's input roots (`$<JOB>_INPUT_ROOTS`, else the
-   registry's `input_roots`), with no `..`, no symlink out of a root, no shell metacharacters; the
-   range must not run backwards or into the future. A refused request fails here, naming the field,
-   and nothing else runs. It lists the files (count, out of range, undated) into its log and XCom.
-2. `dry_run` set: the run ends there (the listing is the answer). Otherwise `spark_submit` runs
+0. The form refuses what its schema can see, before a run exists: a source that is not a folder under the job's
+   input roots (`$<JOB>_INPUT_ROOTS`, else the registry's `input_roots`: the `pattern` is built from them when
+   this file is parsed), with `..` or shell metacharacters; a date that is not `YYYY-MM-DD`; a bad number.
+1. `check_request` checks every field again (`python -m spark_jobs backfill` checks them too), and what a schema
+   cannot: the folder exists, no symlink out of a root, the range does not run backwards or into the future. A
+   refused request ends the run as **refused**: the task is skipped with one line `backfill refused, nothing was
+   run: <field>: <why>`, nothing else runs (the run itself succeeds: no failed run), and the job's timeline says
+   `backfill refused: <field>: <why>`. It lists the files (count, out of range, undated) into its log and XCom.
+2. `dry_run` set (the form's default: the plan, or the refusal, shows first): the run ends there (the listing is
+   the answer); trigger again with it off to load. Otherwise `spark_submit` runs
 
        spark-submit ... spark_jobs/__main__.py backfill <job> --source <checked folder> \\
            [--date-from D --date-to D] [--max-files-per-trigger N]
@@ -23,13 +27,14 @@ folders), into the same tables the live stream feeds:
    nothing; overlapping the live job or another backfill adds nothing (one row per eventID, Delta's
    idempotent writes). Its log shows `progress: N of M files (P%), rows ..., ETA ...` per batch.
 
-Every try of `spark_submit` that ends, and a refused request, is a line of the job's run record
+Every try of `spark_submit` that ends, and a refused request (outcome `refused`), is a line of the job's run record
 (`<lake>/control/<job>/runs.jsonl`: the rows and files loaded, or the reason it failed), on the job's timeline.
 
 Several backfills may run at once (each its own checkpoint); the same request twice at once is
 refused by the checkpoint's lease (exit 3). Who may run it: whoever may trigger this DAG (Airflow's
 own permissions: DAG Runs "create" on this DAG, the `User` role and above in the FAB auth manager).
-Parsing this file reads only the registry: no connection, Variable, file or pyspark import.
+Parsing this file reads only the registry and the input roots' setting: no connection, Variable, file or pyspark
+import.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from datetime import datetime, timedelta, timezone
 from airflow.sdk import DAG, Param, task
 
 from spark_jobs.launch.submit import Submission
+from spark_jobs.model.input_roots import MAX_FILES_PER_TRIGGER, ROOTS_ENV_SUFFIX, configured_roots, source_pattern
 from spark_jobs.model.jobs import JobSpec
 from spark_jobs.registry import JOBS
 from streaming.dag_parts import retrying_default_args
@@ -49,28 +55,33 @@ DEFAULT_ARGS = retrying_default_args(execution_timeout=timedelta(hours=12))
 
 
 def backfill_params(job: JobSpec) -> dict[str, Param]:
-    """The trigger form: typed fields with titles, descriptions and the checks a form can make.
+    """The trigger form: typed fields with titles, descriptions and the checks a form can make, so that Airflow
+    refuses the request before a run exists: the source's ``pattern`` is built now from the job's input roots
+    (:func:`~spark_jobs.model.input_roots.source_pattern`), the dates are ``format: date``.
 
-    The rest (roots, symlinks, dates in the future) is checked by ``check_request``.
+    What the schema cannot say (the folder exists, no symlink out of a root, the dates' order, not in the future) is
+    checked by ``check_request``; a dry run, the default, shows its plan or its refusal before anything is loaded.
     """
-    roots = ", ".join(job.input_roots)
+    roots = ", ".join(configured_roots(job)) or "(none)"
     return {
-        "source": Param("", type="string", minLength=1, pattern="^(/|file:///)",
+        "source": Param("", type="string", minLength=1, pattern=source_pattern(job),
                         title="Source folder",
                         description=f"Absolute folder (or file:// URL) of the historical logs, under one of the "
-                                    f"job's input roots (${job.name.upper()}_INPUT_ROOTS, else the registry's: "
-                                    f"{roots})."),
+                                    f"job's input roots: {roots} (${job.name.upper()}{ROOTS_ENV_SUFFIX}, else the "
+                                    f"registry's input_roots). A path outside them is refused here."),
         "date_from": Param(None, type=["null", "string"], format="date", title="From (delivery date, UTC)",
-                           description="First delivery date to load. Leave both dates empty to load every file "
-                                       "of the source, dated or not."),
+                           description="First delivery date to load, YYYY-MM-DD. Leave both dates empty to load "
+                                       "every file of the source, dated or not."),
         "date_to": Param(None, type=["null", "string"], format="date", title="To (delivery date, UTC)",
-                         description="Last delivery date to load, inclusive; not in the future. Empty: today."),
-        "max_files_per_trigger": Param(None, type=["null", "integer"], minimum=1, maximum=100_000,
+                         description="Last delivery date to load, inclusive, YYYY-MM-DD: not before From, not in "
+                                     "the future. Empty: today."),
+        "max_files_per_trigger": Param(None, type=["null", "integer"], minimum=1, maximum=MAX_FILES_PER_TRIGGER,
                                        title="Files per micro-batch",
                                        description="Smaller batches leave the live job more of the cluster. "
                                                    "Empty: the registry's maxFilesPerTrigger."),
-        "dry_run": Param(False, type="boolean", title="Dry run",
-                         description="List the files and their count; write nothing."),
+        "dry_run": Param(True, type="boolean", title="Dry run",
+                         description="On: list the files and their count, or say why the request is refused; "
+                                     "write nothing. Turn it off to load them."),
     }
 
 
@@ -91,8 +102,9 @@ def build_backfill_dag(job: JobSpec) -> DAG:
 
         @task(task_id="check_request", retries=0)
         def check_request(params=None, ti=None, dag_run=None) -> dict:
-            """Check the form (refused: fail naming the field, run nothing) and list the files."""
-            from airflow.sdk.exceptions import AirflowFailException
+            """Check the form (refused: the run ends refused, naming the field; nothing else runs) and list the
+            files."""
+            from airflow.sdk.exceptions import AirflowSkipException
 
             from spark_jobs.control.catchup.backfill import BackfillRefused, check_request as check, list_files
             from streaming.operators.job_submit import record_try
@@ -101,8 +113,9 @@ def build_backfill_dag(job: JobSpec) -> DAG:
                 request = check(job.name, params["source"], params["date_from"], params["date_to"],
                                 params["max_files_per_trigger"], params["dry_run"])
             except BackfillRefused as exc:
-                record_try({"ti": ti, "dag_run": dag_run}, job.name, "backfill", reason=f"refused: {exc}")
-                raise AirflowFailException(f"backfill refused, nothing was run: {exc}") from None
+                record_try({"ti": ti, "dag_run": dag_run}, job.name, "backfill", reason=str(exc), outcome="refused")
+                print(f"backfill refused, nothing was run: {exc}")
+                raise AirflowSkipException(f"backfill refused: {exc}") from None
             listing = list_files(request)
             summary = {"writer": request.writer, "source": str(request.source), "dry_run": request.dry_run,
                        **listing.summary()}

@@ -81,7 +81,7 @@ def build_continuous_dag(job: JobSpec) -> DAG:
         StreamingSupervisorOperator(
             task_id="supervise",
             job=job.name,
-            input_path="{{ params.input }}",
+            input_path="{{ params.input or '' }}",
             warm_standby="{{ params.warm_standby }}",
             notifier=SupervisorEventNotifier(),
             doc_md=f"spark-submit `{job.name}` with `{job.continuous_trigger}` and keep it running "
@@ -90,7 +90,7 @@ def build_continuous_dag(job: JobSpec) -> DAG:
         CheckpointHealthSensor(
             task_id="checkpoint_health",
             job=job.name,
-            input_path="{{ params.input }}",
+            input_path="{{ params.input or '' }}",
             doc_md=f"The checkpoint health of `{job.name}` while `supervise` runs (XCom `health`).",
         )
     return dag

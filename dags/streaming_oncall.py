@@ -30,8 +30,9 @@ task resumes (nothing runs; the task fails with "refused: the requester cannot a
 request is checked again against the job's state of that moment before it runs. `restart`, `stop`,
 `pause_supervision`, `resume_supervision` and `set_warm_standby` run at once.
 
-Every field is checked before anything runs (`spark_jobs.control.oncall.requests.check_request`); a refusal fails the
-task with a message naming the field. Only checked values reach spark-submit (an argument list, no
+Every field is checked before anything runs (`spark_jobs.control.oncall.requests.check_request`); a refusal ends the
+run as refused, not failed: the task is skipped with one log line naming the field, and the audit row says
+`refused`. Only checked values reach spark-submit (an argument list, no
 shell); the reason goes only to the audit. Every run, refused, rejected, expired and dry runs included, is one row of
 the Delta table `ops_audit` (requester, approver, decision and their times too) (`python -m spark_jobs sql "SELECT * FROM ops_audit"`), and the task's
 XCom holds the plan and the audit row.

@@ -34,14 +34,16 @@ def retrying_default_args(execution_timeout: timedelta) -> dict:
 
 
 def input_folder_param(job: JobSpec, reads: str) -> Param:
-    """The trigger form's ``input``: an absolute landing folder, or empty for the job's default.
+    """The trigger form's ``input``: an absolute landing folder, or empty (``None``) for the job's default. It may be
+    empty: Airflow's form marks a field required, and disables Trigger, unless its type allows ``null`` (the form
+    sends an emptied text field as ``null``); templates read it as ``params.input or ''``.
 
     :param job: the registry job.
     :param reads: what the folder is for, e.g. "to read in this run".
     """
     return Param(
-        "",
-        type="string",
+        None,
+        type=["null", "string"],
         pattern="^(/.*)?$",
         title="Input folder",
         description=f"Absolute landing folder {reads}. Empty: ${job.input_env_var}, else the registry's "
@@ -77,7 +79,8 @@ def landing_asset(job: JobSpec) -> Asset:
     """
     from streaming.triggers.landing_files import LandingFilesTrigger
 
-    trigger = LandingFilesTrigger(job=job.name, poll_seconds=float(job.catchup.poll_seconds))
+    trigger = LandingFilesTrigger(job=job.name, poll_seconds=float(job.catchup.poll_seconds),
+                                  coalesce_seconds=float(job.catchup.coalesce_seconds))
     return Asset(name=f"{job.name}_landing", watchers=[AssetWatcher(name=f"{job.name}_landing_files", trigger=trigger)])
 
 

@@ -149,7 +149,8 @@ def _consumer_lag(health) -> str:
 def _timeline_label(entry) -> str:
     label = entry.kind.replace("_", " ")
     if entry.kind in ("catch-up", "backfill"):
-        return f"{label} failed" if entry.outcome in ("failed", "retrying") else label
+        if entry.outcome in ("failed", "retrying", "refused"):
+            return f"{label} {'refused' if entry.outcome == 'refused' else 'failed'}"
     return label
 
 

@@ -76,6 +76,14 @@ def _missing_note(table: str, path: Path) -> str:
     return f"note: table {table} has no data yet at {path} (run: python -m spark_jobs run {job.name})"
 
 
+def print_notes(query: str, notes: dict[str, str]) -> None:
+    """The notes of the tables ``query`` names (a word of it), to stderr: a query of the tables that have data says
+    nothing about the others."""
+    for table, note in notes.items():
+        if re.search(rf"\b{re.escape(table)}\b", query, re.IGNORECASE):
+            print(note, file=sys.stderr)
+
+
 def table_versions(lake: Lake, as_of: dict[str | None, AsOf]) -> dict[str, int | None]:
     """The version each existing Delta table is read at (None: the latest).
 
@@ -106,15 +114,15 @@ def read_table(spark, path, schema, version: int | None = None):
     return spark.createDataFrame([], schema)
 
 
-def register_tables(spark, lake: Lake, as_of: dict[str | None, AsOf] | None = None) -> list[str]:
+def register_tables(spark, lake: Lake, as_of: dict[str | None, AsOf] | None = None) -> dict[str, str]:
     """Create a temp view per registry table; a table with no data yet is an empty view.
 
-    :returns: notes for people about tables that have no data yet.
+    :returns: notes for people about tables that have no data yet, by table.
     """
     from spark_jobs.driver.job_modules import output_schemas
 
     versions = table_versions(lake, as_of or {})
-    notes = []
+    notes = {}
     done = set()
     for job in JOBS.values():
         for name, schema in output_schemas(spark, job).items():
@@ -123,7 +131,7 @@ def register_tables(spark, lake: Lake, as_of: dict[str | None, AsOf] | None = No
             done.add(name)
             path = lake.table_path(name)
             if name not in versions:
-                notes.append(_missing_note(name, path))
+                notes[name] = _missing_note(name, path)
             read_table(spark, path, schema, versions.get(name)).createOrReplaceTempView(name)
     for name in PLATFORM_TABLES:  # no note while empty: nothing has been done yet
         empty = spark.createDataFrame(_platform_schema(name).empty_table()).schema
@@ -161,8 +169,7 @@ def run_spark(query: str, lake: Lake, as_of: dict[str | None, AsOf], output_form
 
     table_versions(lake, as_of)  # a bad --as-of fails here, before a JVM starts
     spark = build_session("spark_jobs_sql")
-    for note in register_tables(spark, lake, as_of):
-        print(note, file=sys.stderr)
+    print_notes(query, register_tables(spark, lake, as_of))
     try:
         frame = spark.sql(query)
     except PySparkException as exc:
@@ -175,7 +182,7 @@ def run_spark(query: str, lake: Lake, as_of: dict[str | None, AsOf], output_form
 def duckdb_connection(lake: Lake, as_of: dict[str | None, AsOf] | None = None):
     """A DuckDB connection with a view per existing registry table over delta-rs's Arrow dataset.
 
-    :returns: (connection, notes for people about tables that have no data yet).
+    :returns: (connection, notes for people about tables that have no data yet, by table).
     """
     import duckdb
     from deltalake import DeltaTable
@@ -183,11 +190,11 @@ def duckdb_connection(lake: Lake, as_of: dict[str | None, AsOf] | None = None):
     versions = table_versions(lake, as_of or {})
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
-    notes = []
+    notes = {}
     for name in registry_tables():
         path = lake.table_path(name)
         if name not in versions:
-            notes.append(_missing_note(name, path))
+            notes[name] = _missing_note(name, path)
             continue
         dataset = DeltaTable(str(path), version=versions[name],
                              storage_options=delta_rs_options(path)).to_pyarrow_dataset()
@@ -256,8 +263,7 @@ def run_duckdb(query: str, lake: Lake, as_of: dict[str | None, AsOf], output_for
     import duckdb
 
     con, notes = duckdb_connection(lake, as_of)
-    for note in notes:
-        print(note, file=sys.stderr)
+    print_notes(query, notes)
     try:
         relation = con.sql(query)
         if relation is None:  # a statement with no result (SET, CREATE VIEW ...)

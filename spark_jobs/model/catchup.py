@@ -28,10 +28,14 @@ class CatchupTrigger:
         landing folder), and on the ``schedule`` as a safety net.
     :param poll_seconds: ``data`` only: how often the watcher lists the landing folder (a run starts within
         about this long after the first file of a burst, plus the scheduler's loop).
+    :param coalesce_seconds: ``data`` only: the watcher fires at most once in this long; files that land sooner after
+        its last event wait, gathered, for one event at the end of it (a trickle of deliveries is a few runs a
+        minute, not one per file; a landing after a quiet spell still fires at its first poll).
     """
 
     on: str = "cron"
     poll_seconds: float = 10.0
+    coalesce_seconds: float = 15.0
 
     def check(self, job: str, source_kind: str) -> None:
         """Refuse a trigger that does not fit the job.
@@ -44,6 +48,10 @@ class CatchupTrigger:
                 self.poll_seconds < MIN_POLL_SECONDS:
             raise RegistryError(f"job {job}: catchup.poll_seconds {self.poll_seconds!r} must be a number of seconds "
                                 f">= {MIN_POLL_SECONDS:g}")
+        if isinstance(self.coalesce_seconds, bool) or not isinstance(self.coalesce_seconds, (int, float)) or \
+                self.coalesce_seconds < 0:
+            raise RegistryError(f"job {job}: catchup.coalesce_seconds {self.coalesce_seconds!r} must be a number of "
+                                "seconds >= 0 (0: fire at every poll that finds new files)")
         if self.on == "data" and source_kind != "files":
             raise RegistryError(f"job {job}: catchup.on 'data' watches a landing folder, but the job reads "
                                 f"{source_kind}; use on='cron' (a table-fed job can schedule on its source "

@@ -53,10 +53,10 @@ def runs(tmp_path_factory, real_cloudtrail, migrated_db) -> BackfillRuns:
 @pytest.fixture(scope="module")
 def first(runs, real_cloudtrail, spark):
     """A backfill of every real sample, then the same backfill again."""
-    done = runs.backfill(source=str(real_cloudtrail), max_files_per_trigger=500)
+    done = runs.backfill(source=str(real_cloudtrail), max_files_per_trigger=500, dry_run=False)
     assert done.returncode == 0, f"airflow dags test {DAG_ID} failed (exit {done.returncode}):\n{tail(done)}"
     first = {"counts": runs.counts(spark), "files": table_files(runs.lake), "output": done.stdout + done.stderr}
-    again = runs.backfill(source=str(real_cloudtrail), max_files_per_trigger=500)
+    again = runs.backfill(source=str(real_cloudtrail), max_files_per_trigger=500, dry_run=False)
     assert again.returncode == 0, f"the second backfill failed (exit {again.returncode}):\n{tail(again)}"
     return {**first, "again_files": table_files(runs.lake), "states": runs.task_states()}
 
@@ -93,24 +93,33 @@ def test_a_dry_run_lists_the_files_of_its_range_and_writes_nothing(runs, first, 
     assert table_files(runs.lake) == first["again_files"]
 
 
-def test_a_refused_request_fails_naming_the_field_and_runs_nothing(runs, first):
+def test_a_refused_request_ends_refused_naming_the_field_and_runs_nothing(runs, first, real_cloudtrail):
     # One refusal through the DAG (its check_request task); every field's refusals are in
     # tests/spark_jobs/control/catchup/test_backfill_requests.py::test_each_bad_field_is_refused_by_name.
-    done = runs.backfill(source="/etc")
-    assert done.returncode != 0
-    assert "backfill refused, nothing was run: source: '/etc' is not under an input root of job cloudtrail_etl" \
-        in done.stdout + done.stderr
-    assert runs.task_states()[-1] == {"check_request": "failed", "unless_dry_run": "upstream_failed",
-                                      "spark_submit": "upstream_failed"}
+    done = runs.backfill(source=str(real_cloudtrail), date_from="2023-07-11", date_to="2023-07-10", dry_run=False)
+    assert done.returncode == 0, tail(done)
+    assert "backfill refused, nothing was run: date_to: 2023-07-10 is before date_from 2023-07-11: the range runs " \
+           "backwards" in done.stdout + done.stderr
+    assert runs.task_states()[-1] == {"check_request": "skipped", "unless_dry_run": "skipped",
+                                      "spark_submit": "skipped"}
     assert table_files(runs.lake) == first["again_files"]
 
 
-def test_the_form_refuses_values_outside_its_schema_before_a_run_starts(runs, first):
+def test_a_request_without_dry_run_is_a_dry_run_the_plan_shows_first(runs, first, real_cloudtrail):
+    done = runs.backfill(source=str(real_cloudtrail), date_from="2023-07-10", date_to="2023-07-10")
+    assert done.returncode == 0, tail(done)
+    assert runs.task_states()[-1] == {"check_request": "success", "unless_dry_run": "success",
+                                      "spark_submit": "skipped"}
+    assert table_files(runs.lake) == first["again_files"]
+
+
+def test_the_form_refuses_values_outside_its_schema_before_a_run_starts(runs, first, real_cloudtrail):
     before = len(runs.task_states())
     for params, message in [
         ({"source": "relative/path"}, "Invalid input for param source: 'relative/path' does not match"),
-        ({"source": "/etc", "max_files_per_trigger": 0}, "Invalid input for param max_files_per_trigger: 0 is less "
-                                                         "than the minimum of 1"),
+        ({"source": "/etc"}, "Invalid input for param source: '/etc' does not match"),  # outside the roots
+        ({"source": str(real_cloudtrail), "max_files_per_trigger": 0},
+         "Invalid input for param max_files_per_trigger: 0 is less than the minimum of 1"),
     ]:
         done = runs.backfill(**params)
         assert done.returncode != 0

@@ -165,6 +165,17 @@ def test_params_reject_bad_values(dag, name, value):
         validate_param(dag, name, value)
 
 
+def test_an_empty_input_folder_is_allowed_and_not_marked_required(dagbag):
+    # Airflow's form sends an emptied text field as null, and marks a field required (Trigger disabled) unless its
+    # type allows null: every DAG's "Input folder" says "Empty: $<JOB>_INPUT", so empty must pass.
+    dags = [dag for dag in dagbag.dags.values() if "input" in dag.params]
+    assert {d.dag_id for d in dags} >= {"cloudtrail_etl_catchup", "cloudtrail_etl_continuous", "cloudtrail_etl_reconcile"}
+    for dag in dags:
+        schema = dag.params.get_param("input").schema
+        assert "null" in schema["type"], dag.dag_id
+        validate_param(dag, "input", None)
+
+
 def test_parsing_looks_nothing_up_opens_nothing_and_imports_no_pyspark(airflow_env):
     report = run_parse_probe(DAGS_FOLDER)  # with no AIRFLOW_CONN_* in the environment
 
@@ -224,7 +235,7 @@ def test_continuous_dag_supervises_and_watches_side_by_side(continuous):
     # Restarts belong to the supervisor's budget: a task retry would restart past it.
     assert supervise.retries == 0 and health.retries == 0
     assert not supervise.downstream_task_ids and not health.downstream_task_ids
-    assert supervise.input_path == health.input_path == "{{ params.input }}"
+    assert supervise.input_path == health.input_path == "{{ params.input or '' }}"  # an empty field is null
     # The param overrides the job's standby setting for one run only.
     assert supervise.warm_standby == "{{ params.warm_standby }}"
     # Empty: the job's setting (on-call's, else the registry's), which the form's help names.

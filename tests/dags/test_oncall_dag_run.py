@@ -25,6 +25,7 @@ import gzip
 import json
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -234,7 +235,12 @@ def test_an_action_that_does_not_fit_is_refused_runs_nothing_and_is_audited(onca
         done = oncall.act(action="reset_checkpoint", reason="start over")
     finally:
         holder.release()
-    assert done.returncode != 0
+    assert done.returncode == 0  # refused, not failed: the task is skipped
+    with sqlite3.connect(oncall.home / "airflow.db") as db:
+        [(state,)] = db.execute("SELECT ti.state FROM task_instance ti JOIN dag_run dr ON dr.dag_id = ti.dag_id AND "
+                                "dr.run_id = ti.run_id WHERE ti.dag_id = ? ORDER BY dr.id DESC LIMIT 1",
+                                (DAG_ID,)).fetchall() or [(None,)]
+    assert state == "skipped"
     assert ("on-call action refused, nothing was run: action: reset_checkpoint does not fit the state of "
             f"cloudtrail_etl: a driver holds the checkpoint (pid {os.getpid()}") in done.stdout + done.stderr
     assert "spark-submit" not in done.stdout + done.stderr

@@ -10,10 +10,11 @@ log = logging.getLogger(__name__)
 
 
 def record_try(context, job: str, kind: str, stream: str | None = None, reason: str | None = None,
-               retries: int = 0) -> dict | None:
+               retries: int = 0, outcome: str | None = None) -> dict | None:
     """One line of the job's run record (:mod:`spark_jobs.control.monitoring.runs`) for the try of ``context``'s task
     that ends now: what ``stream`` loaded since it started, or why it failed (``reason``; ``retrying`` while the try is
-    within ``retries``). A record that cannot be written is logged, never the task's failure.
+    within ``retries``; ``outcome="refused"``: a request checked and not run). A record that cannot be written is
+    logged, never the task's failure.
 
     :returns: the line written, or None.
     """
@@ -29,10 +30,10 @@ def record_try(context, job: str, kind: str, stream: str | None = None, reason: 
         if reason is None:
             loaded, outcome = loaded_since(str(lake.root), stream or job, started), "succeeded"
         else:
-            loaded, outcome = {}, "retrying" if ti.try_number <= retries else "failed"
+            loaded, outcome = {}, outcome or ("retrying" if ti.try_number <= retries else "failed")
         record = RunRecord(job=job, kind=kind, dag_id=run.dag_id, run_id=run.run_id, try_number=ti.try_number,
                            outcome=outcome, started_at=started.isoformat(), stream=stream or job, reason=reason,
-                           **loaded)
+                           requested_by=getattr(run, "triggering_user_name", None), **loaded)
         line = record_run(str(lake.control_path(job)), record)
     except Exception as error:  # noqa: BLE001 - the record is for people; the run's own result stands
         log.warning("could not record this run of %s: %s", job, error)

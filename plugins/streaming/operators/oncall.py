@@ -23,8 +23,8 @@ class OncallActionOperator(HITLOperator):
     """Carry out one on-call action on a registry job, from the run's params (the trigger form).
 
     1. :func:`spark_jobs.control.oncall.requests.check_request` checks every field and the job's state (its lease, its
-       supervisor, the continuous DAG in Airflow); a refusal fails the task naming the field
-       (:class:`AirflowFailException`, no retry) and runs nothing.
+       supervisor, the continuous DAG in Airflow); a refusal ends the run as refused, naming the field: the task is
+       skipped (:class:`AirflowSkipException`, one log line with the reason), audited, and nothing runs.
     2. The plan (:meth:`~spark_jobs.control.oncall.requests.OncallRequest.plan`) goes to the log and to XCom ``plan``;
        a dry run ends there.
     3. An action that destroys or rewrites data (the registry's ``needs_approval``: ``reset_checkpoint``,
@@ -119,7 +119,8 @@ class OncallActionOperator(HITLOperator):
         except OncallRefused as exc:
             record.outcome, record.message = "refused", str(exc)
             self._audit(context, lake, record)
-            raise AirflowFailException(f"on-call action refused, nothing was run: {exc}") from None
+            self.log.info("on-call action refused, nothing was run: %s", exc)
+            raise AirflowSkipException(f"on-call action refused, nothing was run: {exc}") from None
         record.parameters = request.parameters()
         return request
 
@@ -153,7 +154,7 @@ class OncallActionOperator(HITLOperator):
                               "a second user with the role user, op or admin to AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS "
                               "and restart Airflow (docs/airflow.md#the-api-connection-and-a-second-user), then ask again")
             self._audit(context, request.lake, record)
-            raise AirflowFailException(f"on-call action not run: {record.message}")
+            raise AirflowSkipException(f"on-call action not run: {record.message}")
         self.assigned_users = [{"id": name, "name": name} for name in may_approve] if may_approve else None
         expiry = approval_expiry(request.action)
         expires_at = record.time + expiry
@@ -191,7 +192,7 @@ class OncallActionOperator(HITLOperator):
         if not decision.runs:
             record.outcome, record.message = decision.outcome(), decision.message(record.triggered_by)
             self._audit(context, lake, record)
-            if decision.decision == "rejected":
+            if decision.decision in ("rejected", "self_approval"):  # refused: nothing runs, nothing failed
                 raise AirflowSkipException(f"on-call action {record.message}")
             raise AirflowFailException(f"on-call action not run: {record.message}")
         request = self._check(context, lake, form, record)  # the job's state may have changed while waiting

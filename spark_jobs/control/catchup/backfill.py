@@ -24,22 +24,18 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from spark_jobs.model.errors import UsageError
-from spark_jobs.model.lake import PROJECT_ROOT, as_path
+from spark_jobs.model.input_roots import (MAX_FILES_PER_TRIGGER, ROOTS_ENV_SUFFIX, SHELL_METACHARACTERS,
+                                          configured_roots)
+from spark_jobs.model.lake import as_path
 from spark_jobs.model.object_store import is_object_store
 from spark_jobs.model.jobs import JobSpec
 from spark_jobs.model.times import parse_utc, utc_iso
 from spark_jobs.registry import get_job
-
-# Characters a shell or a URL parser would give a meaning to; none belongs in a log folder's path.
-SHELL_METACHARACTERS = set(";&|$`<>*?[]{}()!'\"\\#~^%\n\r\t\0")
-MAX_FILES_PER_TRIGGER = 100_000
-ROOTS_ENV_SUFFIX = "_INPUT_ROOTS"
 
 
 class BackfillRefused(UsageError):
@@ -126,13 +122,9 @@ class BackfillRequest:
 
 
 def input_roots(job: JobSpec) -> list[Path]:
-    """The folders a backfill of ``job`` may read under: ``$<JOB>_INPUT_ROOTS`` (``os.pathsep``-separated;
-    an S3 URL, ``s3a://bucket/AWSLogs``, is one root: its ``://`` does not separate), else the registry's
-    ``input_roots`` (relative to the project root unless absolute); resolved."""
-    given = os.environ.get(job.name.upper() + ROOTS_ENV_SUFFIX)
-    roots = [r for r in re.split(re.escape(os.pathsep) + r"(?!//)", given) if r] if given else list(job.input_roots)
-    return [as_path(r) if is_object_store(r) else (Path(r) if Path(r).is_absolute() else PROJECT_ROOT / r).resolve()
-            for r in roots]
+    """The folders a backfill of ``job`` may read under (:func:`~spark_jobs.model.input_roots.configured_roots`),
+    symlinks resolved."""
+    return [as_path(r) if is_object_store(r) else Path(r).resolve() for r in configured_roots(job)]
 
 
 def _check_url_source(job: JobSpec, source: str, roots: list[Path], allowed: str) -> Path:

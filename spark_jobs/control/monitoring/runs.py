@@ -2,7 +2,8 @@
 
 ``<lake>/control/<job>/runs.jsonl``: one JSON line per try of a run that ended (appended by the Airflow task that
 ran it: :class:`streaming.operators.job_submit.JobSubmitOperator`, and the tasks that refuse a run before it
-starts): when, which DAG run and try, ``outcome`` (``succeeded``, ``failed``, ``retrying``), and either what it
+starts): when, which DAG run and try, who triggered it, ``outcome`` (``succeeded``, ``failed``, ``retrying``,
+``refused``), and either what it
 loaded (input ``files``, ``rows`` per table and micro-``batches``, summed from the stream's ``streaming_progress``
 rows since the try started: :func:`loaded_since`) or the ``reason`` it failed (the driver's own ``error:`` line,
 else the error). The driver records its batches whatever started it; this file adds what only the scheduler
@@ -18,7 +19,7 @@ from spark_jobs.control.supervision.state import append_line, read_lines
 
 RUNS_FILE = "runs.jsonl"
 KINDS = ("catch-up", "backfill")
-OUTCOMES = ("succeeded", "failed", "retrying")
+OUTCOMES = ("succeeded", "failed", "retrying", "refused")
 
 
 @dataclass
@@ -30,13 +31,15 @@ class RunRecord:
     :param dag_id: the DAG.
     :param run_id: the DAG run.
     :param try_number: the task's try.
-    :param outcome: ``succeeded``, ``failed`` (for good) or ``retrying`` (failed; Airflow tries again).
+    :param outcome: ``succeeded``, ``failed`` (for good), ``retrying`` (failed; Airflow tries again) or ``refused``
+        (a request checked and not run: nothing was tried).
     :param started_at: when the try started (ISO UTC).
     :param stream: the stream it wrote (``job``, or ``job@writer`` for a backfill).
     :param files: input files its micro-batches read.
     :param rows: rows its micro-batches carried, per table.
     :param batches: its micro-batches.
-    :param reason: why it failed.
+    :param reason: why it failed or was refused.
+    :param requested_by: the Airflow user who triggered the run (``None``: the scheduler's or the asset's).
     """
 
     job: str
@@ -51,6 +54,7 @@ class RunRecord:
     rows: dict[str, int] = field(default_factory=dict)
     batches: int = 0
     reason: str | None = None
+    requested_by: str | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

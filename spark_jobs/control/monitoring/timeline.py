@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 from spark_jobs.model.jobs import JobSpec
 from spark_jobs.model.lake import Lake
@@ -38,7 +38,7 @@ class TimelineEntry:
         ``give_up`` | ``stop`` | ``held`` | ``resume`` | ``lease_wait`` | ``lease_free`` | ``standby`` | ``oncall`` (a
         supervisor event's own kind for the supervisor's; a standby's take-over is a ``restart`` that says so).
     :param summary: one line for people.
-    :param requested_by: an on-call action's requester.
+    :param requested_by: who asked: an on-call action's requester, the Airflow user who triggered a run.
     :param decided_by: who approved or rejected it.
     :param outcome: a run's or an on-call action's outcome (``succeeded``, ``failed``, ``rejected``, ...), an
         incident's severity, or a supervisor event's outcome.
@@ -100,16 +100,56 @@ def run_entries(job: JobSpec, lake: Lake) -> list[TimelineEntry]:
             summary = (f"{what}: {loaded or 'no row'} from {_count(files, 'file')} in "
                        f"{_count(run.get('batches') or 0, 'micro-batch', 'micro-batches')}" if files or loaded
                        else f"{what}: nothing new to read")
+        elif outcome == "refused":  # checked and not run: no try to tell of
+            summary = f"{run.get('kind')} refused: {run.get('reason') or 'no reason recorded'} (run {run.get('run_id')})"
         else:
             summary = (f"{what} failed" + (" (Airflow tries it again)" if outcome == "retrying" else "")
                        + f": {run.get('reason') or 'no reason recorded'}")
-        entries.append(TimelineEntry(at, str(run.get("kind")), summary, outcome=outcome,
+        requested_by = run.get("requested_by")
+        summary += f"; asked by {requested_by}" if requested_by else ""
+        entries.append(TimelineEntry(at, str(run.get("kind")), summary, requested_by=requested_by, outcome=outcome,
                                      rows=sum(rows.values()), files=run.get("files")))
     return entries
 
 
+# The on-call actions that ask the supervisor for each kind of its events (``held`` names its hold's author itself):
+# ``restart`` clears the supervising task (its supervisor stops, a new one starts).
+ASKED_BY_ACTIONS = {"stop": ("stop", "restart"), "resume": ("resume_supervision",),
+                    "start": ("restart", "resume_supervision")}
+ASKED_WITHIN = timedelta(minutes=15)  # an action's effect follows it by its wait at most (stop_timeout: 5 min)
+
+
+def _who_asked(job: JobSpec, event: dict, kind: str, at: datetime, actions) -> tuple[str | None, str]:
+    """Who asked for a supervisor event: its own ``asked_by``, a hold's author, else the requester of the latest
+    on-call action of that kind that succeeded in the quarter hour before it (``actions()``: the job's audit rows);
+    and the words the timeline adds. A stop nobody asked for through on-call came from Airflow (a pause of the DAG,
+    its task cleared or marked): Airflow's audit log has its user, which a task cannot read."""
+    by = event.get("asked_by") or (event.get("hold") or {}).get("by")
+    if by is None and kind in ASKED_BY_ACTIONS:
+        asked = [row for row in actions() if row["action"] in ASKED_BY_ACTIONS[kind] and not row["dry_run"]
+                 and row["outcome"] == "succeeded" and at - ASKED_WITHIN <= _time(row["time"]) <= at]
+        if asked:
+            row = max(asked, key=lambda row: _time(row["time"]))
+            return row["triggered_by"], f"; asked by {row['triggered_by']} (on-call {row['action']})"
+    if by is not None:
+        return by, f"; asked by {by}"
+    if kind == "stop":
+        return None, (f"; asked from Airflow, not through on-call: a pause of {job.name}_continuous or a stop of its "
+                      "task (Browse > Audit Log names the user)")
+    return None, ""
+
+
 def supervisor_entries(job: JobSpec, lake: Lake) -> list[TimelineEntry]:
+    from spark_jobs.control.oncall.audit import read_rows
     from spark_jobs.control.supervision.state import read_events
+
+    rows: list[dict] | None = None
+
+    def actions() -> list[dict]:  # the job's on-call actions, read once, only when an event needs them
+        nonlocal rows
+        if rows is None:
+            rows = [row for row in read_rows(lake) if row["job"] == job.name]
+        return rows
 
     entries = []
     for event in read_events(str(lake.control_path(job.name))):
@@ -120,8 +160,9 @@ def supervisor_entries(job: JobSpec, lake: Lake) -> list[TimelineEntry]:
         counts = (f" ({event['restarts_in_window']}/{event['max_restarts']} restarts in the window)"
                   if kind in ("restart", "give_up") and event.get("max_restarts") is not None else "")
         what = "take-over by the warm standby" if kind == "restart" and event.get("take_over") else kind.replace("_", " ")
-        entries.append(TimelineEntry(at, kind, f"{what}: {event.get('reason') or ''}{counts}",
-                                     outcome=event.get("outcome")))
+        by, asked = _who_asked(job, event, kind, at, actions)
+        entries.append(TimelineEntry(at, kind, f"{what}: {event.get('reason') or ''}{counts}{asked}",
+                                     requested_by=by, outcome=event.get("outcome")))
     return entries
 
 

@@ -321,9 +321,11 @@ class OncallRequest:
                     "insert-only merge into each table: rows they hold are not added again, rows they lost come "
                     "back; the live job's checkpoint is not touched",
                     f"table versions now: {state.versions}"]
+        # Only the date folders from the day before from_time on are listed: the files delivered earlier are
+        # neither replayed nor counted (the listing's out_of_range is those few folders' earlier files, not all).
         lines = [f"replay {len(replay.listing.files)} input files of {replay.source} delivered at or after "
-                 f"{_iso(self.from_time)} ({replay.listing.out_of_range} delivered before, "
-                 f"{replay.listing.undated} without a delivery time: not replayed)"]
+                 f"{_iso(self.from_time)}; not replayed: every file delivered before it (their date folders are not "
+                 f"listed) and {replay.listing.undated} without a delivery time"]
         if replay.listing.files:
             lines.append(f"first {replay.listing.files[0]}, last {replay.listing.files[-1]}")
         lines += [f"spark-submit: python -m spark_jobs reprocess {job.name} --from-time {_iso(self.from_time)}",

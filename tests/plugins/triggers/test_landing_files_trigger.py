@@ -51,6 +51,37 @@ def test_a_burst_within_one_poll_is_one_event():
     assert watch.poll(burst) == {"new_files": 20, "first": "f00", "last": "f19", "listed": 20}
 
 
+def test_a_trickle_of_17_deliveries_in_a_minute_is_a_few_events_and_every_file_is_told():
+    # one delivery every 3.5 s for a minute, a listing every 2 s (the registry's), at most one event per 15 s
+    watch = LandingWatch(seen=frozenset(), coalesce_seconds=15)
+    landed_at = [3.5 * i for i in range(17)]
+    events = []
+    for poll in range(0, 80, 2):  # 80 s of polls: the last event comes 15 s after the one before it
+        listed = frozenset(f"f{i:02d}" for i, at in enumerate(landed_at) if at <= poll)
+        fired = watch.poll(listed, now=float(poll))
+        if fired is not None:
+            events.append((poll, fired["new_files"]))
+    assert events == [(0, 1), (16, 4), (32, 5), (48, 4), (64, 3)]
+    assert sum(n for _, n in events) == 17
+
+
+def test_a_landing_after_a_quiet_spell_fires_at_its_first_poll():
+    watch = LandingWatch(seen=frozenset(), coalesce_seconds=15)
+    assert watch.poll(frozenset({"a"}), now=0.0)["new_files"] == 1
+    assert watch.poll(frozenset({"a"}), now=20.0) is None
+    assert watch.poll(frozenset({"a", "b"}), now=22.0) == {"new_files": 1, "first": "b", "last": "b", "listed": 2}
+
+
+def test_files_that_land_while_the_continuous_driver_owns_the_job_fire_nothing():
+    watch = LandingWatch(seen=frozenset(), coalesce_seconds=15)
+    owner = "cloudtrail_etl is owned by the continuous driver pid 42 on host h since t; its files are ingested there"
+    assert [watch.poll(frozenset(f"f{i}" for i in range(n)), now=2.0 * n, owned_by=owner) for n in range(1, 18)] \
+        == [None] * 17
+    # the driver stopped: only what lands from then on is news
+    assert watch.poll(frozenset([*(f"f{i}" for i in range(17)), "new"]), now=40.0) == {
+        "new_files": 1, "first": "new", "last": "new", "listed": 18}
+
+
 def test_the_listing_is_the_streams_own_files_in_progress_and_hidden_ones_fire_nothing(tmp_path):
     assert landing_names(JOB, str(tmp_path / "not_there")) == frozenset()
     land(tmp_path, "123456789012_CloudTrail_us-east-1_20261125T0100Z_a.json.gz")
@@ -67,7 +98,8 @@ def test_the_trigger_fires_when_files_land_without_blocking_its_loop(tmp_path):
     land(tmp_path, "123456789012_CloudTrail_us-east-1_20261125T0000Z_old.json.gz")
     trigger = LandingFilesTrigger(job=JOB, input_path=str(tmp_path), poll_seconds=0.2)
     assert trigger.serialize() == ("streaming.triggers.landing_files.LandingFilesTrigger",
-                                   {"job": JOB, "input_path": str(tmp_path), "poll_seconds": 0.2})
+                                   {"job": JOB, "input_path": str(tmp_path), "poll_seconds": 0.2,
+                                    "coalesce_seconds": 0.0})
 
     async def scenario():
         events = trigger.run()
@@ -92,6 +124,7 @@ def test_the_trigger_fires_when_files_land_without_blocking_its_loop(tmp_path):
 @pytest.mark.parametrize("trigger, source, message", [
     (CatchupTrigger(on="files"), "files", "catchup.on 'files' is not one of cron, data"),
     (CatchupTrigger(on="data", poll_seconds=0.1), "files", "catchup.poll_seconds 0.1 must be"),
+    (CatchupTrigger(on="data", coalesce_seconds=-1), "files", "catchup.coalesce_seconds -1 must be"),
     (CatchupTrigger(on="data"), "kafka", "catchup.on 'data' watches a landing folder, but the job reads kafka"),
 ])
 def test_a_catchup_trigger_that_does_not_fit_the_job_is_refused(trigger, source, message):

@@ -189,3 +189,40 @@ def test_a_bad_time_window_is_refused_by_name(roots, times, field, message):
     with pytest.raises(BackfillRefused) as refused:
         check_request("cloudtrail_etl", str(root), **dates, **times)
     assert refused.value.field == field and message in str(refused.value)
+
+
+@pytest.mark.parametrize("source, matches", [
+    ("{root}", True),
+    ("{root}/exports/", True),
+    ("file://{root}/exports", True),
+    ("{link}/exports", True),  # a root reached through a symlink, as given or where it leads
+    ("{root}/nope", True),  # only the check can see that a folder is missing
+    ("{root}/escape", True),  # or that a symlink leads out of the root
+    ("{root}x", False),
+    ("{outside}", False),
+    ("/etc", False),
+    ("history/exports", False),
+    ("{root}/exports/../exports", False),
+    ("{root}; rm -rf /", False),
+    ("{root}/$(id)", False),
+    ("{root}\n/etc", False),
+    ("s3://bucket/AWSLogs", False),
+])
+def test_the_forms_pattern_refuses_a_source_outside_the_roots_before_a_run_exists(roots, tmp_path, monkeypatch,
+                                                                                    source, matches):
+    import jsonschema
+
+    from spark_jobs.model.input_roots import source_pattern
+    from spark_jobs.registry import JOBS
+
+    root, outside = roots
+    link = tmp_path / "shared"
+    link.symlink_to(root)
+    monkeypatch.setenv("CLOUDTRAIL_ETL_INPUT_ROOTS", str(link))
+    schema = {"type": "string", "pattern": source_pattern(JOBS["cloudtrail_etl"])}
+    value = source.format(root=root, link=link, outside=outside)
+    if matches:
+        jsonschema.validate(value, schema)  # what Airflow does with the form's value when the run is asked for
+    else:
+        with pytest.raises(jsonschema.ValidationError, match="does not match"):
+            jsonschema.validate(value, schema)

@@ -131,3 +131,44 @@ def test_a_runs_rows_and_files_are_its_streams_batches_since_it_started(tmp_path
     assert read_runs(control) == []
     with pytest.raises(ValueError, match="unknown run outcome 'maybe'"):
         RunRecord(job=JOB.name, kind="catch-up", dag_id="d", run_id="r", try_number=1, outcome="maybe")
+
+
+def test_a_refused_backfill_is_a_refusal_that_says_who_asked_not_a_failure(tmp_path):
+    import sys
+
+    from tests.helpers.project import PROJECT_ROOT
+
+    sys.path.insert(0, str(PROJECT_ROOT / "plugins"))
+    from streaming.health_page import _timeline
+
+    lake = Lake(tmp_path / "lake")
+    reason = "date_to: 2024-03-01 is before date_from 2024-03-05: the range runs backwards"
+    record_run(str(lake.control_path(JOB.name)), RunRecord(
+        job=JOB.name, kind="backfill", dag_id="cloudtrail_etl_backfill", run_id="manual__3", try_number=1,
+        outcome="refused", reason=reason, requested_by="alice"))
+    [entry] = job_timeline(JOB, lake)
+    assert (entry.kind, entry.outcome, entry.requested_by) == ("backfill", "refused", "alice")
+    assert entry.summary == f"backfill refused: {reason} (run manual__3); asked by alice"
+    assert f'<span class="tl-kind">backfill refused</span>backfill refused: {reason}' in _timeline([entry])
+
+
+def test_a_supervisor_stop_start_or_hold_says_who_asked(tmp_path):
+    lake = Lake(tmp_path / "lake")
+    control = str(lake.control_path(JOB.name))
+    append(lake, AuditRecord(job=JOB.name, action="stop", parameters={}, reason="maintenance", dry_run=False,
+                             triggered_by="alice", outcome="succeeded", time=T0))
+    append(lake, AuditRecord(job=JOB.name, action="restart", parameters={}, reason="try", dry_run=True,
+                             triggered_by="bob", outcome="dry_run", time=T0 + timedelta(minutes=30)))
+    for minutes, kind, extra in [(1, "stop", {}), (20, "held", {"hold": {"by": "carol", "reason": "debugging"}}),
+                                 (31, "stop", {}), (32, "start", {})]:
+        append_event(control, {"time": iso(T0 + timedelta(minutes=minutes)), "job": JOB.name, "kind": kind,
+                               "reason": "asked to stop" if kind == "stop" else kind, "outcome": "", **extra})
+    entries = [e for e in job_timeline(JOB, lake) if e.kind != "oncall"]
+    assert [(e.kind, e.requested_by) for e in entries] == [("stop", "alice"), ("held", "carol"), ("stop", None),
+                                                           ("start", None)]
+    assert entries[0].summary == "stop: asked to stop; asked by alice (on-call stop)"
+    assert entries[1].summary == "held: held; asked by carol"
+    # bob's restart was a dry run: the stop after it came from Airflow itself
+    assert entries[2].summary == ("stop: asked to stop; asked from Airflow, not through on-call: a pause of "
+                                  "cloudtrail_etl_continuous or a stop of its task (Browse > Audit Log names the user)")
+    assert entries[3].summary == "start: start"

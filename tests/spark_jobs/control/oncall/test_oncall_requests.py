@@ -201,8 +201,9 @@ def test_each_action_that_fits_says_what_it_will_do(lake):
     replay = check(lake, action="reprocess_from", from_time="2024-03-02T00:00:00+00:00", dry_run=True)
     lines = replay.plan()
     landing = Path(os.environ["CLOUDTRAIL_ETL_INPUT"]).resolve()
-    assert lines[0] == (f"replay 2 input files of {landing} delivered at or after 2024-03-02T00:00:00Z (1 delivered "
-                        "before, 1 without a delivery time: not replayed)")
+    assert lines[0] == (f"replay 2 input files of {landing} delivered at or after 2024-03-02T00:00:00Z; not replayed: "
+                        "every file delivered before it (their date folders are not listed) and 1 without a delivery "
+                        "time")
     assert replay.spark_args("0c0ffee0-0000-4000-8000-000000000000") == [
         "reprocess", JOB.name, "--from-time", "2024-03-02T00:00:00Z", "--audit-id", "0c0ffee0-0000-4000-8000-000000000000"]
     # A naive time is UTC; an offset is converted.
