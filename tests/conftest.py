@@ -58,6 +58,7 @@ TESTS = Path(__file__).resolve().parent
 # (--no-loadscope-reorder), and these go first, so that no long module starts last while the other worker idles.
 # A module missing here only runs later; a stale list only costs time.
 LONGEST_FIRST = (
+    "dags/test_standby_take_over.py",
     "spark_jobs/supervision/test_standby.py",
     "dags/test_continuous_supervision.py",
     "dags/test_continuous_from_s3.py",
@@ -72,6 +73,9 @@ LONGEST_FIRST = (
     "spark_jobs/driver/write/test_one_pass.py",
     "spark_jobs/jobs/test_real_cowrie_samples.py",
     "dags/test_oncall_approval_run.py",
+    "spark_jobs/supervision/test_take_over.py",
+    "dags/test_backfill_form.py",
+    "spark_jobs/object_store/test_queue_kills_on_s3.py",
     "spark_jobs/driver/test_lake_tools.py",
     "spark_jobs/object_store/test_crash_recovery_on_s3.py",
     "spark_jobs/cli/test_cli.py",
