@@ -117,7 +117,7 @@ class Setup:
             "STREAMING_SUPERVISOR_POLICY": json.dumps(POLICY),
         }
         # The harness's own object, for its URL, files and passwords (the start and stop are its command line's).
-        self.airflow = LocalAirflow(self.home, free_port(), self.env)
+        self.airflow = LocalAirflow(self.home, free_port(), self.env, auth="simple")
         self.started: subprocess.CompletedProcess | None = None
 
     def harness(self, action: str) -> subprocess.CompletedProcess:

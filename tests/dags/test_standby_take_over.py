@@ -70,7 +70,7 @@ class Night:
             "CLOUDTRAIL_ETL_INPUT": str(self.landing),
             "STREAMING_CONTINUOUS_TRIGGER": "processing-time:1s",
         }
-        self.airflow = LocalAirflow(self.home, free_port(), self.env)
+        self.airflow = LocalAirflow(self.home, free_port(), self.env, auth="simple")
 
     def harness(self, action: str) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, str(HARNESS), action, "--port", str(self.airflow.port)], env=self.env,

@@ -134,13 +134,17 @@ class OncallActionOperator(HITLOperator):
         if not manager.endswith("SimpleAuthManager") or conf.getboolean("core", "simple_auth_manager_all_admins",
                                                                           fallback=False):
             return None
+        return approvers(conf.get("core", "simple_auth_manager_users", fallback="admin:admin"), requester,
+                         self._service_user())
+
+    def _service_user(self) -> str | None:
+        """The API connection's login (the service identity: it never approves), None without a connection."""
         try:
             from airflow.sdk import BaseHook
 
-            service = BaseHook.get_connection(self.api_conn_id).login
+            return BaseHook.get_connection(self.api_conn_id).login
         except Exception:  # noqa: BLE001 - no API connection: no service user to leave out
-            service = None
-        return approvers(conf.get("core", "simple_auth_manager_users", fallback="admin:admin"), requester, service)
+            return None
 
     def _ask_approval(self, context, request, record, plan) -> None:
         """Ask a second user (Airflow's human-in-the-loop); the task waits, then resumes in :meth:`execute_complete`."""
@@ -184,12 +188,13 @@ class OncallActionOperator(HITLOperator):
             record.expires_at = dt.datetime.fromisoformat(asked["expires_at"])
         else:  # still audited, under a new id
             self.log.warning("the XCom approval_request of this task is gone: the audit row gets a new id and time")
-        decision = decide(event, record.triggered_by)
+        decision = decide(event, record.triggered_by, service_user=self._service_user(),
+                          expires_at=record.expires_at)
         record.decision, record.decided_by, record.decided_at = decision.decision, decision.by, decision.at
-        self.log.info("approval of %s (audit id %s): %s", record.action, record.audit_id,
-                      decision.message(record.triggered_by))
+        said = decision.message(record.triggered_by, record.expires_at)
+        self.log.info("approval of %s (audit id %s): %s", record.action, record.audit_id, said)
         if not decision.runs:
-            record.outcome, record.message = decision.outcome(), decision.message(record.triggered_by)
+            record.outcome, record.message = decision.outcome(), said
             self._audit(context, lake, record)
             if decision.decision == "rejected":
                 raise AirflowSkipException(f"on-call action {record.message}")
