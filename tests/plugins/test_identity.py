@@ -37,7 +37,7 @@ from spark_jobs.model.lake import Lake
 from streaming import roles
 from tests.helpers.airflow_fixtures import require_airflow_env
 from tests.helpers.approvals import UserApi, pending, running, wait_parked
-from tests.helpers.real_airflow import wait_for
+from tests.helpers.real_airflow import AirflowApiError, wait_for
 from tools.local_airflow import SERVICE_USER, LocalAirflow, free_port
 
 DAG_ID, TASK, JOB = roles.ONCALL_DAG, "act", "cloudtrail_etl"
@@ -328,3 +328,49 @@ def test_no_password_in_a_log_the_audit_table_a_page_or_ps(team, reset, expired)
         leaks += [f"{name}'s password in the command line of {process.pid}" for name, secret in found.items()
                   if secret in command]
     assert leaks == []
+
+
+def test_a_home_of_the_simple_auth_manager_moves_to_fab_with_its_runs_audit_and_connections(tmp_path):
+    """The documented move (docs/identity.md): a home that ran the simple auth manager, with a DAG run alice
+    triggered, a connection and an ops_audit row; ``make airflow`` on it again with FAB (its set-up, alice created
+    under the same name): all three are there, and alice's new login sees her run."""
+    from spark_jobs.control.oncall.audit import AuditRecord, append
+    from tests.helpers.approvals import user_settings
+
+    require_airflow_env()
+    home, lake = tmp_path / "airflow_home", Lake(tmp_path / "lake")
+    base = {**os.environ, "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
+            "LAKE_ROOT": str(lake.root), "AIRFLOW__LOGGING__LOGGING_LEVEL": "WARNING"}
+    port = free_port(29900)
+    simple = LocalAirflow(home, port, {**base, **user_settings(home)}, components=("api-server",), auth="simple")
+    try:
+        simple.start()
+        done = subprocess.run(["airflow", "dags", "reserialize"], env=simple.component_env, capture_output=True,
+                              text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        admin, alice = UserApi(simple.url, "admin"), UserApi(simple.url, "alice")
+        admin("POST", "/connections", {"connection_id": "team_notes", "conn_type": "http", "host": "notes.example.org"})
+        run_id = alice.trigger(DAG_ID, {"job": JOB, "action": "restart", "reason": "before the move"})
+    finally:
+        simple.stop(grace=10)
+    append(lake, AuditRecord(job=JOB, action="restart", parameters={}, reason="before the move", dry_run=False,
+                             triggered_by="alice", dag_id=DAG_ID, run_id=run_id, outcome="succeeded"))
+    audit_before = read_rows(lake)
+
+    fab = LocalAirflow(home, port, base, components=("api-server",), auth="fab", fab_users=[
+        {"username": "alice", "role": roles.OPERATOR, "password": PASSWORDS["alice"]}])
+    try:
+        fab.start()
+        assert sorted(fab.created) == ["admin", "alice", SERVICE_USER]
+        admin = UserApi(fab.url, "admin", fab.password("admin"))
+        [run] = [r for r in admin.runs(DAG_ID) if r["dag_run_id"] == run_id]
+        assert (run["triggering_user_name"], run["conf"]["reason"]) == ("alice", "before the move")
+        assert admin("GET", "/connections/team_notes")["host"] == "notes.example.org"
+        alice = UserApi(fab.url, "alice", PASSWORDS["alice"])
+        assert [r["dag_run_id"] for r in alice.runs(DAG_ID)] == [run_id]
+        with pytest.raises(AirflowApiError) as refused:  # the simple auth manager's password is gone with it
+            UserApi(fab.url, "alice")
+        assert refused.value.status == 401
+    finally:
+        fab.stop(grace=10)
+    assert read_rows(lake) == audit_before
