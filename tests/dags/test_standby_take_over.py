@@ -38,7 +38,7 @@ from tests.helpers.airflow_fixtures import require_airflow_env
 from tests.helpers.project import PROJECT_ROOT
 from tests.helpers.real_airflow import RestApi, wait_for
 from tools.bench.recovery import KILL_KINDS, kill_target
-from tools.local_airflow import LocalAirflow, free_port, marked_processes
+from tools.local_airflow import SIMPLE_AUTH_MANAGER, LocalAirflow, free_port, marked_processes
 
 DAG_ID = "cloudtrail_etl_continuous"
 ONCALL = "streaming_oncall"
@@ -63,6 +63,8 @@ class Night:
             **{k: v for k, v in os.environ.items()
                if k not in ("AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS", "STREAMING_SUPERVISOR_POLICY")},
             "AIRFLOW_HOME": str(self.home),
+            # The simple auth manager's login page and users (identity is tests/plugins/test_identity.py's, on FAB).
+            "AIRFLOW__CORE__AUTH_MANAGER": SIMPLE_AUTH_MANAGER,
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{self.home / 'airflow.db'}",
             "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin,alice:user",
             "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
@@ -70,7 +72,7 @@ class Night:
             "CLOUDTRAIL_ETL_INPUT": str(self.landing),
             "STREAMING_CONTINUOUS_TRIGGER": "processing-time:1s",
         }
-        self.airflow = LocalAirflow(self.home, free_port(), self.env, auth="simple")
+        self.airflow = LocalAirflow(self.home, free_port(), self.env)
 
     def harness(self, action: str) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, str(HARNESS), action, "--port", str(self.airflow.port)], env=self.env,
