@@ -476,14 +476,17 @@ def login_lines(airflow: LocalAirflow) -> list[str]:
              for name, role in people.items()]
     lines.append(f"          passwords: {airflow.passwords_file}; users: ${USERS_ENV} (a user added there needs "
                  "`make stop` and `make airflow`)")
-    if API_CONN_ENV in airflow.env:
-        lines.append(f"  API:    the connection {API_CONN_ID} from your environment (on-call restart, stop, "
-                     "resume_supervision)")
-    else:
-        lines.append(f"  API:    the connection {API_CONN_ID} logs in as the service user {SERVICE_USER} (role "
-                     f"{SERVICE_ROLE}; its password is only in the passwords file) for the on-call restart, stop and "
-                     "resume_supervision")
+    lines.append(api_line(airflow, SERVICE_ROLE, "the passwords file"))
     return lines
+
+
+def api_line(airflow: LocalAirflow, role: str, kept_in: str) -> str:
+    """What ``make airflow`` prints about the connection ``airflow_api``: yours, or the service user's (its role,
+    where its password is kept, never the password)."""
+    if API_CONN_ENV in airflow.env:
+        return f"  API:    the connection {API_CONN_ID} from your environment (on-call restart, stop, resume_supervision)"
+    return (f"  API:    the connection {API_CONN_ID} logs in as the service user {SERVICE_USER} (role {role}; its "
+            f"password is only in {kept_in}) for the on-call restart, stop and resume_supervision")
 
 
 def fab_login_lines(airflow: LocalAirflow) -> list[str]:
@@ -497,13 +500,7 @@ def fab_login_lines(airflow: LocalAirflow) -> list[str]:
               "  add a teammate (no restart; it asks for the password, never put it on the command line):",
               '          eval "$(make -s env)"; airflow users create --username NAME --firstname FIRST --lastname LAST '
               f"--email EMAIL --role {roles.OPERATOR}"]
-    if API_CONN_ENV in airflow.env:
-        lines.append(f"  API:    the connection {API_CONN_ID} from your environment (on-call restart, stop, "
-                     "resume_supervision)")
-    else:
-        lines.append(f"  API:    the connection {API_CONN_ID} logs in as the service user {SERVICE_USER} (role "
-                     f"{roles.SERVICE}, no person's; its password is only in {airflow.passwords_file.name}) for the "
-                     "on-call restart, stop and resume_supervision")
+    lines.append(api_line(airflow, f"{roles.SERVICE}, no person's", airflow.passwords_file.name))
     return lines
 
 

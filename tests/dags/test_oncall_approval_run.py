@@ -124,16 +124,10 @@ def stage(tmp_path_factory):
 @pytest.fixture(scope="module")
 def browser(stage):
     """Debian's headless Chromium, driven by Playwright, for the module."""
-    from playwright.sync_api import sync_playwright
+    from tests.helpers.chromium import headless_browser
 
-    from tests.helpers.chromium import CHROMIUM_ARGS, chromium
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium(), headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
+    with headless_browser() as browser:
+        yield browser
 
 
 def logged_in(stage, browser, user: str, path: str):

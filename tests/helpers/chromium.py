@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import shutil
+from contextlib import contextmanager
+from typing import Iterator
 
 import pytest
 
@@ -16,3 +18,16 @@ def chromium() -> str:
     if not found:
         pytest.fail("Chromium is not installed: `apt-get install -y chromium` (.ci/run installs it)", pytrace=False)
     return found
+
+
+@contextmanager
+def headless_browser() -> Iterator:
+    """Debian's headless Chromium, driven by Playwright, closed at the end."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium(), headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()

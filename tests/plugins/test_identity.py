@@ -123,16 +123,10 @@ def team(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser(team):
-    from playwright.sync_api import sync_playwright
+    from tests.helpers.chromium import headless_browser
 
-    from tests.helpers.chromium import CHROMIUM_ARGS, chromium
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium(), headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
+    with headless_browser() as browser:
+        yield browser
 
 
 def logged_in(team: Team, browser, user: str):
@@ -305,8 +299,9 @@ def test_a_teammate_added_while_airflow_runs_logs_in_with_their_role_without_a_r
     assert team.airflow._read_pid("api-server") == api_server  # no restart
 
 
-def test_no_password_in_a_log_the_audit_table_a_page_or_ps(team, reset, expired):
-    found = {**PASSWORDS, "admin": team.airflow.password("admin"), SERVICE_USER: team.airflow.password(SERVICE_USER)}
+def test_no_password_or_token_in_a_log_the_audit_table_a_page_or_ps(team, reset, expired):
+    found = {**PASSWORDS, "admin": team.airflow.password("admin"), SERVICE_USER: team.airflow.password(SERVICE_USER),
+             **{f"{name}'s token": api.token for name, api in team.api.items()}, "the service's token": team.service.token}
     assert all(found.values())
     stores = {team.airflow.passwords_file}  # the one place they are kept (0600)
     assert oct(team.airflow.passwords_file.stat().st_mode & 0o777) == "0o600"
