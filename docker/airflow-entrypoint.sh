@@ -36,7 +36,7 @@ import json, os
 api = json.loads(os.environ["AIRFLOW_CONN_AIRFLOW_API"])
 print(json.dumps({"users": [
     {"username": "admin", "role": "Admin", "password": os.environ["AIRFLOW_ADMIN_PASSWORD"]},
-    {"username": api["login"], "role": "streaming_service", "password": api["password"]}]}))
+    {"username": api["login"], "role": "streaming_service", "password": api["password"], "sync_password": True}]}))
 PY
     fi
     mkdir -p "$LAKE_ROOT" "$CLOUDTRAIL_ETL_INPUT"

@@ -9,9 +9,10 @@ command line (``ps``) or in a log::
 1. Every role of :data:`streaming.roles.ROLES` is created if missing and left with exactly its declared permissions
    (missing ones added, others removed) through FAB's own security manager, the one ``airflow roles`` and
    ``airflow users`` use.
-2. Every user given is created with its role if missing; an existing user keeps its password, and a set-up user's
-   roles are set to the one given (the service user never gains a person's role). Teammates are added by people with
-   ``airflow users create`` and are never touched here.
+2. Every user given is created with its role if missing; an existing user keeps its password (unless the entry says
+   ``"sync_password": true``: the service user's, whose one source is the set-up's file or ``.env``, so rotating it
+   there rotates it in FAB), and a set-up user's roles are set to the one given (the service user never gains a
+   person's role). Teammates are added by people with ``airflow users create`` and are never touched here.
 
 Prints one JSON line: ``{"created": [usernames], "roles": {role: permission count}}``.
 """
@@ -57,9 +58,12 @@ def ensure_users(sm, users: list[dict]) -> list[str]:
                                role, user["password"]):
                 raise SystemExit(f"FAB could not create the user {user['username']!r}")
             created.append(user["username"])
-        elif [r.name for r in found.roles] != [role.name]:
-            found.roles = [role]
-            sm.update_user(found)
+        else:
+            if [r.name for r in found.roles] != [role.name]:
+                found.roles = [role]
+                sm.update_user(found)
+            if user.get("sync_password"):
+                sm.reset_password(found.id, user["password"])
     return created
 
 

@@ -264,7 +264,8 @@ class LocalAirflow:
         passwords = self.passwords()
         users = [{"username": FAB_ADMIN, "role": FAB_ADMIN_ROLE, "password": passwords[FAB_ADMIN]},
                  *self.fab_users,
-                 {"username": SERVICE_USER, "role": roles.SERVICE, "password": passwords[SERVICE_USER]}]
+                 {"username": SERVICE_USER, "role": roles.SERVICE, "password": passwords[SERVICE_USER],
+                  "sync_password": True}]
         done = subprocess.run([sys.executable, str(Path(__file__).with_name("fab_setup.py"))],
                               input=json.dumps({"users": users}), env=self.component_env, capture_output=True,
                               text=True, timeout=300)
