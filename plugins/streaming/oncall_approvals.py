@@ -64,10 +64,16 @@ def _waiting(session, run_id: str | None = None) -> list[dict]:
 
 
 def waiting_requests(run_id: str | None = None) -> list[dict]:
+    """The unanswered requests (one run's: an answer to it is judged, and audited, even after it expired)."""
     from airflow.utils.session import create_session
 
     with create_session() as session:
         return _waiting(session, run_id)
+
+
+def open_requests() -> list[dict]:
+    """The requests whose task still waits for an answer (what the page and ``/api/oncall`` list)."""
+    return [r for r in waiting_requests() if r["state"] == "awaiting_input"]
 
 
 def service_users() -> set[str]:
@@ -209,12 +215,12 @@ def router(style: str = ""):
     def page(request: Request, user=reader) -> HTMLResponse:
         readable(user)
         may_answer = may_dag(user, "PUT", ONCALL_DAG, "HITL_DETAIL")
-        return HTMLResponse(render_list(waiting_requests(), may_answer, request.scope.get("root_path", ""), style))
+        return HTMLResponse(render_list(open_requests(), may_answer, request.scope.get("root_path", ""), style))
 
     @routes.get("/api/oncall")
     def listing(user=reader) -> JSONResponse:
         readable(user)
-        return JSONResponse([{k: v for k, v in r.items() if k != "conf"} for r in waiting_requests()])
+        return JSONResponse([{k: v for k, v in r.items() if k != "conf"} for r in open_requests()])
 
     @routes.post("/oncall/{run_id}/decide", response_class=HTMLResponse)
     def decide_form(run_id: str, request: Request, choice: str = Form(...),
@@ -224,7 +230,7 @@ def router(style: str = ""):
             raise HTTPException(403, f"a form posted from {origin} is not this Airflow's")
         status, said = decide_request(run_id, choice, user, credential_of(request))
         may_answer = may_dag(user, "PUT", ONCALL_DAG, "HITL_DETAIL")
-        return HTMLResponse(render_list(waiting_requests(), may_answer, request.scope.get("root_path", ""), style,
+        return HTMLResponse(render_list(open_requests(), may_answer, request.scope.get("root_path", ""), style,
                                         said["detail"], status), status_code=status)
 
     @routes.post("/api/oncall/{run_id}/decide")
