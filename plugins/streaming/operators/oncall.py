@@ -33,9 +33,11 @@ class OncallActionOperator(HITLOperator):
        offers ``Approve`` / ``Reject``; the request expires after the registry's time
        (:func:`spark_jobs.control.oncall.approval.approval_expiry`). With the simple auth manager the request is
        assigned to every other user who may answer (:func:`~spark_jobs.control.oncall.approval.approvers`), so
-       Airflow refuses the requester's own answer; none: refused at once. When the task resumes
+       Airflow refuses the requester's own answer; none: refused at once. With FAB (``make airflow``'s) only the approver
+       role may answer, on the health plugin's approvals page (:mod:`streaming.oncall_approvals`). When the task resumes
        (:meth:`execute_complete`), :func:`~spark_jobs.control.oncall.approval.decide` reads the answer: the
-       requester's own approval is refused (where Airflow could not keep them out), a rejection or an expiry runs
+       requester's, the service identity's and a late approval are refused (where Airflow could not keep them out),
+       a rejection or an expiry runs
        nothing, and an approval checks the request again against the job's state of now before it runs.
     4. The action: ``reprocess_from`` and ``rollback_table`` spark-submit ``python -m spark_jobs reprocess``
        / ``lake restore`` (the Spark provider's hook, the connection ``conn_id``, the submission of the
