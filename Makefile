@@ -19,6 +19,14 @@ export AIRFLOW__CORE__LOAD_EXAMPLES := False
 export AIRFLOW__CORE__PARALLELISM := 4
 export AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION := True
 export AIRFLOW__LOGGING__LOGGING_LEVEL := WARNING
+# Who is who: the FAB auth manager (users and roles in the metadata DB, docs/identity.md); AIRFLOW_AUTH=simple keeps
+# Airflow's simple auth manager on a laptop (users in one variable, no roles of this product's).
+AIRFLOW_AUTH ?= fab
+ifeq ($(AIRFLOW_AUTH),simple)
+export AIRFLOW__CORE__AUTH_MANAGER := airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager
+else
+export AIRFLOW__CORE__AUTH_MANAGER := airflow.providers.fab.auth_manager.fab_auth_manager.FabAuthManager
+endif
 AIRFLOW_CONN_SPARK_DEFAULT ?= {"conn_type": "spark", "host": "local[2]"}
 export AIRFLOW_CONN_SPARK_DEFAULT
 export PYSPARK_PYTHON := $(VENV)/bin/python

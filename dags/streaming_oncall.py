@@ -37,11 +37,11 @@ shell); the reason goes only to the audit. Every run, refused, rejected, expired
 the Delta table `ops_audit` (requester, approver, decision and their times too) (`python -m spark_jobs sql "SELECT * FROM ops_audit"`), and the task's
 XCom holds the plan and the audit row.
 
-**Who may request**: whoever may trigger this DAG (Airflow's own permissions: "DAG Runs: create" on
-`streaming_oncall`; the `USER` role and above with the simple auth manager, or a FAB role with that
-permission on this DAG only). **Who may approve**: whoever may answer this DAG's required actions (a `PUT` on its HITL details: the `USER` role
-and above with the simple auth manager; with FAB, a role with "HITL Detail: can edit" and "can edit" on
-`DAG:streaming_oncall`), except the requester. The actions on `<job>_continuous` are made through Airflow's REST API
+**Who may request**: whoever may trigger this DAG (with the FAB auth manager, `make airflow`'s: the role
+`streaming_operator`; with the simple auth manager the `USER` role and above). **Who may approve**: with FAB the role
+`streaming_approver`, on **Browse > On-call approvals** (each refusal there, of the requester, the service identity,
+someone without that role or a late answer, is a 403 and an `ops_audit` row; docs/identity.md); with the simple auth
+manager the `USER` role and above; never the requester. The actions on `<job>_continuous` are made through Airflow's REST API
 with the connection `airflow_api` (a service user allowed to edit those DAGs). One action at a time
 (`max_active_runs=1`); no retries (a person decides what to do after a failure).
 

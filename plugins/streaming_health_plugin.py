@@ -1,9 +1,10 @@
 """The ``streaming_health`` Airflow plugin: the streaming health page inside the Airflow UI.
 
 It mounts :func:`streaming.health_page.create_app` on the API server at ``/streaming-health`` (every
-route requires a logged-in Airflow user) and adds it to the UI twice: "Streaming health" in the
-navigation (every job), and a "Stream health" tab on every DAG's page (the job that DAG runs; a DAG
-that runs none says so). Airflow's plugin loader imports this file in every component; it imports
+route asks Airflow's auth manager) and adds it to the UI three times: "Streaming health" in the
+navigation (every job), a "Stream health" tab on every DAG's page (the job that DAG runs; a DAG
+that runs none says so), and "On-call approvals" in the navigation (the destructive on-call requests waiting for
+a second person). Airflow's plugin loader imports this file in every component; it imports
 no pyspark, and the page's work happens only when a route is called.
 """
 
@@ -26,4 +27,6 @@ class StreamingHealthPlugin(AirflowPlugin):
          "url_route": "streaming-health", "category": "browse"},
         {"name": "Stream health", "href": f"{URL_PREFIX.lstrip('/')}/dag/{{DAG_ID}}", "destination": "dag",
          "url_route": "stream-health"},
+        {"name": "On-call approvals", "href": f"{URL_PREFIX.lstrip('/')}/oncall", "destination": "nav",
+         "url_route": "oncall-approvals", "category": "browse"},
     ]

@@ -125,10 +125,12 @@ def makefile_env_names(root: Path) -> list[str]:
 
 
 def airflow_commands() -> set[str]:
-    """Airflow's CLI sub-commands (from its own CLI definition)."""
+    """Airflow's CLI sub-commands (from its own CLI definition), with those of the FAB auth manager docker-compose.yml
+    runs (``users``, ``roles`` ...)."""
     from airflow.cli.cli_config import core_commands
+    from airflow.providers.fab.auth_manager.fab_auth_manager import FabAuthManager
 
-    return {command.name for command in core_commands}
+    return {command.name for command in core_commands} | {command.name for command in FabAuthManager.get_cli_commands()}
 
 
 def _spark_classes(names: set[str]) -> set[str]:

@@ -20,18 +20,28 @@ grace period; the scheduler's task supervisors forward the SIGTERM to the tasks,
 stops their drivers after the micro-batch), then any process still carrying the marker (a driver
 whose task was killed), then the API server, so nothing this instance started is left running.
 
-**Users and the API connection** (Airflow's simple auth manager): the people are the users of
-``AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS`` (``admin:admin`` when unset; e.g. ``admin:admin,alice:user``). Before the
-API server starts, ``start`` gives every user without one a generated password in the auth manager's passwords file
+**Users, roles and the API connection.** The auth manager is FAB's (``apache-airflow-providers-fab``: users and
+roles in the metadata DB) unless ``$AIRFLOW__CORE__AUTH_MANAGER`` names another (the Makefile's ``AIRFLOW_AUTH=simple``
+switch names Airflow's simple auth manager, for a laptop). With FAB, ``start`` migrates the DB, then syncs this
+product's roles (:mod:`streaming.roles`, by ``tools/fab_setup.py``) and creates two users if they are missing: ``admin``
+(role ``Admin``) and the service user :data:`SERVICE_USER` (role ``streaming_service``: it may read, pause, unpause
+and clear the ``<job>_continuous`` DAGs, nothing more; never a person's login), each with a generated password kept in
+``$AIRFLOW_HOME/fab_passwords.json`` (mode 0600). ``make airflow`` prints the admin's password once, when it is
+created. Teammates are added with ``airflow users create ... --role ...`` while Airflow runs (FAB reads its users
+at each login: no restart).
+
+With the simple auth manager the people are the users of ``AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS``
+(``admin:admin`` when unset; e.g. ``admin:admin,alice:user``). Before the API server starts, ``start`` gives every user
+without one a generated password in the auth manager's passwords file
 (``$AIRFLOW_HOME/simple_auth_manager_passwords.json.generated``, mode 0600; Airflow keeps the passwords it finds
-there and so prints none to its log), and ``make airflow`` prints each person's login. It also adds a service user
-of its own, :data:`SERVICE_USER` (role ``user``: it may pause, unpause and clear DAGs, nothing more), never a
-person's login, and hands its password to every component as the connection ``airflow_api``
-(``AIRFLOW_CONN_AIRFLOW_API`` in their environment: neither a command line nor a log; Airflow masks it in task
-logs): the on-call actions ``restart``, ``stop`` and ``resume_supervision`` reach Airflow's REST API with it. A
-connection ``airflow_api`` you define yourself in the environment is kept. The API server reads the users when it
-starts: a user added later needs ``make stop`` and ``make airflow`` (its password is then printed, and in the file).
-The tests' instances that let everyone in (``SIMPLE_AUTH_MANAGER_ALL_ADMINS``) get no service user.
+there and so prints none to its log), and ``make airflow`` prints each person's login. It adds the service user
+too (role ``user``). A user added later needs ``make stop`` and ``make airflow``. The tests' instances that let
+everyone in (``SIMPLE_AUTH_MANAGER_ALL_ADMINS``) get no service user.
+
+Either way the service user's password reaches every component as the connection ``airflow_api``
+(``AIRFLOW_CONN_AIRFLOW_API`` in their environment: neither a command line nor a log; Airflow masks it in task logs):
+the on-call actions ``restart``, ``stop`` and ``resume_supervision`` reach Airflow's REST API with it. A connection
+``airflow_api`` you define yourself in the environment is kept.
 
 This module is not an Airflow plugin (``plugins/.airflowignore`` keeps Airflow from importing it);
 it imports nothing from Airflow, so the tests' fixture can use it too.
@@ -54,6 +64,7 @@ for _folder in (Path(__file__).resolve().parents[1], Path(__file__).resolve().pa
     if str(_folder) not in sys.path:  # run as a script: the project (tools.ports) and the plugins, as Airflow has them
         sys.path.append(str(_folder))  # the hook's module imports nothing of Airflow at its top
 # the one REST client of Airflow, and the on-call operator's connection
+from streaming import roles  # noqa: E402
 from streaming.hooks.airflow_api import API_CONN_ID, AirflowApi, AirflowApiError  # noqa: E402
 from tools import ports  # noqa: E402
 
@@ -66,8 +77,15 @@ USERS_ENV = "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS"
 PASSWORDS_FILE_ENV = "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE"
 ALL_ADMINS_ENV = "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS"
 DEFAULT_USERS = "admin:admin"  # the simple auth manager's own default
-# The on-call operator's own login to Airflow's REST API (role "user": edit DAGs and their runs, no admin rights).
-SERVICE_USER, SERVICE_ROLE = "streaming_service", "user"
+AUTH_MANAGER_ENV = "AIRFLOW__CORE__AUTH_MANAGER"
+FAB_AUTH_MANAGER = "airflow.providers.fab.auth_manager.fab_auth_manager.FabAuthManager"
+SIMPLE_AUTH_MANAGER = "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager"
+AUTH_MANAGERS = {"fab": FAB_AUTH_MANAGER, "simple": SIMPLE_AUTH_MANAGER}
+# The on-call operator's own login to Airflow's REST API (simple auth manager: role "user"; FAB: its own role).
+SERVICE_USER = roles.SERVICE_USER
+SERVICE_ROLE = "user"
+FAB_ADMIN, FAB_ADMIN_ROLE = "admin", "Admin"
+FAB_PASSWORDS_FILE = "fab_passwords.json"
 
 
 LOG_LEVEL_ENV = "AIRFLOW_LOG_LEVEL"  # `make airflow`'s components log at this level (default INFO)
@@ -100,12 +118,30 @@ class LocalAirflow:
         settings and the marker are added.
     :param components: the components to run (default: all four; a test of the UI alone needs only
         the ``api-server``).
+    :param auth: ``fab`` or ``simple`` (default: the auth manager ``env`` names, else FAB's).
+    :param fab_users: FAB only: more users created at set-up if missing (``username``, ``role``, ``password``; the
+        tests' people), after the admin and the service user.
     """
 
     home: Path
     port: int = DEFAULT_PORT
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
     components: tuple[str, ...] = COMPONENTS
+    auth: str | None = None
+    fab_users: list[dict] = field(default_factory=list)
+    created: list[str] = field(default_factory=list, init=False)
+
+    def __post_init__(self) -> None:
+        if self.auth is None:
+            named = self.env.get(AUTH_MANAGER_ENV) or FAB_AUTH_MANAGER
+            self.auth = "simple" if named == SIMPLE_AUTH_MANAGER else "fab" if named == FAB_AUTH_MANAGER else named
+        if self.auth not in AUTH_MANAGERS:
+            raise ValueError(f"auth manager {self.auth!r} is not fab or simple: set {AUTH_MANAGER_ENV} to "
+                             f"{FAB_AUTH_MANAGER} or {SIMPLE_AUTH_MANAGER} (AIRFLOW_AUTH=fab|simple with make)")
+
+    @property
+    def fab(self) -> bool:
+        return self.auth == "fab"
 
     @property
     def url(self) -> str:
@@ -113,23 +149,29 @@ class LocalAirflow:
 
     @property
     def component_env(self) -> dict[str, str]:
-        return {**self.env, "AIRFLOW_HOME": str(self.home), **port_settings(self.port), **self._users_env(),
-                MARKER: str(self.home)}
+        return {**self.env, "AIRFLOW_HOME": str(self.home), **port_settings(self.port),
+                AUTH_MANAGER_ENV: AUTH_MANAGERS[self.auth], **self._users_env(), MARKER: str(self.home)}
 
     # -- users ------------------------------------------------------------------------------------
 
     @property
     def passwords_file(self) -> Path:
-        """The simple auth manager's passwords file (``$AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE``)."""
+        """The set-up users' passwords (mode 0600): FAB's admin and service user, or the simple auth manager's
+        passwords file (``$AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE``)."""
+        if self.fab:
+            return self.home / FAB_PASSWORDS_FILE
         return Path(self.env.get(PASSWORDS_FILE_ENV) or self.home / "simple_auth_manager_passwords.json.generated")
 
     @property
     def all_admins(self) -> bool:
-        return str(self.env.get(ALL_ADMINS_ENV, "")).lower() in ("true", "1")
+        return not self.fab and str(self.env.get(ALL_ADMINS_ENV, "")).lower() in ("true", "1")
 
     def users(self) -> dict[str, str]:
-        """Every user of the simple auth manager (name -> role), the service user included (none when everyone is
-        let in)."""
+        """Every set-up user (name -> role), the service user included (none when everyone is let in): FAB's admin,
+        service user and :attr:`fab_users`, or the simple auth manager's users."""
+        if self.fab:
+            return {FAB_ADMIN: FAB_ADMIN_ROLE, **{u["username"]: u["role"] for u in self.fab_users},
+                    SERVICE_USER: roles.SERVICE}
         found = {}
         for entry in (self.env.get(USERS_ENV) or DEFAULT_USERS).split(","):
             name, _, role = entry.strip().partition(":")
@@ -143,7 +185,7 @@ class LocalAirflow:
         """The users' setting with the service user, and the ``airflow_api`` connection as that user."""
         if self.all_admins:
             return {}
-        users = {USERS_ENV: ",".join(f"{name}:{role}" for name, role in self.users().items())}
+        users = {} if self.fab else {USERS_ENV: ",".join(f"{name}:{role}" for name, role in self.users().items())}
         if API_CONN_ENV in self.env:
             return users
         password = self.passwords().get(SERVICE_USER)
@@ -164,7 +206,8 @@ class LocalAirflow:
         """Give every user without one a generated password in the passwords file (0600), before the API server
         starts (Airflow keeps them and prints none). :returns: the users that got one."""
         found = self.passwords()
-        missing = [name for name in self.users() if name not in found]
+        named = {u["username"] for u in self.fab_users}  # a test's people bring their own
+        missing = [name for name in self.users() if name not in found and name not in named]
         if missing:
             found.update({name: secrets.token_urlsafe(12) for name in missing})
             self.passwords_file.parent.mkdir(parents=True, exist_ok=True)
@@ -206,6 +249,8 @@ class LocalAirflow:
         if migrate.returncode != 0:
             raise RuntimeError(f"airflow db migrate failed (exit {migrate.returncode}):\n"
                                f"{_tail(migrate.stdout + migrate.stderr)}")
+        if self.fab:
+            self.sync_fab()
         for component in self.components:
             with open(self.output_file(component), "ab") as out:
                 process = subprocess.Popen(["airflow", component], env=self.component_env, stdout=out,
@@ -213,6 +258,21 @@ class LocalAirflow:
                                            start_new_session=True)
             self.pid_file(component).write_text(f"{process.pid}\n")
         self.wait_healthy(timeout)
+
+    def sync_fab(self) -> None:
+        """This product's roles and the set-up users in FAB (``tools/fab_setup.py``; the passwords on its stdin)."""
+        passwords = self.passwords()
+        users = [{"username": FAB_ADMIN, "role": FAB_ADMIN_ROLE, "password": passwords[FAB_ADMIN]},
+                 *self.fab_users,
+                 {"username": SERVICE_USER, "role": roles.SERVICE, "password": passwords[SERVICE_USER],
+                  "sync_password": True}]
+        done = subprocess.run([sys.executable, str(Path(__file__).with_name("fab_setup.py"))],
+                              input=json.dumps({"users": users}), env=self.component_env, capture_output=True,
+                              text=True, timeout=300)
+        if done.returncode != 0:
+            raise RuntimeError(f"syncing the FAB roles and users failed (exit {done.returncode}):\n"
+                               f"{_tail(done.stdout + done.stderr)}")
+        self.created = json.loads(done.stdout.strip().splitlines()[-1])["created"]
 
     def health(self) -> dict | None:
         """``/api/v2/monitor/health`` (no login needed), or None while the API server is not up (one attempt:
@@ -410,18 +470,38 @@ def login_lines(airflow: LocalAirflow) -> list[str]:
     """What ``make airflow`` prints about the logins: each person's, and the service user's without its password."""
     if airflow.all_admins:
         return ["  login:  none needed (SIMPLE_AUTH_MANAGER_ALL_ADMINS lets everyone in)"]
+    if airflow.fab:
+        return fab_login_lines(airflow)
     people = {name: role for name, role in airflow.users().items() if name != SERVICE_USER}
     lines = [f"  login:  {name} / {airflow.password(name) or '(not generated yet)'}  (role {role})"
              for name, role in people.items()]
     lines.append(f"          passwords: {airflow.passwords_file}; users: ${USERS_ENV} (a user added there needs "
                  "`make stop` and `make airflow`)")
+    lines.append(api_line(airflow, SERVICE_ROLE, "the passwords file"))
+    return lines
+
+
+def api_line(airflow: LocalAirflow, role: str, kept_in: str) -> str:
+    """What ``make airflow`` prints about the connection ``airflow_api``: yours, or the service user's (its role,
+    where its password is kept, never the password)."""
     if API_CONN_ENV in airflow.env:
-        lines.append(f"  API:    the connection {API_CONN_ID} from your environment (on-call restart, stop, "
-                     "resume_supervision)")
+        return f"  API:    the connection {API_CONN_ID} from your environment (on-call restart, stop, resume_supervision)"
+    return (f"  API:    the connection {API_CONN_ID} logs in as the service user {SERVICE_USER} (role {role}; its "
+            f"password is only in {kept_in}) for the on-call restart, stop and resume_supervision")
+
+
+def fab_login_lines(airflow: LocalAirflow) -> list[str]:
+    """FAB: the admin's password only the time it was created; how to add a teammate; the service user."""
+    if FAB_ADMIN in airflow.created:
+        lines = [f"  login:  {FAB_ADMIN} / {airflow.password(FAB_ADMIN)}  (role {FAB_ADMIN_ROLE}; shown this once, kept "
+                 f"in {airflow.passwords_file}, mode 0600)"]
     else:
-        lines.append(f"  API:    the connection {API_CONN_ID} logs in as the service user {SERVICE_USER} (role "
-                     f"{SERVICE_ROLE}; its password is only in the passwords file) for the on-call restart, stop and "
-                     "resume_supervision")
+        lines = [f"  login:  {FAB_ADMIN} (role {FAB_ADMIN_ROLE}; its password is in {airflow.passwords_file})"]
+    lines += [f"  roles:  {', '.join(roles.PERSON_ROLES)} (docs/identity.md says what each may do)",
+              "  add a teammate (no restart; it asks for the password, never put it on the command line):",
+              '          eval "$(make -s env)"; airflow users create --username NAME --firstname FIRST --lastname LAST '
+              f"--email EMAIL --role {roles.OPERATOR}"]
+    lines.append(api_line(airflow, f"{roles.SERVICE}, no person's", airflow.passwords_file.name))
     return lines
 
 

@@ -2,9 +2,11 @@
 
 Mounted by the ``streaming_health`` plugin (``plugins/streaming_health_plugin.py``) at
 ``/streaming-health``, shown in the UI's navigation ("Streaming health") and as a tab of every DAG
-(``/streaming-health/dag/<dag_id>``: the job the DAG runs). Every route requires a user logged in to
-Airflow (``requires_authenticated()`` from Airflow's API security; a plugin's FastAPI app is not
-behind the login otherwise): the UI's session cookie, or a bearer token from ``POST /auth/token``.
+(``/streaming-health/dag/<dag_id>``: the job the DAG runs). Every route asks Airflow's auth manager
+(:mod:`streaming.access`; a plugin's FastAPI app is not behind the login otherwise): no login (the UI's session
+cookie, or a bearer token from ``POST /auth/token``) is 401; a user the auth manager does not let read
+:data:`streaming.roles.HEALTH_RESOURCE` (and, for ``/dag/<dag_id>``, that DAG) is 403, the JSON routes included.
+The on-call approvals (``/oncall``, ``/api/oncall``) are :mod:`streaming.oncall_approvals`.
 
 Routes (under the prefix):
 
@@ -224,13 +226,18 @@ def render_page(healths: list, progress: dict[str, list[dict]], lake: str, title
 
 
 def create_app():
-    """The FastAPI app (every route requires an authenticated Airflow user)."""
-    from fastapi import Depends, FastAPI, HTTPException, Query
+    """The FastAPI app (every route asks the auth manager: :mod:`streaming.access`)."""
+    from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query
     from fastapi.responses import HTMLResponse, JSONResponse, Response
 
-    from airflow.api_fastapi.core_api.security import requires_authenticated
+    from streaming.access import may_dag, requires, requires_login
+    from streaming.oncall_approvals import router as oncall_router
+    from streaming.roles import HEALTH_RESOURCE
 
-    app = FastAPI(title="Streaming health", dependencies=[Depends(requires_authenticated())])
+    # No /docs, /redoc or /openapi.json: they would answer without asking the auth manager.
+    app = FastAPI(title="Streaming health", dependencies=[Depends(requires_login())], docs_url=None, redoc_url=None,
+                  openapi_url=None)
+    health = APIRouter(dependencies=[Depends(requires("GET", HEALTH_RESOURCE))])
 
     def lake_root() -> str:
         from spark_jobs.model.lake import resolve_lake_root
@@ -251,7 +258,7 @@ def create_app():
         timelines = {job.name: job_timeline(job, Lake.at(lake)) for job in jobs}
         return HTMLResponse(render_page(healths, progress, lake, title, timelines))
 
-    @app.get("/", response_class=HTMLResponse)
+    @health.get("/", response_class=HTMLResponse)
     def overview() -> HTMLResponse:
         from spark_jobs.registry import JOBS
 
@@ -267,12 +274,14 @@ def create_app():
         except UsageError as error:
             raise HTTPException(404, str(error)) from None
 
-    @app.get("/job/{job}", response_class=HTMLResponse)
+    @health.get("/job/{job}", response_class=HTMLResponse)
     def one_job(job: str) -> HTMLResponse:
         return page([registry_job(job)], f"Streaming health: {job}")
 
-    @app.get("/dag/{dag_id}", response_class=HTMLResponse)
-    def dag_tab(dag_id: str) -> HTMLResponse:
+    @health.get("/dag/{dag_id}", response_class=HTMLResponse)
+    def dag_tab(dag_id: str, user=Depends(requires_login())) -> HTMLResponse:
+        if not may_dag(user, "GET", dag_id):
+            raise HTTPException(403, f"{user.get_name()} may not read the DAG {dag_id}")
         job = job_for_dag(dag_id)
         if job is None:
             return HTMLResponse(f'<!doctype html><html><head><meta charset="utf-8"><style>{STYLE}</style></head>'
@@ -280,7 +289,7 @@ def create_app():
                                 f'</p></body></html>')
         return page([job], f"Streaming health: {job.name}")
 
-    @app.get("/api/status")
+    @health.get("/api/status")
     def status() -> JSONResponse:
         from spark_jobs.control.monitoring.status import collect
 
@@ -289,14 +298,14 @@ def create_app():
             {"lake": lake, "checked_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
              "jobs": [h.to_dict() for h in collect(lake)]}, default=str)))
 
-    @app.get("/api/jobs/{job}/timeline")
+    @health.get("/api/jobs/{job}/timeline")
     def timeline(job: str) -> JSONResponse:
         from spark_jobs.control.monitoring.timeline import job_timeline
         from spark_jobs.model.lake import Lake
 
         return JSONResponse([entry.to_dict() for entry in job_timeline(registry_job(job), Lake.at(lake_root()))])
 
-    @app.get("/metrics")
+    @health.get("/metrics")
     def metrics() -> Response:
         from prometheus_client import CONTENT_TYPE_LATEST
 
@@ -304,7 +313,7 @@ def create_app():
 
         return Response(exposition(lake_root()), media_type=CONTENT_TYPE_LATEST)
 
-    @app.get("/api/jobs/{job}/progress")
+    @health.get("/api/jobs/{job}/progress")
     def progress(job: str, limit: int = Query(PAGE_BATCHES, ge=1, le=10_000)) -> JSONResponse:
         from spark_jobs.control.monitoring.history import read_progress
 
@@ -312,4 +321,6 @@ def create_app():
         rows = read_progress(lake_root(), job, limit=limit)
         return JSONResponse(json.loads(json.dumps(rows, default=str)))
 
+    app.include_router(health)
+    app.include_router(oncall_router(STYLE))
     return app

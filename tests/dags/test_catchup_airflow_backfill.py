@@ -75,7 +75,7 @@ class Setup:
             # No live job runs here, and an idle-priority driver crawls on a machine busy with other work.
             "CLOUDTRAIL_ETL_BACKFILL_PRIORITY": "normal",
         }
-        self.airflow = LocalAirflow(self.home, free_port(28400), self.env)
+        self.airflow = LocalAirflow(self.home, free_port(28400), self.env, auth="simple")
         self.api = RestApi(self.airflow.url)
 
     def cli(self, *args: str) -> subprocess.CompletedProcess:

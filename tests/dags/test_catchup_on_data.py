@@ -51,7 +51,7 @@ class Stage:
                "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
                "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
                "LAKE_ROOT": str(self.lake), "CLOUDTRAIL_ETL_INPUT": str(self.landing)}
-        self.airflow = LocalAirflow(self.home, free_port(29500), env)
+        self.airflow = LocalAirflow(self.home, free_port(29500), env, auth="simple")
         self.api = RestApi(self.airflow.url)
 
     def land(self, name: str, records: int = 2, expected: bool = True) -> None:

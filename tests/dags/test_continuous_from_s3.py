@@ -55,7 +55,7 @@ class Setup:
                "CLOUDTRAIL_ETL_INPUT": f"s3a://{BUCKET}/AWSLogs",
                "STREAMING_CONTINUOUS_TRIGGER": "processing-time:1s",
                "STREAMING_SUPERVISOR_POLICY": json.dumps(POLICY)}
-        self.airflow = LocalAirflow(self.home, free_port(), env)
+        self.airflow = LocalAirflow(self.home, free_port(), env, auth="simple")
 
     def api(self, method: str, path: str, body: dict | None = None) -> dict:
         return RestApi(self.airflow.url)(method, path, body)

@@ -48,7 +48,7 @@ from tests.helpers.airflow_fixtures import require_airflow_env
 from tests.helpers.project import PROJECT_ROOT
 from tests.helpers.real_airflow import RestApi, wait_for
 
-from tools.local_airflow import SERVICE_USER, LocalAirflow, free_port, marked_processes
+from tools.local_airflow import SIMPLE_AUTH_MANAGER, SERVICE_USER, LocalAirflow, free_port, marked_processes
 
 from spark_jobs.model.lake import Lake
 from spark_jobs.control.monitoring.runs import read_runs
@@ -109,6 +109,8 @@ class Setup:
             "AIRFLOW_HOME": str(self.home),
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{self.home / 'airflow.db'}",
             "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin,alice:user",  # a second user, as a team has
+            # The simple auth manager's login page and users (identity is tests/plugins/test_identity.py's, on FAB).
+            "AIRFLOW__CORE__AUTH_MANAGER": SIMPLE_AUTH_MANAGER,
             "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
             "LAKE_ROOT": str(self.lake),
             "CLOUDTRAIL_ETL_INPUT": str(self.landing),

@@ -32,7 +32,7 @@ from spark_jobs.control.monitoring.incidents import IncidentStore
 from spark_jobs.control.oncall.audit import read_rows
 from spark_jobs.control.supervision.state import append_event
 from spark_jobs.model.lake import Lake
-from tests.helpers.approvals import UserApi, pending, running, user_settings
+from tests.helpers.approvals import UserApi, pending, running, user_settings, wait_parked
 from tests.helpers.airflow_fixtures import require_airflow_env
 from tests.helpers.real_airflow import wait_for
 
@@ -92,15 +92,7 @@ class Stage:
         """The run id and its required action once the task waits for it."""
         found = wait_for(f"the required action of {run_id}", lambda: [
             d for d in pending(self.bob, DAG_ID) if d["task_instance"]["dag_run_id"] == run_id], every=0.5)
-        # A person answers seconds later, not within the seconds the task takes to park: with Airflow 3.3.2's
-        # LocalExecutor an answer that reaches the scheduler before the executor's report of the parked attempt makes
-        # it fail the resumed task ("finished with state success, but the task instance's state attribute is queued";
-        # the worker took 5 s from parking to that report under load). So the answer waits for that report.
-        parked = (f"Received executor event with state success for task instance TaskInstanceKey(dag_id='{DAG_ID}', "
-                  f"task_id='{TASK}', run_id='{run_id}', try_number=1")
-        scheduler_log = self.airflow.output_file("scheduler")
-        wait_for(f"the scheduler's report of {run_id}'s parked attempt",
-                 lambda: parked in scheduler_log.read_text(errors="replace"), every=0.5)
+        wait_parked(self.airflow, DAG_ID, TASK, run_id)
         return run_id, found[0]
 
     def ended(self, run_id: str) -> dict:

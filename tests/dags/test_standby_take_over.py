@@ -44,7 +44,7 @@ from tests.helpers.project import PROJECT_ROOT
 from tests.helpers.prometheus import Prometheus, require_prometheus
 from tests.helpers.real_airflow import RestApi, wait_for
 from tools.bench.recovery import KILL_KINDS, kill_target
-from tools.local_airflow import LocalAirflow, free_port, marked_processes
+from tools.local_airflow import SIMPLE_AUTH_MANAGER, LocalAirflow, free_port, marked_processes
 
 DAG_ID = "cloudtrail_etl_continuous"
 ONCALL = "streaming_oncall"
@@ -69,6 +69,8 @@ class Night:
             **{k: v for k, v in os.environ.items()
                if k not in ("AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS", "STREAMING_SUPERVISOR_POLICY")},
             "AIRFLOW_HOME": str(self.home),
+            # The simple auth manager's login page and users (identity is tests/plugins/test_identity.py's, on FAB).
+            "AIRFLOW__CORE__AUTH_MANAGER": SIMPLE_AUTH_MANAGER,
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{self.home / 'airflow.db'}",
             "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin,alice:user",
             "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",

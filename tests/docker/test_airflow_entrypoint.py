@@ -10,6 +10,7 @@ from tests.helpers.project import PROJECT_ROOT
 
 SCRIPT = PROJECT_ROOT / "docker" / "airflow-entrypoint.sh"
 REAL = "s3cr3t-Xy9"
+SIMPLE = "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager"
 INIT_ENV = {
     "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"postgresql+psycopg2://airflow:{REAL}@postgres:5432/airflow",
     "AIRFLOW__API_AUTH__JWT_SECRET": REAL,
@@ -46,8 +47,14 @@ def test_init_with_real_secrets_goes_on_to_migrate_the_db():
     assert done.returncode == 127 and "airflow: command not found" in done.stderr
 
 
-def test_api_server_refuses_the_placeholder_login_password():
-    done = run(["api-server"], {"AIRFLOW_ADMIN_PASSWORD": "change-me"})
+# FAB (docker-compose.yml's): init creates the admin and the service user; the simple auth manager: the api-server
+# writes their passwords where it reads them. Either refuses a placeholder first.
+STARTS = [(["init"], INIT_ENV), (["api-server"], {"AIRFLOW__CORE__AUTH_MANAGER": SIMPLE})]
+
+
+@pytest.mark.parametrize("args, env", STARTS)
+def test_a_placeholder_login_password_is_refused(args, env):
+    done = run(args, {**env, "AIRFLOW_ADMIN_PASSWORD": "change-me"})
 
     assert done.returncode == 2
     assert done.stderr.startswith("error: AIRFLOW_ADMIN_PASSWORD is still the placeholder of .env.example")
@@ -61,10 +68,11 @@ def test_an_unknown_component_gets_the_usage():
                            "(got: webserver)\n")
 
 
-def test_api_server_refuses_the_placeholder_service_password():
+@pytest.mark.parametrize("args, env", STARTS)
+def test_a_placeholder_service_password_is_refused(args, env):
     connection = ('{"conn_type": "http", "host": "http://airflow-apiserver:8080", "login": "streaming_service", '
                   '"password": "change-me"}')
-    done = run(["api-server"], {"AIRFLOW_ADMIN_PASSWORD": REAL, "AIRFLOW_CONN_AIRFLOW_API": connection})
+    done = run(args, {**env, "AIRFLOW_ADMIN_PASSWORD": REAL, "AIRFLOW_CONN_AIRFLOW_API": connection})
 
     assert done.returncode == 2
     assert done.stderr.startswith("error: AIRFLOW_SERVICE_PASSWORD is still the placeholder of .env.example")
@@ -82,6 +90,7 @@ def test_api_server_writes_the_admins_and_the_service_users_passwords(tmp_path):
                              "password": "service-s3cr3t"})
     done = run(["api-server"], {"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin", "AIRFLOW_ADMIN_PASSWORD": REAL,
                                 "AIRFLOW_CONN_AIRFLOW_API": connection,
+                                "AIRFLOW__CORE__AUTH_MANAGER": SIMPLE,
                                 "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin,alice:user,streaming_service:user",
                                 "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords)})
 

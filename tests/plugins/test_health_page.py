@@ -48,7 +48,8 @@ class Ui:
                "AIRFLOW__LOGGING__LOGGING_LEVEL": "WARNING", "LAKE_ROOT": str(self.planted.lake),
                JOB.input_env_var: str(self.planted.landing)}
         env.pop("AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS", None)
-        self.airflow = LocalAirflow(self.home, free_port(28500), env, components=("api-server",))
+        self.airflow = LocalAirflow(self.home, free_port(28500), env, components=("api-server",),
+                                    auth="simple")
 
     def plant(self, state: str, **kwargs) -> PlantedLake:
         """A fresh lake (same paths: the API server's $LAKE_ROOT) in ``state``."""

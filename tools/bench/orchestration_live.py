@@ -53,7 +53,7 @@ def airflow_with_timing_shim(home: Path, lake: Path, landing: Path, shim_folder:
 
     env = airflow_env(home, lake, landing, trigger=None, policy=None)
     shim, marks = timing_shim(shim_folder)
-    airflow = LocalAirflow(home, free_port(), {**env, "PATH": f"{shim}{os.pathsep}{env['PATH']}"})
+    airflow = LocalAirflow(home, free_port(), {**env, "PATH": f"{shim}{os.pathsep}{env['PATH']}"}, auth="simple")
     started = time.monotonic()
     airflow.start()
     try:

@@ -67,6 +67,8 @@ def airflow_env(home: Path, lake: Path, landing: Path, trigger: str | None, poli
     env = {
         **os.environ,
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
+        # The trial's Airflow lets everyone in: Airflow's simple auth manager (identity is not what it measures).
+        "AIRFLOW__CORE__AUTH_MANAGER": "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager",
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
         "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",

@@ -33,9 +33,11 @@ class OncallActionOperator(HITLOperator):
        offers ``Approve`` / ``Reject``; the request expires after the registry's time
        (:func:`spark_jobs.control.oncall.approval.approval_expiry`). With the simple auth manager the request is
        assigned to every other user who may answer (:func:`~spark_jobs.control.oncall.approval.approvers`), so
-       Airflow refuses the requester's own answer; none: refused at once. When the task resumes
+       Airflow refuses the requester's own answer; none: refused at once. With FAB (``make airflow``'s) only the approver
+       role may answer, on the health plugin's approvals page (:mod:`streaming.oncall_approvals`). When the task resumes
        (:meth:`execute_complete`), :func:`~spark_jobs.control.oncall.approval.decide` reads the answer: the
-       requester's own approval is refused (where Airflow could not keep them out), a rejection or an expiry runs
+       requester's, the service identity's and a late approval are refused (where Airflow could not keep them out),
+       a rejection or an expiry runs
        nothing, and an approval checks the request again against the job's state of now before it runs.
     4. The action: ``reprocess_from`` and ``rollback_table`` spark-submit ``python -m spark_jobs reprocess``
        / ``lake restore`` (the Spark provider's hook, the connection ``conn_id``, the submission of the
@@ -135,13 +137,17 @@ class OncallActionOperator(HITLOperator):
         if not manager.endswith("SimpleAuthManager") or conf.getboolean("core", "simple_auth_manager_all_admins",
                                                                           fallback=False):
             return None
+        return approvers(conf.get("core", "simple_auth_manager_users", fallback="admin:admin"), requester,
+                         self._service_user())
+
+    def _service_user(self) -> str | None:
+        """The API connection's login (the service identity: it never approves), None without a connection."""
         try:
             from airflow.sdk import BaseHook
 
-            service = BaseHook.get_connection(self.api_conn_id).login
+            return BaseHook.get_connection(self.api_conn_id).login
         except Exception:  # noqa: BLE001 - no API connection: no service user to leave out
-            service = None
-        return approvers(conf.get("core", "simple_auth_manager_users", fallback="admin:admin"), requester, service)
+            return None
 
     def _ask_approval(self, context, request, record, plan) -> None:
         """Ask a second user (Airflow's human-in-the-loop); the task waits, then resumes in :meth:`execute_complete`."""
@@ -185,12 +191,13 @@ class OncallActionOperator(HITLOperator):
             record.expires_at = dt.datetime.fromisoformat(asked["expires_at"])
         else:  # still audited, under a new id
             self.log.warning("the XCom approval_request of this task is gone: the audit row gets a new id and time")
-        decision = decide(event, record.triggered_by)
+        decision = decide(event, record.triggered_by, service_user=self._service_user(),
+                          expires_at=record.expires_at)
         record.decision, record.decided_by, record.decided_at = decision.decision, decision.by, decision.at
-        self.log.info("approval of %s (audit id %s): %s", record.action, record.audit_id,
-                      decision.message(record.triggered_by))
+        said = decision.message(record.triggered_by, record.expires_at)
+        self.log.info("approval of %s (audit id %s): %s", record.action, record.audit_id, said)
         if not decision.runs:
-            record.outcome, record.message = decision.outcome(), decision.message(record.triggered_by)
+            record.outcome, record.message = decision.outcome(), said
             self._audit(context, lake, record)
             if decision.decision in ("rejected", "self_approval"):  # refused: nothing runs, nothing failed
                 raise AirflowSkipException(f"on-call action {record.message}")

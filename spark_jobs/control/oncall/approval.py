@@ -13,6 +13,13 @@ page where they pressed Approve) and the request stays open for another user. Wi
 lets everyone in, the approvers cannot be listed: the answer is checked when the task resumes (:func:`decide`), the
 requester's own approval is refused (nothing runs, the refusal is audited, the task fails saying so).
 
+With an auth manager that has roles (FAB by default, ``streaming.roles``), the approval is made on the streaming
+health page (``/streaming-health/oncall``) or its JSON route, which asks the auth manager whether the person may
+approve and refuses, auditing each refusal, before it hands the answer to Airflow as that person:
+:func:`refuse_approval` says which refusal applies (the service identity, the requester, someone without the
+approver's right, an answer after the expiry). The resumed task checks the answer again (:func:`decide`): an
+answer given straight to Airflow's API by the requester, the service identity or after the expiry runs nothing.
+
 A drill or a test may shorten the expiry with ``$STREAMING_ONCALL_APPROVAL_EXPIRY`` (seconds; it can only
 shorten it: a longer value is ignored).
 """
@@ -82,7 +89,9 @@ def approval_body(plan: list[str], *, requester: str | None, reason: str, expire
     expires. The plan's lines are escaped (a ``<`` would start an HTML tag the page drops)."""
     steps = "\n".join(f"{number}. {_markdown(line)}" for number, line in enumerate(plan, 1))
     who = requester or "an unknown user"
-    allowed = (f"**May approve**: {', '.join(may_approve)} (not {who}, who asked)  \n" if may_approve else "")
+    allowed = (f"**May approve**: {', '.join(may_approve)} (not {who}, who asked)  \n" if may_approve else
+               f"**May approve**: a user with the approver's right (not {who}, who asked), on the page "
+               "Streaming health > On-call approvals  \n")
     return (f"**Requested by** {who}  \n**Reason**: {_markdown(reason)}  \n{allowed}"
             f"**Expires at** {_iso(expires_at)} (then nothing runs)  \n**Audit id** `{audit_id}`\n\n"
             f"What approving does (the dry run's plan):\n\n{steps}\n\n"
@@ -99,7 +108,9 @@ def _markdown(text: str) -> str:
 class Decision:
     """What the second user's answer (or its absence) decides.
 
-    :param decision: ``approved`` | ``rejected`` | ``expired`` | ``self_approval`` (refused).
+    :param decision: ``approved`` | ``rejected`` | ``expired`` | a refusal: ``self_approval`` (the requester),
+        ``not_an_approver`` (no right to approve), ``service_identity`` (the API connection's login, not a person),
+        ``after_expiry`` (an answer after the request expired).
     :param by: who answered (``None`` when it expired).
     :param at: when (the resume time when it expired).
     """
@@ -114,9 +125,9 @@ class Decision:
 
     def outcome(self) -> str:
         """The ``ops_audit`` outcome of a request that does not run."""
-        return {"rejected": "rejected", "expired": "expired", "self_approval": "refused"}[self.decision]
+        return {"rejected": "rejected", "expired": "expired"}.get(self.decision, "refused")
 
-    def message(self, requester: str | None) -> str:
+    def message(self, requester: str | None, expires_at: dt.datetime | None = None) -> str:
         if self.decision == "rejected":
             return f"rejected by {self.by}: nothing was run"
         if self.decision == "expired":
@@ -127,15 +138,46 @@ class Decision:
         if self.decision == "self_approval":
             return (f"refused: the requester cannot approve their own request: {self.by} requested this action and "
                     "cannot approve it (four eyes): nothing was run; ask again and have another user approve")
+        if self.decision == "not_an_approver":
+            return (f"refused: {self.by} may not approve destructive on-call actions (only the approver role may, "
+                    "docs/identity.md): nothing was run; a user with that role must approve it")
+        if self.decision == "service_identity":
+            return (f"refused: {self.by} is the service identity of the connection airflow_api, not a person, and never "
+                    "approves (four eyes are two people): nothing was run")
+        if self.decision == "after_expiry":
+            when = f" at {_iso(expires_at)}" if expires_at else ""
+            return (f"refused: the request expired{when}, before {self.by}'s approval: nothing was run; ask again")
         return f"approved by {self.by} (requested by {requester})"
 
 
-def decide(event: dict, requester: str | None, now: dt.datetime | None = None) -> Decision:
+def refuse_approval(by: str, *, requester: str | None, may_approve: bool, service_user: str | None,
+                    expires_at: dt.datetime | None, at: dt.datetime) -> Decision | None:
+    """Why ``by`` may not approve a request of ``requester`` at ``at``, or None when they may.
+
+    :param may_approve: the auth manager's answer: may ``by`` approve destructive on-call actions.
+    :param service_user: the API connection's login (never a person).
+    :param expires_at: when the request expires (None: unknown, not checked).
+    """
+    if service_user and by == service_user:
+        return Decision("service_identity", by, at)
+    if requester is None or by == requester:
+        return Decision("self_approval", by, at)
+    if not may_approve:
+        return Decision("not_an_approver", by, at)
+    if expires_at is not None and at > expires_at:
+        return Decision("after_expiry", by, at)
+    return None
+
+
+def decide(event: dict, requester: str | None, now: dt.datetime | None = None, *, service_user: str | None = None,
+           expires_at: dt.datetime | None = None) -> Decision:
     """The decision of an HITL resume event (what ``HITLOperator.execute_complete`` receives).
 
     :param event: ``{"chosen_options", "responded_by_user": {"id", "name"}, "responded_at", ...}``, or
         ``{"error_type": "timeout", ...}`` when the request expired unanswered.
     :param requester: the user who triggered the run (``dag_run.triggering_user_name``).
+    :param service_user: the API connection's login: its approval is refused.
+    :param expires_at: when the request expired: a later approval is refused.
     """
     now = now or dt.datetime.now(dt.timezone.utc)
     if "error" in event or event.get("error_type"):
@@ -158,7 +200,9 @@ def decide(event: dict, requester: str | None, now: dt.datetime | None = None) -
         raise ValueError("an approval without a user cannot be checked against the requester")
     if requester is None or requester in {user.get("name"), user.get("id")}:
         return Decision("self_approval", by, at)
-    return Decision("approved", by, at)
+    refused = refuse_approval(by, requester=requester, may_approve=True, service_user=service_user,
+                              expires_at=expires_at, at=at)
+    return refused or Decision("approved", by, at)
 
 
 def _iso(moment: dt.datetime) -> str:

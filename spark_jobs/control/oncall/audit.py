@@ -22,8 +22,11 @@ Columns:
 ``versions_after``  ... and after it (the same for a refusal or a dry run)
 ``finished``        when the row was written (UTC)
 ``decision``        an action that needs a second user's approval: ``approved`` | ``rejected`` |
-                    ``expired`` (nobody answered in time) | ``self_approval`` (the requester
-                    answered: refused); null for the others and for rows written before approvals
+                    ``expired`` (nobody answered in time) | a refused answer: ``self_approval``
+                    (the requester), ``not_an_approver``, ``service_identity`` (the API
+                    connection's login), ``after_expiry``; null for the others and for rows
+                    written before approvals. A refused answer on the health page is a row
+                    of its own (same ``run_id``, outcome ``refused``); the request stays open
 ``decided_by``      who approved or rejected it (the Airflow user; null when it expired)
 ``decided_at``      when (UTC; the expiry for an expired request)
 ``expires_at``      when the request would expire (UTC)
@@ -53,7 +56,8 @@ log = logging.getLogger("spark_jobs")
 
 AUDIT_TABLE = OPS_AUDIT.name
 OUTCOMES = ("refused", "dry_run", "succeeded", "failed", "rejected", "expired")
-DECISIONS = ("approved", "rejected", "expired", "self_approval")
+DECISIONS = ("approved", "rejected", "expired", "self_approval", "not_an_approver", "service_identity",
+             "after_expiry")
 # Columns added after the first release of the table (nullable; older rows read null).
 APPROVAL_COLUMNS = ("decision", "decided_by", "decided_at", "expires_at")
 # The same columns as Spark DDL: the Spark engine's empty view before the first row is written.

@@ -8,7 +8,7 @@ import datetime as dt
 import pytest
 
 from spark_jobs.control.oncall.approval import (EXPIRY_ENV, approval_body, approval_expiry, approval_subject,
-                                                 approvers, decide, needs_approval)
+                                                 approvers, decide, needs_approval, refuse_approval)
 from spark_jobs.control.oncall.audit import AuditRecord, append, arrow_schema, audit_path, read_rows
 from spark_jobs.model.errors import RegistryError
 from spark_jobs.model.lake import Lake
@@ -76,6 +76,33 @@ def test_the_requesters_own_approval_is_refused():
     unknown = decide(answer("Approve", "bob"), requester=None, now=NOW)
     assert (unknown.decision, unknown.runs) == ("self_approval", False)
     assert "the requester is unknown" in unknown.message(None)
+
+
+def test_the_service_identity_and_an_approval_after_the_expiry_are_refused_when_the_task_resumes():
+    service = decide(answer("Approve", "streaming_service"), "alice", service_user="streaming_service")
+    assert (service.decision, service.runs, service.outcome()) == ("service_identity", False, "refused")
+    assert service.message("alice").startswith("refused: streaming_service is the service identity of the connection "
+                                               "airflow_api, not a person")
+    late = decide(answer("Approve", "bob"), "alice", expires_at=AT - dt.timedelta(seconds=1))
+    assert (late.decision, late.by, late.outcome()) == ("after_expiry", "bob", "refused")
+    assert late.message("alice", AT - dt.timedelta(seconds=1)) == (
+        "refused: the request expired at 2026-11-25T03:04:04Z, before bob's approval: nothing was run; ask again")
+    assert decide(answer("Approve", "bob"), "alice", expires_at=AT, service_user="streaming_service").runs
+
+
+@pytest.mark.parametrize("by, may_approve, expires_at, refused", [
+    ("streaming_service", True, None, "service_identity"),  # first: even when the auth manager lets it
+    ("alice", True, None, "self_approval"),
+    ("oscar", False, None, "not_an_approver"),
+    ("bob", True, NOW, "after_expiry"),
+    ("bob", True, AT, None),
+])
+def test_who_may_approve_is_asked_in_this_order(by, may_approve, expires_at, refused):
+    found = refuse_approval(by, requester="alice", may_approve=may_approve, service_user="streaming_service",
+                            expires_at=expires_at, at=AT)
+    assert (found and found.decision) == refused
+    if found:
+        assert found.message("alice").startswith("refused: ") and found.outcome() == "refused"
 
 
 def test_a_rejection_or_an_expiry_runs_nothing():
