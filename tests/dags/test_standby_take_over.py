@@ -218,8 +218,9 @@ def test_every_kind_of_kill_is_taken_over_by_the_warm_standby_and_the_table_stay
 
     restarts = [e for e in night.events() if e["kind"] == "restart"]
     assert [e.get("take_over") for e in restarts] == [True, True, True], restarts
-    assert restarts[0]["reason"].startswith("the Python driver (pid ") and \
-        "took the lease over" in restarts[0]["reason"]
+    # The Python driver's kill: the standby holds the lease while its JVM still shuts down (the supervisor's next poll
+    # finds that), or the JVM has exited by then; either way a take-over.
+    assert restarts[0]["reason"].startswith(("the Python driver (pid ", "the driver exited with status ")), restarts[0]
     assert [e["reason"] for e in restarts[1:]] == ["the driver was killed by SIGKILL"] * 2
     assert "take_over_failed" not in [e["kind"] for e in night.events()]
     ids = night.event_ids()
