@@ -45,7 +45,7 @@ class Stage:
                "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
                "LAKE_ROOT": str(self.lake.root), "CLOUDTRAIL_ETL_INPUT": str(root / "landing"),
                "CLOUDTRAIL_ETL_INPUT_ROOTS": str(self.history)}
-        self.airflow = LocalAirflow(self.home, free_port(29700), env,
+        self.airflow = LocalAirflow(self.home, free_port(29700), env, auth="simple",
                                     components=("api-server", "scheduler", "dag-processor"))
         self.api = RestApi(self.airflow.url)
 

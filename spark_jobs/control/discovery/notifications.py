@@ -58,7 +58,7 @@ def _event_ms(text: str | None) -> int | None:
     if not text:
         return None
     try:
-        return int(dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000)
+        return int(dt.datetime.fromisoformat(text).timestamp() * 1000)
     except ValueError:
         return None
 

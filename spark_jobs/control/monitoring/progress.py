@@ -122,7 +122,7 @@ def _time(text: str | None) -> datetime | None:
     """One of Spark's progress times (``2026-11-23T18:00:00.123Z``) as an aware UTC datetime."""
     if not text:
         return None
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(timezone.utc)
+    return datetime.fromisoformat(text).astimezone(timezone.utc)
 
 
 def _rate(value) -> float | None:

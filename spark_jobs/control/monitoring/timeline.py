@@ -64,7 +64,7 @@ def _time(text) -> datetime | None:
         moment = text
     else:
         try:
-            moment = datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+            moment = datetime.fromisoformat(str(text))
         except ValueError:
             return None
     return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
