@@ -537,17 +537,13 @@ def test_the_health_page_tells_the_night_a_catchup_run_with_its_rows_a_restart_a
     the kill -9's restart and the failed catch-up run with its reason, in that order."""
     from playwright.sync_api import sync_playwright
 
-    from tests.helpers.chromium import CHROMIUM_ARGS, chromium
+    from tests.helpers.chromium import CHROMIUM_ARGS, chromium, simple_login
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium(), headless=True, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(setup.airflow.url + "/plugin/streaming-health")  # the login form first
-            page.get_by_label("Username").fill("alice")
-            page.get_by_label("Password").fill(setup.airflow.password("alice"))
-            page.get_by_role("button", name="Sign in").click()
-            page.wait_for_url("**/plugin/streaming-health", timeout=60_000)
+            simple_login(page, setup.airflow.url, "alice", setup.airflow.password("alice"))
             page.goto(f"{setup.airflow.url}/streaming-health/job/{JOB}")
             items = page.locator(f"section[data-job='{JOB}'] ol.timeline li")
             items.first.wait_for(timeout=60_000)

@@ -233,9 +233,7 @@ def test_the_health_page_tells_the_night_after_an_oncall_restart(night):
     """In real headless Chromium, logged in as alice through the login page: after alice's on-call restart (a new
     supervisor, whose own counts start at 0) the page still shows the three take-overs, the standby warm again, the
     last batch's freshness and the oldest waiting file's age."""
-    from playwright.sync_api import sync_playwright
-
-    from tests.helpers.chromium import CHROMIUM_ARGS, chromium
+    from tests.helpers.chromium import headless_browser, simple_login
 
     night.start_landing()
     before = night.supervisor()
@@ -250,26 +248,18 @@ def test_the_health_page_tells_the_night_after_an_oncall_restart(night):
     assert after["restarts_total"] == 0  # the new supervisor's own count
     wait_for("a commit with a freshness", lambda: night.commit_times() and night.caught_up())
 
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium(), headless=True, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1600, "height": 1000})
-            page.goto(night.airflow.url + "/plugin/streaming-health")  # the login form first
-            page.get_by_label("Username").fill("alice")
-            page.get_by_label("Password").fill(night.airflow.password("alice"))
-            page.get_by_role("button", name="Sign in").click()
-            page.wait_for_url("**/plugin/streaming-health", timeout=60_000)
-            page.goto(f"{night.airflow.url}/streaming-health/")
-            row = page.locator(f"table.jobs tr[data-job='{JOB}']")
-            row.wait_for(timeout=60_000)
-            page.screenshot(path=str(night.root / "health.png"), full_page=True)
-            shown = {name: row.get_attribute(f"data-{name}") for name in
-                     ("restarts-run", "restarts-window", "restarts-all", "standby", "freshness", "backlog-age")}
-            cells = {name: row.locator(f"td.{name}").inner_text() for name in
-                     ("restarts", "standby", "freshness", "backlog")}
-            timeline = page.locator(f"section[data-job='{JOB}'] ol.timeline li").all_inner_texts()
-        finally:
-            browser.close()
+    with headless_browser() as browser:
+        page = browser.new_page(viewport={"width": 1600, "height": 1000})
+        simple_login(page, night.airflow.url, "alice", night.airflow.password("alice"))
+        page.goto(f"{night.airflow.url}/streaming-health/")
+        row = page.locator(f"table.jobs tr[data-job='{JOB}']")
+        row.wait_for(timeout=60_000)
+        page.screenshot(path=str(night.root / "health.png"), full_page=True)
+        shown = {name: row.get_attribute(f"data-{name}") for name in
+                 ("restarts-run", "restarts-window", "restarts-all", "standby", "freshness", "backlog-age")}
+        cells = {name: row.locator(f"td.{name}").inner_text() for name in
+                 ("restarts", "standby", "freshness", "backlog")}
+        timeline = page.locator(f"section[data-job='{JOB}'] ol.timeline li").all_inner_texts()
     assert (shown["restarts-run"], shown["restarts-window"], shown["restarts-all"], shown["standby"]) == (
         "0", "3", "3", "warm"), shown
     assert cells["restarts"].startswith("0 this run · 3/5 in 30 min · 3 in all"), cells

@@ -31,3 +31,13 @@ def headless_browser() -> Iterator:
             yield browser
         finally:
             browser.close()
+
+
+def simple_login(page, url: str, user: str, password: str) -> None:
+    """Log ``user`` in through the simple auth manager's real login page of the Airflow at ``url`` (the health page's
+    address first, so the login sends the browser back there)."""
+    page.goto(url + "/plugin/streaming-health")  # the login form first
+    page.get_by_label("Username").fill(user)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url("**/plugin/streaming-health", timeout=60_000)
