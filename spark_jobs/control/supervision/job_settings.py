@@ -43,9 +43,6 @@ class Setting:
             return f"{said} (this run's param)"
         return f"{said} (the registry's default)"
 
-    def to_dict(self) -> dict:
-        return {"value": self.value, "source": self.source, "by": self.by, "at": self.at}
-
 
 def read_settings(control: str) -> dict:
     """Every setting on-call has made for the job (none: ``{}``)."""
