@@ -39,6 +39,7 @@ import.
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime, timedelta, timezone
 
 from airflow.sdk import DAG, Param, task
@@ -114,7 +115,8 @@ def build_backfill_dag(job: JobSpec) -> DAG:
                                 params["max_files_per_trigger"], params["dry_run"])
             except BackfillRefused as exc:
                 record_try({"ti": ti, "dag_run": dag_run}, job.name, "backfill", reason=str(exc), outcome="refused")
-                print(f"backfill refused, nothing was run: {exc}")
+                # A logger line, not print: stdout is flushed after the skip, inside the log's folded "Post Execute".
+                logging.getLogger(__name__).info("backfill refused, nothing was run: %s", exc)
                 raise AirflowSkipException(f"backfill refused: {exc}") from None
             listing = list_files(request)
             summary = {"writer": request.writer, "source": str(request.source), "dry_run": request.dry_run,
