@@ -83,12 +83,14 @@ SURICATA = [
 ]
 
 
-def plant(landing: dict[str, Path]) -> None:
-    """Write the planted events into each source's landing folder, in each log's own file format."""
-    (landing["cloudtrail"] / "planted").mkdir(parents=True, exist_ok=True)
-    (landing["cloudtrail"] / "planted" / "planted.json").write_text(json.dumps({"Records": CLOUDTRAIL}))
-    (landing["cowrie"] / f"cowrie.json.{DAY}").write_text("".join(json.dumps(r) + "\n" for r in COWRIE))
-    (landing["suricata"] / "planted-eve.json").write_text("".join(json.dumps(r) + "\n" for r in SURICATA))
+def plant(source: str, landing: Path) -> None:
+    """Write the planted events of ``source`` into its landing folder, in the log's own file format."""
+    if source == "cloudtrail":
+        (landing / "planted").mkdir(parents=True, exist_ok=True)
+        (landing / "planted" / "planted.json").write_text(json.dumps({"Records": CLOUDTRAIL}))
+    else:
+        name = f"cowrie.json.{DAY}" if source == "cowrie" else "planted-eve.json"
+        (landing / name).write_text("".join(json.dumps(r) + "\n" for r in (COWRIE if source == "cowrie" else SURICATA)))
 
 
 def read(spark, lake: Path, table: str):

@@ -7,6 +7,7 @@ with a reason, and every OCSF row validates against the pinned OCSF schema (type
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections import Counter
 
@@ -18,7 +19,7 @@ from spark_jobs.model.ocsf_schema import OCSF_VERSION
 from spark_jobs.registry import get_job
 from spark_jobs.transforms.ocsf.validate import row_problems, schema_problems
 from tests.helpers import ocsf
-from tests.helpers.project import REAL_CLOUDTRAIL, REAL_DATA
+from tests.helpers.project import PROJECT_ROOT, REAL_CLOUDTRAIL, REAL_DATA
 
 pytestmark = pytest.mark.real_data
 REAL = {"cloudtrail": REAL_CLOUDTRAIL, "cowrie": REAL_DATA / "applogs" / "kareiva_cowrie-logs",
@@ -36,7 +37,7 @@ def lake(tmp_path_factory, spark):
     landing = {source: root / "landing" / source for source in ocsf.SOURCES}
     for source, path in REAL.items():
         shutil.copytree(path, landing[source])
-    ocsf.plant(landing)
+        ocsf.plant(source, landing[source])
     lake = root / "lake"
     summaries = {}
     for source in ocsf.SOURCES:
@@ -123,3 +124,68 @@ def test_the_quarantine_names_what_ocsf_lacks(lake, spark):
     [row] = ocsf.read(spark, lake["root"], "cowrie_ocsf_quarantine").where("reason = 'missing_required'").collect()
     assert (row.detail, row.event_date.isoformat()) == ("missing user", ocsf.DAY)
     assert '"password":"no user given"' in row.raw and not row.raw_truncated
+
+
+def test_a_broken_table_fails_the_validation(lake, spark):
+    table = ocsf.read(spark, lake["root"], "ocsf_authentication")
+    assert schema_problems(table.drop("user").withColumn("time", F.col("time").cast("string")).schema,
+                           "authentication") == [
+        "user: required by OCSF 1.6.0, not a column", "time: timestamp_t is bigint, not string"]
+    broken = (table.withColumn("user", F.when(F.col("metadata.log_name") == "cowrie_events", F.col("user")))
+              .withColumn("type_uid", F.col("type_uid") + F.when(F.col("status_id") == 2, 1).otherwise(0))
+              .withColumn("metadata", F.col("metadata").withField("version", F.lit("1.1.0"))))
+    assert row_problems(broken, "authentication") == {  # Cowrie's 630 rows, CloudTrail's 40; 542 failed logons
+        "rows": 670, "user is NULL": 40, "type_uid is not class_uid * 100 + activity_id": 542,
+        "metadata.version is not 1.6.0": 670}
+    inside = table.withColumn("metadata", F.col("metadata").withField("product", F.lit(None)))
+    assert row_problems(inside, "authentication") == {"rows": 670, "metadata.product is NULL": 670}
+
+
+def _questions() -> list[str]:
+    text = (PROJECT_ROOT / "docs" / "ocsf.md").read_text()
+    return re.findall(r"```sql\n(.*?)```", text, re.S)
+
+
+@pytest.fixture(scope="module")
+def answers(lake, spark):
+    from spark_jobs.driver.sql import duckdb_connection, register_tables
+    from spark_jobs.model.lake import Lake
+
+    register_tables(spark, Lake(lake["root"]))
+    con, _ = duckdb_connection(Lake(lake["root"]))
+    return [([tuple(r) for r in spark.sql(query).collect()], con.execute(query).fetchall()) for query in _questions()]
+
+
+def test_everything_an_ip_did_is_one_select_through_spark_and_duckdb(answers):
+    spark_rows, duckdb_rows = answers[0]
+    assert spark_rows == duckdb_rows
+    assert [row[1:] for row in spark_rows] == [  # the planted events of the attacker's address, in time order
+        ("Authentication", "Logon", "CloudTrail", "Failure", "alice"),
+        ("Account Change", "Create", "CloudTrail", "Success", "mallory"),
+        ("API Activity", "Read", "CloudTrail", "Success", "ListBuckets"),
+        ("SSH Activity", "Open", "Cowrie", None, "ssh"),
+        ("Authentication", "Logon", "Cowrie", "Failure", "root"),
+        ("Process Activity", "Launch", "Cowrie", "Success", "uname -a"),
+        ("Detection Finding", "Create", "Suricata", None, "GPL ATTACK_RESPONSE id check returned root"),
+        ("Detection Finding", "Create", "Suricata", None, "ET USER_AGENTS Go HTTP Client User-Agent"),
+        ("DNS Activity", "Query", "Suricata", None, "evil.example"),
+        ("HTTP Activity", "Get", "Suricata", None, "http://evil.example/x.sh")]
+
+
+def test_every_failed_authentication_is_one_select_through_spark_and_duckdb(answers):
+    spark_rows, duckdb_rows = answers[1]
+    assert sorted(spark_rows, key=repr) == sorted(duckdb_rows, key=repr)  # ties in time may come in either order
+    assert Counter(row[1] for row in spark_rows) == {"CloudTrail": 2 + 1, "Cowrie": 538 + 1}
+    assert sorted(row[1:] for row in spark_rows if row[1] == "CloudTrail") == [
+        ("CloudTrail", "HIDDEN_DUE_TO_SECURITY_REASONS", "83.37.50.95", "No username found in supplied account"),
+        ("CloudTrail", "alice", ocsf.ATTACKER, "Failed authentication"),
+        ("CloudTrail", "alucloud34", "213.37.139.133", "Failed authentication")]
+    assert Counter(row[2] for row in spark_rows if row[1] == "Cowrie").most_common(2) == [("", 197), ("admin", 62)]
+
+
+def test_every_detection_finding_of_the_day_is_one_select_through_spark_and_duckdb(answers):
+    spark_rows, duckdb_rows = answers[2]
+    assert spark_rows == duckdb_rows
+    assert [row[1:] for row in spark_rows] == [
+        ("High", "GPL ATTACK_RESPONSE id check returned root", "1:2100498:7", "ids-1"),
+        ("Low", "ET USER_AGENTS Go HTTP Client User-Agent", "1:2024897:2", "ids-1")]
