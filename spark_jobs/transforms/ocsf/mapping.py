@@ -189,31 +189,51 @@ def _class_row(mapping: OcsfMapping, name: str, source: T.StructType) -> Column:
 def transform(mapping: OcsfMapping, rows: DataFrame) -> DataFrame:
     """Each raw row's OCSF row (one struct column per class of the mapping), its ``class_uid``, and its
     ``reason`` and ``detail`` when OCSF cannot express it (see the module docstring)."""
+    for stage in _stages(mapping, rows.schema):
+        rows = rows.select(*stage)
+    return rows
+
+
+# The stages' Columns, by SparkContext, mapping and source schema: making them costs ~20,000 calls into the JVM (seconds
+# for every micro-batch if they were made anew); unresolved Columns serve any number of plans.
+_STAGES: dict = {}
+
+
+def _stages(mapping: OcsfMapping, source: T.StructType) -> list[list]:
+    from pyspark import SparkContext
+
+    key = (id(SparkContext._active_spark_context), mapping.log_type, source.json())
+    if key not in _STAGES:
+        if len(_STAGES) >= 8:  # a few mappings and source schemas of one session; a new session's replace them
+            _STAGES.clear()
+        _STAGES[key] = _build_stages(mapping, source)
+    return _STAGES[key]
+
+
+def _build_stages(mapping: OcsfMapping, source: T.StructType) -> list[list]:
+    """The selects of :func:`transform`: the class and activity of each row; its class's row (built once, then read
+    by what follows); what that row lacks; the result's columns."""
     kind = F.col(mapping.kind)
     default = mapping.default
-    source = rows.schema
-    routed = rows.select(
+    schema = ocsf_schema()
+    routed = [
         "*",
         _lookup({k: r.ocsf_class for k, r in mapping.routes.items()}, kind, default and default.ocsf_class)
         .alias(_CLASS),
         _lookup({k: r.activity_id for k, r in mapping.routes.items() if r.activity_id is not None}, kind,
                 default.activity_id if default else None).cast("int").alias(_ACTIVITY),
-    )
-    schema = ocsf_schema()
-    # The rows first, then what they lack, from the rows' columns: a row's expression is built once, not once per
-    # required attribute.
-    routed = routed.select("*", *[F.when(F.col(_CLASS) == name, _class_row(mapping, name, source))
-                                  .alias(f"_ocsf_{name}") for name in mapping.classes])
+    ]
+    rows = ["*", *[F.when(F.col(_CLASS) == name, _class_row(mapping, name, source)).alias(f"_ocsf_{name}")
+                   for name in mapping.classes]]
     missing = [F.when(F.col(_CLASS) == name, missing_required(name, F.col(f"_ocsf_{name}")))
                for name in mapping.classes]
-    routed = routed.select("*", F.coalesce(*missing, F.array().cast("array<string>")).alias("_lacking"))
-    lacking = F.col("_lacking")
+    lacking = ["*", F.coalesce(*missing, F.array().cast("array<string>")).alias("_lacking")]
     reason = (F.when(F.col(_CLASS).isNull(), F.lit(NO_CLASS))
-              .when(F.size(lacking) > 0, F.lit(MISSING_REQUIRED)))
+              .when(F.size(F.col("_lacking")) > 0, F.lit(MISSING_REQUIRED)))
     detail = (F.when(F.col(_CLASS).isNull(), F.concat(F.lit(f"no OCSF class for {mapping.kind} "),
                                                        F.coalesce(kind.cast("string"), F.lit("NULL"))))
-              .when(F.size(lacking) > 0, F.concat(F.lit("missing "), F.array_join(lacking, ", "))))
-    return routed.select(
+              .when(F.size(F.col("_lacking")) > 0, F.concat(F.lit("missing "), F.array_join(F.col("_lacking"), ", "))))
+    result = [
         *[f"_ocsf_{name}" for name in mapping.classes],
         _lookup({name: schema.class_uid(name) for name in mapping.classes}, F.col(_CLASS)).cast("int")
         .alias("class_uid"),
@@ -223,7 +243,8 @@ def transform(mapping: OcsfMapping, rows: DataFrame) -> DataFrame:
         reason.alias(REASON),
         detail.alias("detail"),
         F.when(reason.isNotNull(), F.to_json(F.struct(*[F.col(f.name) for f in source.fields]))).alias("raw"),
-    )
+    ]
+    return [routed, rows, lacking, result]
 
 
 def outputs(mapping: OcsfMapping) -> dict[str, Callable[..., DataFrame]]:
