@@ -43,7 +43,7 @@ log = logging.getLogger("tools.bench")
 def scraped(lake: Path, interval: float):
     """The exporter serving ``lake``, scraped every ``interval`` seconds until the block ends; yields the list the
     scrapes' durations (seconds) go to."""
-    port = free_port(29500)
+    port = free_port()
     server = subprocess.Popen([sys.executable, "-m", "spark_jobs", "metrics", "--lake", str(lake), "--serve",
                                str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     durations: list[float] = []
