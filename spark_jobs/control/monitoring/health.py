@@ -111,6 +111,8 @@ def supervision_text(supervisor: dict | None) -> str | None:
         return _backoff(supervisor)
     if state == "held":
         return "supervision paused (on-call hold): a driver that ends is not restarted until it is resumed"
+    if state == "stopping":
+        return f"stopping ({supervisor.get('last_reason')}): the driver ends after its micro-batch"
     if state == "stopped":
         return f"stopped: {supervisor.get('last_reason')}"
     restarts = supervisor.get("restarts_in_window") or 0

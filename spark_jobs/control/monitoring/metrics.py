@@ -31,7 +31,7 @@ from spark_jobs.control.monitoring.conditions import CONDITIONS
 from spark_jobs.control.monitoring.health import STATES, JobHealth
 from spark_jobs.control.monitoring.prometheus import PROMETHEUS_PATH
 
-SUPERVISOR_STATES = ("starting", "running", "backing_off", "held", "waiting_for_lease", "stopped", "given_up", "none")
+SUPERVISOR_STATES = ("starting", "running", "backing_off", "held", "waiting_for_lease", "stopping", "stopped", "given_up", "none")
 STANDBY_STATES = ("off", "absent", "warming", "warm")
 # Who holds the job's checkpoint lease (spark_jobs.control.supervision.ownership.lease_owner().kind); a backfill
 # writes through a checkpoint of its own (``<job>@backfill-...``), never the job's lease.
