@@ -30,7 +30,6 @@ import os
 import platform
 import random
 import shutil
-import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,11 +38,11 @@ from spark_jobs.model.lake import PROJECT_ROOT, Lake
 from spark_jobs.registry import get_job
 from tools.bench.data import RecordSource
 from tools.bench.freshness import TRIGGER, JobProcess, start_job
+from tools.bench.freshness_large import POLL_PAUSE_S, Poller
 from tools.bench.probes import percentile
 
 log = logging.getLogger("tools.bench")
 OCSF_JOB = get_job("cloudtrail_ocsf")
-POLL_PAUSE_S = 0.1
 VISIBLE_TIMEOUT_S = 300.0
 
 
@@ -89,7 +88,7 @@ def event_ids(landing: Path, name: str) -> set[str]:
     return {record["eventID"] for record in json.loads(gzip.decompress(path.read_bytes()))["Records"]}
 
 
-class Clock(threading.Thread):
+class Clock(Poller):
     """Polls the raw table and the OCSF tables until stopped; records when each landed file was first seen in each.
 
     :param lake: the run's lake.
@@ -97,7 +96,7 @@ class Clock(threading.Thread):
     """
 
     def __init__(self, lake: Lake, landed: dict[str, tuple[float, set[str]]]):
-        super().__init__(name="landing-to-ocsf-clock", daemon=True)
+        super().__init__("landing-to-ocsf-clock")
         self.landed = landed
         self.raw = KeyWatcher(lake.table_path("cloudtrail_events"), "_source_file")
         self.ocsf = [KeyWatcher(lake.table_path(table.name), "metadata", "uid") for table in OCSF_JOB.tables
@@ -105,25 +104,16 @@ class Clock(threading.Thread):
         self.quarantine = KeyWatcher(lake.table_path("cloudtrail_ocsf_quarantine"), "source_key")
         self.raw_latency: dict[str, float] = {}
         self.ocsf_latency: dict[str, float] = {}
-        self.polls = 0
-        self.error: BaseException | None = None
-        self.halt = threading.Event()
 
-    def run(self) -> None:
-        try:
-            while not self.halt.is_set():
-                in_raw = {name.rsplit("/", 1)[-1] for name in self.raw.poll()}
-                in_ocsf = set().union(*(watcher.poll() for watcher in self.ocsf), self.quarantine.poll())
-                seen_at = time.monotonic()
-                self.polls += 1
-                for name, (landed_at, ids) in list(self.landed.items()):
-                    if name not in self.raw_latency and name in in_raw:
-                        self.raw_latency[name] = round(seen_at - landed_at, 3)
-                    if name not in self.ocsf_latency and ids <= in_ocsf:
-                        self.ocsf_latency[name] = round(seen_at - landed_at, 3)
-                self.halt.wait(POLL_PAUSE_S)
-        except BaseException as exc:  # noqa: BLE001 - reported by the measurement
-            self.error = exc
+    def poll_once(self) -> None:
+        in_raw = {name.rsplit("/", 1)[-1] for name in self.raw.poll()}
+        in_ocsf = set().union(*(watcher.poll() for watcher in self.ocsf), self.quarantine.poll())
+        seen_at = time.monotonic()
+        for name, (landed_at, ids) in list(self.landed.items()):
+            if name not in self.raw_latency and name in in_raw:
+                self.raw_latency[name] = round(seen_at - landed_at, 3)
+            if name not in self.ocsf_latency and ids <= in_ocsf:
+                self.ocsf_latency[name] = round(seen_at - landed_at, 3)
 
     def wait_for(self, names: set[str], timeout: float = VISIBLE_TIMEOUT_S, jobs: tuple[JobProcess, ...] = ()) -> None:
         deadline = time.monotonic() + timeout
