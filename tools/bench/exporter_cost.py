@@ -19,20 +19,18 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import logging
 import os
-import platform
 import statistics
 import subprocess
 import sys
 import threading
 import time
 import urllib.request
-from datetime import UTC, datetime
 from pathlib import Path
 
 from spark_jobs.model.lake import PROJECT_ROOT
+from tools.bench import side_by_side
 from tools.bench.progress_cost import timed_catch_up
 from tools.ports import free_port, in_use
 
@@ -79,41 +77,22 @@ def measure(records: int, records_per_file: int, files_per_batch: int, repeat: i
     data = write_landing(workdir / "data", records, records_per_file)
     lake = workdir / "lake"
     spark = build_session("exporter_cost")
-    runs: list[dict] = []
 
     def run(exporter: bool) -> dict:
         if not exporter:
-            return {**timed_catch_up(spark, data.landing, lake, files_per_batch, True), "exporter": False}
+            return {**timed_catch_up(spark, data.landing, lake, files_per_batch, True), "scrapes": 0,
+                    "median_scrape_s": None}
         with scraped(lake, interval) as durations:
             result = timed_catch_up(spark, data.landing, lake, files_per_batch, True)
-        return {**result, "exporter": True, "scrapes": len(durations),
+        return {**result, "scrapes": len(durations),
                 "median_scrape_s": round(statistics.median(durations), 3) if durations else None}
 
-    for exporter in (True, False):  # warm-up, not counted
-        log.info("warm-up run, exporter %s", "scraped" if exporter else "off")
-        run(exporter)
-    for index in range(repeat):
-        for exporter in ((True, False) if index % 2 == 0 else (False, True)):
-            log.info("repetition %d of %d, exporter %s", index + 1, repeat, "scraped" if exporter else "off")
-            runs.append(run(exporter))
+    runs = side_by_side.alternate(run, repeat, "exporter scraped")
     spark.stop()
-
-    def summary(exporter: bool) -> dict:
-        mine = [r for r in runs if r["exporter"] is exporter]
-        out = {"runs_s": [r["seconds"] for r in mine], "median_s": statistics.median(r["seconds"] for r in mine),
-               "median_batch_ms": statistics.median(r["median_batch_ms"] for r in mine),
-               "batch_ms_medians": [r["median_batch_ms"] for r in mine], "batches": mine[0]["batches"],
-               "events": [r["events"] for r in mine]}
-        if exporter:
-            out.update(scrapes=[r["scrapes"] for r in mine], median_scrape_s=[r["median_scrape_s"] for r in mine])
-        return out
-
-    on, off = summary(True), summary(False)
-    return {"measured_at": datetime.now(UTC).isoformat(timespec="seconds"), "host": platform.node(),
-            "records": records, "files": data.files, "files_per_batch": files_per_batch, "repeat": repeat,
-            "scrape_interval_s": interval, "scraped": on, "not_scraped": off,
-            "ratio_median_s": round(on["median_s"] / off["median_s"], 3),
-            "ratio_median_batch_ms": round(on["median_batch_ms"] / off["median_batch_ms"], 3)}
+    on, off = (side_by_side.summary(runs, mode, ("events", "scrapes", "median_scrape_s")) for mode in (True, False))
+    return {**side_by_side.report_header(), "records": records, "files": data.files,
+            "files_per_batch": files_per_batch, "repeat": repeat, "scrape_interval_s": interval, "scraped": on,
+            "not_scraped": off, **side_by_side.ratios(on, off)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -129,11 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     load_before = os.getloadavg()
     report = measure(args.records, args.records_per_file, args.files_per_batch, args.repeat, args.scrape_interval,
                      PROJECT_ROOT / ".spark" / "bench" / "exporter-cost")
-    report["load_average_at_start_and_end"] = [round(load_before[0], 1), round(os.getloadavg()[0], 1)]
-    text = json.dumps(report, indent=1)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(text + "\n")
-    print(text)
+    side_by_side.write(report, Path(args.out), load_before)
     return 0
 
 

@@ -18,16 +18,15 @@ backlog samples and of appends, its thread's CPU seconds). Prints one JSON objec
 from __future__ import annotations
 
 import argparse
-import json
 import logging
-import platform
+import os
 import shutil
 import statistics
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 from spark_jobs.model.lake import PROJECT_ROOT, Lake
+from tools.bench import side_by_side
 
 log = logging.getLogger("tools.bench")
 
@@ -91,30 +90,14 @@ def measure(records: int, records_per_file: int, files_per_batch: int, repeat: i
 
     data = write_landing(workdir / "data", records, records_per_file)
     spark = build_session("progress_cost")
-    runs: list[dict] = []
-    for history in (True, False):  # warm-up, not counted
-        log.info("warm-up run, progress history %s", "on" if history else "off")
-        timed_catch_up(spark, data.landing, workdir / "lake", files_per_batch, history)
-    for index in range(repeat):
-        for history in ((True, False) if index % 2 == 0 else (False, True)):
-            log.info("repetition %d of %d, progress history %s", index + 1, repeat, "on" if history else "off")
-            runs.append(timed_catch_up(spark, data.landing, workdir / "lake", files_per_batch, history))
+    runs = side_by_side.alternate(
+        lambda history: timed_catch_up(spark, data.landing, workdir / "lake", files_per_batch, history),
+        repeat, "progress history")
     spark.stop()
-
-    def summary(history: bool) -> dict:
-        mine = [r for r in runs if r["history"] is history]
-        return {"runs_s": [r["seconds"] for r in mine], "median_s": statistics.median(r["seconds"] for r in mine),
-                "median_batch_ms": statistics.median(r["median_batch_ms"] for r in mine),
-                "batch_ms_medians": [r["median_batch_ms"] for r in mine],
-                "batches": mine[0]["batches"], "progress_rows": [r["progress_rows"] for r in mine],
-                "recorder": [r["recorder"] for r in mine]}
-
-    on, off = summary(True), summary(False)
-    return {"measured_at": datetime.now(UTC).isoformat(timespec="seconds"), "host": platform.node(),
-            "load_average_at_start_and_end": None, "records": records, "files": data.files,
+    on, off = (side_by_side.summary(runs, mode, ("progress_rows", "recorder")) for mode in (True, False))
+    return {**side_by_side.report_header(), "records": records, "files": data.files,
             "files_per_batch": files_per_batch, "repeat": repeat, "with_history": on, "without_history": off,
-            "ratio_median_s": round(on["median_s"] / off["median_s"], 3),
-            "ratio_median_batch_ms": round(on["median_batch_ms"] / off["median_batch_ms"], 3)}
+            **side_by_side.ratios(on, off)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -126,16 +109,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(PROJECT_ROOT / ".spark" / "bench" / "progress-cost.json"))
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    import os
-
     load_before = os.getloadavg()
-    workdir = PROJECT_ROOT / ".spark" / "bench" / "progress-cost"
-    report = measure(args.records, args.records_per_file, args.files_per_batch, args.repeat, workdir)
-    report["load_average_at_start_and_end"] = [round(load_before[0], 1), round(os.getloadavg()[0], 1)]
-    text = json.dumps(report, indent=1)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(text + "\n")
-    print(text)
+    report = measure(args.records, args.records_per_file, args.files_per_batch, args.repeat,
+                     PROJECT_ROOT / ".spark" / "bench" / "progress-cost")
+    side_by_side.write(report, Path(args.out), load_before)
     return 0
 
 
