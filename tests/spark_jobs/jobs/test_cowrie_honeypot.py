@@ -9,8 +9,8 @@ import hashlib
 import json
 from pathlib import Path
 
-from spark_jobs.driver.job_modules import transform_batch
 from tests.helpers.cowrie import EVENTS, JOB, QUARANTINE, read_tables, run
+from tests.helpers.transformed import json_line, transformed_rows
 
 UTC = dt.timezone.utc
 
@@ -24,18 +24,10 @@ CONNECT = {"eventid": "cowrie.session.connect", "timestamp": "2018-05-19T02:03:0
            "sensor": "h1", "isError": False, "arch": "linux-x64-lsb"}
 
 
-def line(record: dict) -> bytes:
-    return json.dumps(record).encode()
-
-
-def _ingest(spark, folder: Path, files: dict[str, bytes]) -> dict:
-    for name, content in files.items():
-        (folder / name).write_bytes(content)
-    return {name: frame.collect() for name, frame in transform_batch(spark, JOB, folder).items()}
 
 
 def test_a_line_per_quarantine_reason_gives_exact_rows(spark, tmp_path):
-    ok = line(LOGIN)
+    ok = json_line(LOGIN)
     lines = [
         ok,  # 1: an event
         b"",  # 2: blank lines are not records
@@ -51,8 +43,8 @@ def test_a_line_per_quarantine_reason_gives_exact_rows(spark, tmp_path):
         b"   \r",  # 12: blank too
     ]
     # A gzip stream cut in its trailer: the whole lines are events, the unterminated one is the damage.
-    cut = gzip.compress(ok + b"\n" + line(CONNECT) + b'\n{"eventid": "cowrie.session.clo')[:-8]
-    got = _ingest(spark, tmp_path, {
+    cut = gzip.compress(ok + b"\n" + json_line(CONNECT) + b'\n{"eventid": "cowrie.session.clo')[:-8]
+    got = transformed_rows(spark, JOB, tmp_path, {
         "a.json.2018-05-19": b"\n".join(lines) + b"\n",
         "b.json.2018-05-19.gz": cut,
         "c.json.2018-05-20": b"\n \n",  # only blank lines: nothing
@@ -90,7 +82,7 @@ def _event_id(*parts: str) -> str:
 
 
 def test_every_field_is_typed_or_rescued(spark, tmp_path):
-    got = _ingest(spark, tmp_path, {"a.json.2018-05-19": line(LOGIN) + b"\r\n" + line(CONNECT)})
+    got = transformed_rows(spark, JOB, tmp_path, {"a.json.2018-05-19": json_line(LOGIN) + b"\r\n" + json_line(CONNECT)})
     assert got[QUARANTINE] == []
     login, connect = sorted((r.asDict() for r in got[EVENTS]), key=lambda r: r["_line_number"])
     nulls = {name: None for name in login}
@@ -116,7 +108,8 @@ def test_arrays_numbers_and_downloads_keep_their_types(spark, tmp_path):
               "ttylog": "log/tty/x.log", "duration": 1, "size": 4}
     download = {"eventid": "cowrie.session.file_download", "timestamp": "2018-07-01T19:17:12.743617Z", "session": "s",
                 "url": "http://h/x", "shasum": "e651", "outfile": "dl/e651", "unique": True}
-    got = _ingest(spark, tmp_path, {"a.json.2018-05-19": b"\n".join(map(line, (version, closed, download)))})
+    lines = b"\n".join(map(json_line, (version, closed, download)))
+    got = transformed_rows(spark, JOB, tmp_path, {"a.json.2018-05-19": lines})
     rows = {r.eventid: r for r in got[EVENTS]}
     v, c, d = rows["cowrie.client.version"], rows["cowrie.log.closed"], rows["cowrie.session.file_download"]
     assert (v.version, v.kexAlgs, v.compCS, v.macCS, v._rescued_data) == (
@@ -131,11 +124,11 @@ def test_an_event_delivered_again_is_one_row_the_first_delivery(spark, tmp_path)
     (landing / "sensor-a").mkdir(parents=True)
     # The same event re-serialized: other key order, +00:00 for Z, one field more. Then a later batch again.
     again = {"sensor": LOGIN["sensor"], **LOGIN, "timestamp": "2018-05-19T00:03:09.084318+00:00", "extra": 1}
-    (landing / "sensor-a" / "a.json.2018-05-19").write_bytes(line(LOGIN) + b"\n" + line(again) + b"\n")
-    (landing / "sensor-a" / "b.json.2018-05-19").write_bytes(line(again) + b"\n" + line(CONNECT) + b"\n")
+    (landing / "sensor-a" / "a.json.2018-05-19").write_bytes(json_line(LOGIN) + b"\n" + json_line(again) + b"\n")
+    (landing / "sensor-a" / "b.json.2018-05-19").write_bytes(json_line(again) + b"\n" + json_line(CONNECT) + b"\n")
     first = run(landing, lake)
     assert first.rows == {EVENTS: 2, QUARANTINE: 0}
-    (landing / "a-copy.json.2018-05-19").write_bytes(line(again))
+    (landing / "a-copy.json.2018-05-19").write_bytes(json_line(again))
     second = run(landing, lake)
     assert (second.input_files, second.rows) == (1, {EVENTS: 0, QUARANTINE: 0})
     columns = ("eventid", "_source_file", "_line_number", "_rescued_data")

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from spark_jobs.driver.job_modules import transform_batch
 from spark_jobs.driver.runner import run_streaming
 from spark_jobs.model.lake import Lake
 from spark_jobs.model.runs import RunOptions
@@ -22,6 +21,7 @@ from spark_jobs.registry import get_job
 from spark_jobs.transforms.json_lines import JSON
 from spark_jobs.transforms.suricata.parse import FIELDS, NESTED
 from tests.helpers.project import PROJECT_ROOT
+from tests.helpers.transformed import json_line, transformed_rows
 
 JOB = get_job("suricata_eve")
 EVENTS, QUARANTINE = (table.name for table in JOB.tables)
@@ -38,21 +38,13 @@ ALERT = {"timestamp": "2023-02-28T12:00:01.000002+0100", "flow_id": 123456789012
          "shipper": {"name": "vector"}}
 
 
-def line(record: dict) -> bytes:
-    return json.dumps(record).encode()
-
-
-def _ingest(spark, folder: Path, files: dict[str, bytes]) -> dict:
-    for name, content in files.items():
-        (folder / name).write_bytes(content)
-    return {name: frame.collect() for name, frame in transform_batch(spark, JOB, folder).items()}
 
 
 def test_a_line_per_quarantine_reason_and_the_names_it_reads(spark, tmp_path):
     # One packet matching two signatures: two alerts with the same flow, type and time, two events.
     second = {**ALERT, "alert": {**ALERT["alert"], "signature_id": 2013028}}
     lines = [
-        line(ALERT), line(second), b"",
+        json_line(ALERT), json_line(second), b"",
         b'{"event_type": "alert", "timestamp": ',  # 4
         b'"stats"',  # 5
         b'{"event_type": "dns", "timestamp": "2023-02-28T11:00:00+0000", "event_type": "tls"}',  # 6
@@ -61,11 +53,11 @@ def test_a_line_per_quarantine_reason_and_the_names_it_reads(spark, tmp_path):
         b'{"event_type": "flow", "timestamp": "2023-02-28T11:00:00"}',  # 9: no zone
         b'{"event_type": "http", "timestamp": "2023-02-28T11:00:00+0000", "http": {"url": "/\xff"}}',  # 10
     ]
-    got = _ingest(spark, tmp_path, {
+    got = transformed_rows(spark, JOB, tmp_path, {
         "eve-2023-02-28-1200.json": b"\n".join(lines) + b"\n",  # Suricata's own rotation
-        "eve.json-20230228.gz": gzip.compress(line({**ALERT, "event_type": "flow"}) + b"\n"),  # logrotate's dateext
-        "eve.json": line(ALERT),  # no date in the name: read all the same (the same event again)
-        "eve.json.1": line(second),  # logrotate's numbered copies are renamed every day: not read
+        "eve.json-20230228.gz": gzip.compress(json_line({**ALERT, "event_type": "flow"}) + b"\n"),  # logrotate dateext
+        "eve.json": json_line(ALERT),  # no date in the name: read all the same (the same event again)
+        "eve.json.1": json_line(second),  # logrotate's numbered copies are renamed every day: not read
         "fast.log": b"not EVE\n",
     })
     text = [x.decode("utf-8", errors="replace") for x in lines]
@@ -93,7 +85,7 @@ def test_a_line_per_quarantine_reason_and_the_names_it_reads(spark, tmp_path):
 
 
 def test_shared_fields_are_typed_objects_kept_as_json_and_unknown_keys_rescued(spark, tmp_path):
-    [row] = _ingest(spark, tmp_path, {"eve.json": line(ALERT)})[EVENTS]
+    [row] = transformed_rows(spark, JOB, tmp_path, {"eve.json": json_line(ALERT)})[EVENTS]
     got = {name: value for name, value in row.asDict().items() if value is not None}
     assert got == {
         "event_id": got["event_id"], "timestamp": dt.datetime(2023, 2, 28, 11, 0, 1, 2), "date": dt.date(2023, 2, 28),
