@@ -23,8 +23,6 @@ from airflow.triggers.base import BaseTrigger, TaskSuccessEvent, TriggerEvent
 # Statuses that mean the same to a person watching: a batch in flight is a healthy job at work.
 SAME_AS = {"in_flight": "healthy"}
 FINISHED_TASK_STATES = frozenset({"success", "failed", "upstream_failed", "skipped", "removed"})
-# The supervisor's states once the watched task is ending (it was asked to stop, or gave up).
-ENDING_SUPERVISOR_STATES = frozenset({"stopping", "stopped", "given_up"})
 
 
 def health_level(status: str | None) -> str | None:
@@ -40,7 +38,8 @@ class CheckpointHealthTrigger(BaseTrigger):
     - a :class:`TriggerEvent` ``{"status", "previous", "report"}`` when the health level (see
       :func:`health_level`) differs from ``last_status`` on ``confirm_polls`` polls in a row; the
       sensor logs it, pushes it to XCom and defers again. Not once the job's supervisor is ending
-      (:data:`ENDING_SUPERVISOR_STATES`: the DAG was paused, or the supervisor gave up): a sensor sent
+      (``spark_jobs.control.supervision.state.ENDING_SUPERVISOR_STATES``: the DAG was paused, or the
+      supervisor gave up): a sensor sent
       back to a worker then would wait for the scheduler, which starts no task of a paused DAG, so it
       would never end; the change is logged here instead, and the task's end follows;
     - a :class:`TaskSuccessEvent` with the last report in XCom ``health`` once ``watch_task_id``
@@ -152,6 +151,8 @@ class CheckpointHealthTrigger(BaseTrigger):
         return (states.get(self.run_id) or {}).get(self.watch_task_id)
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
+        from spark_jobs.control.supervision.state import ENDING_SUPERVISOR_STATES
+
         candidate, seen = None, 0
         report: dict = {}
         logged = self.last_status

@@ -25,6 +25,10 @@ from fsspec.implementations.local import LocalFileSystem
 SUPERVISOR_FILE = "supervisor.json"
 EVENTS_FILE = "events.jsonl"
 STATES = ("starting", "running", "backing_off", "held", "waiting_for_lease", "stopping", "stopped", "given_up")
+#: The states of a supervisor that runs a driver or will start one.
+ACTIVE_SUPERVISOR_STATES = ("starting", "running", "backing_off", "held", "waiting_for_lease", "stopping")
+#: The states of a supervisor whose task is ending: it was asked to stop, or gave up.
+ENDING_SUPERVISOR_STATES = frozenset({"stopping", "stopped", "given_up"})
 # "stopping": asked to stop (the DAG paused, the task stopped), the driver finishes its micro-batch; "stopped" follows.
 # "held" / "resume": supervision paused (a driver that ended is not restarted) and resumed (spark_jobs.control.supervision.hold).
 # "lease_wait" / "lease_free": another driver (a catch-up run) held the checkpoint's lease, so no driver was started
