@@ -140,6 +140,11 @@ class JobSpec:
         return self.source.kind == "files" and getattr(self.source, "layout", None) is not None
 
     @property
+    def quarantine_tables(self) -> tuple[str, ...]:
+        """The names of its tables that hold what it quarantines, in the order of :attr:`tables`."""
+        return tuple(table.name for table in self.tables if table.quarantine)
+
+    @property
     def module(self) -> str:
         """The dotted module holding the job's ``transform`` and, unless it is a file log type, its ``OUTPUTS``
         (:class:`~spark_jobs.driver.job_contract.JobModule`)."""

@@ -138,7 +138,7 @@ class PlantedLake:
         import pyarrow as pa
         from deltalake import write_deltalake
 
-        [table] = [t.name for t in self.job.tables if t.quarantine]
+        [table] = self.job.quarantine_tables
         reasons_of = [reason for reason, n in reasons.items() for _ in range(n)]
         start = getattr(self, "_quarantined", 0)
         self._quarantined = start + len(reasons_of)

@@ -171,10 +171,6 @@ def standby_text(standby: dict | None) -> str:
     return text
 
 
-def quarantine_tables(job: JobSpec) -> list[str]:
-    return [t.name for t in job.tables if t.quarantine]
-
-
 def _backlog_grew(rows: list[dict]) -> bool:
     """Whether more input files waited at the last of these progress rows than at the first.
 
@@ -191,7 +187,7 @@ def quarantine_window(job: JobSpec, rows: list[dict]) -> tuple[int, int, int]:
     ``AlertThresholds.quarantine_window_batches`` progress rows (oldest first): what ``quarantine_high`` weighs."""
     window = [r for r in rows[-job.alerts.quarantine_window_batches:] if r.get("rows")]
     carried = sum(sum(r["rows"].values()) for r in window)
-    bad = sum(r["rows"].get(table, 0) for r in window for table in quarantine_tables(job))
+    bad = sum(r["rows"].get(table, 0) for r in window for table in job.quarantine_tables)
     return bad, carried, len(window)
 
 
@@ -243,7 +239,7 @@ def evaluate(job: JobSpec, report: dict, rows: list[dict]) -> list[Condition]:
             "more than order"))
     bad, carried, window = quarantine_window(job, rows)
     if carried and bad / carried > alerts.max_quarantine_rate:
-        tables = quarantine_tables(job)
+        tables = job.quarantine_tables
         found.append(Condition(
             "quarantine_high", "warning",
             f"{bad} of the {carried} rows of {job.name}'s last {window} micro-batches were quarantined "

@@ -99,7 +99,7 @@ def health_families(healths: list[JobHealth]) -> list[Metric]:
     rows = _gauge("streaming_last_batch_rows", "Rows the last recorded micro-batch carried, per table (the quarantine "
                   "tables' rows are its quarantined records).", ["table", "quarantine"])
     for health in healths:
-        quarantine = {t.name for t in _job(health.job).tables if t.quarantine}
+        quarantine = _job(health.job).quarantine_tables
         for table, count in sorted(((health.last_batch or {}).get("rows") or {}).items()):
             rows.add_metric([health.job, table, str(table in quarantine).lower()], float(count))
     families.append(rows)

@@ -146,7 +146,7 @@ def quarantine_rate(job: JobSpec, rows: dict[str, int] | None) -> float | None:
     total = sum(rows.values())
     if not total:
         return None
-    bad = sum(count for table, count in rows.items() if any(t.name == table and t.quarantine for t in job.tables))
+    bad = sum(count for table, count in rows.items() if table in job.quarantine_tables)
     return bad / total
 
 
