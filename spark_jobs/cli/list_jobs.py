@@ -16,7 +16,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     for job in JOBS.values():
         print(f"{job.name}: {job.description}")
-        where = (f"input {job.default_input} (${job.input_env_var})" if job.source.kind == "files"
+        where = (f"input {job.default_input} (${job.input_env_var})" if job.source.lands_files
                  else f"reads {job.source.describe()} as a stream")
         print(f"  {where}, trigger {job.default_trigger}, "
               f"schedule {job.schedule}, format delta")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from spark_jobs.model.errors import UsageError
+from spark_jobs.model.streams import KafkaSource
 from spark_jobs.registry import JOBS, get_job
 
 HELP = "replay a job's input delivered from a time on into its tables (one Delta commit per table; see spark_jobs.driver.reprocess)"
@@ -32,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
 
     job = get_job(args.job)
     lake = Lake.at(args.lake)
-    if job.source.kind == "kafka":
+    if isinstance(job.source, KafkaSource):
         from spark_jobs.driver.kafka_reprocess import reprocess_command
 
         return reprocess_command(job, lake, args)

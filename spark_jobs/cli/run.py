@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from spark_jobs.model.errors import UsageError, positive_int
+from spark_jobs.model.streams import KafkaSource
 from spark_jobs.registry import JOBS, get_job
 
 HELP = 'run a job as a Structured Streaming query'
@@ -43,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
         options["maxFilesPerTrigger"] = str(positive_int(args.max_files_per_trigger, "--max-files-per-trigger"))
     if args.latest_first:
         options["latestFirst"] = "true"
-    if job.source.kind == "kafka":
+    if isinstance(job.source, KafkaSource):
         from spark_jobs.control.kafka.options import run_overrides
 
         # The DAG forms' "files per micro-batch" is messages per micro-batch for a Kafka job.

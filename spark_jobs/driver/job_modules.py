@@ -22,6 +22,7 @@ from pyspark.sql.types import StructType
 
 from spark_jobs.model.jobs import JobSpec
 from spark_jobs.model.lake import Lake
+from spark_jobs.model.streams import DeltaTableSource
 from spark_jobs.model.tables import TableSpec
 from spark_jobs.registry import all_tables
 from spark_jobs.driver.job_contract import Select
@@ -102,7 +103,7 @@ def output_schemas(spark: SparkSession, job: JobSpec) -> dict[str, StructType]:
     undeclared = [t for t in job.tables if t.schema is None]
     if undeclared:
         schema = source_schema(job)
-        if schema is None and job.source.kind == "delta" and not job.stateful:  # the source table's, as its job makes it
+        if schema is None and isinstance(job.source, DeltaTableSource) and not job.stateful:  # the source table's, as its job makes it
             producer, _ = all_tables()[job.source.table]
             schema = output_schemas(spark, producer)[job.source.table]
         if schema is None or job.stateful:
@@ -128,7 +129,7 @@ def transform_batch(spark: SparkSession, job: JobSpec, input_path: Path) -> dict
 
 def prepare_source(spark: SparkSession, job: JobSpec, input_path: Path) -> None:
     """Create a Delta source table that does not exist yet (empty, as its producer creates it)."""
-    if job.source.kind != "delta" or (Path(input_path) / "_delta_log").is_dir():
+    if not isinstance(job.source, DeltaTableSource) or (Path(input_path) / "_delta_log").is_dir():
         return
     producer, _ = all_tables()[job.source.table]
     target = next(t for t in table_targets(producer, Lake(Path(input_path).parent)) if t.name == job.source.table)

@@ -35,6 +35,7 @@ from spark_jobs.driver.write import checkpoints, warm_up, write_batch
 from spark_jobs.driver.lake_tools import refuse_old_layout
 from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, create_tables
 from spark_jobs.driver.write.stateful import StatefulBatchWriter
+from spark_jobs.model.streams import DeltaTableSource, KafkaSource
 
 log = logging.getLogger("spark_jobs")
 
@@ -80,9 +81,9 @@ def resolve_input(job: JobSpec, given: str | None, lake: str | None = None) -> P
     from spark_jobs.model.inputs import input_path, named_input
     from spark_jobs.model.object_store import is_url
 
-    if job.source.kind == "delta":
+    if isinstance(job.source, DeltaTableSource):
         return as_path(given) if given else Lake.at(lake).table_path(job.source.table)
-    if job.source.kind == "kafka":  # the topics (a,b or pattern:<regex>), checked here; no folder
+    if isinstance(job.source, KafkaSource):  # the topics (a,b or pattern:<regex>), checked here; no folder
         from spark_jobs.model.streams import kafka_subscription
 
         spec = named_input(job, given)
@@ -356,9 +357,9 @@ def prepare_query(job: JobSpec, options: RunOptions, spark: SparkSession | None)
     targets = table_targets(job, options.lake)
     # Every table exists (empty) before the first batch: readers and other writers find it.
     create_tables(spark, targets, lambda: output_schemas(spark, job))
-    if fresh and job.source.kind == "files" and not job.stateful:  # while the query starts (driver/write/warm_up.py)
+    if fresh and job.source.lands_files and not job.stateful:  # while the query starts (driver/write/warm_up.py)
         warm_up.start(spark, targets)
-    if job.source.kind == "delta":
+    if isinstance(job.source, DeltaTableSource):
         from spark_jobs.driver.job_modules import prepare_source
 
         prepare_source(spark, job, options.input_path)
@@ -470,7 +471,7 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
                 if progress.batchId not in batch_files:  # a stateful job's result: its input is the source's rows
                     summary.input_files += progress.numInputRows
                 _log_progress(progress, batch_files.get(progress.batchId, progress.numInputRows),
-                              "files" if job.source.kind == "files" and job.source.format == "binaryFile" else "rows")
+                              job.source.unit)
                 logged = progress.batchId
                 keeper.details["last_committed_batch"] = progress.batchId
             if progress.batchId > recorded and executed(progress):

@@ -22,6 +22,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import BinaryType, LongType, StringType, StructField, StructType, TimestampType
 
 from spark_jobs.model.jobs import JobSpec
+from spark_jobs.model.streams import DeltaTableSource, KafkaSource
 
 if TYPE_CHECKING:
     from spark_jobs.model.runs import RunOptions
@@ -41,13 +42,11 @@ STREAM_ONLY = ("maxFilesPerTrigger", "maxBytesPerTrigger", "latestFirst", "skipC
 def source_schema(job: JobSpec) -> StructType | None:
     """The fixed schema of the job's source rows (``binaryFile`` files, Kafka messages), on which its transform
     can run without data; ``None`` for a source whose schema is its data's (a Delta table, text)."""
-    if job.source.kind == "kafka":
+    if isinstance(job.source, KafkaSource):
         from spark_jobs.driver.kafka import KAFKA_SCHEMA
 
         return KAFKA_SCHEMA
-    if job.source.kind == "files" and job.source.format == "binaryFile":
-        return BINARY_FILE_SCHEMA
-    return None
+    return BINARY_FILE_SCHEMA if job.source.whole_files else None
 
 
 def read_files(spark: SparkSession, job: JobSpec, input_path: Path, options: dict[str, str],
@@ -67,7 +66,7 @@ def read_input(spark: SparkSession, job: JobSpec, options: "RunOptions", streami
 
     if streaming and job.discovers_files:
         return read_landing(spark, run_settings(job, options, spark.sparkContext.defaultParallelism))
-    if job.source.kind == "files" and job.source.format == "binaryFile":
+    if job.source.whole_files:
         return read_files(spark, job, options.input_path, options.file_source_options, streaming)
     return read_source(spark, job, options.input_path, options.file_source_options, streaming)
 
@@ -92,14 +91,14 @@ def read_source(spark: SparkSession, job: JobSpec, input_path: Path, options: di
 
     :raises ValueError: for a source kind this module does not read.
     """
-    if job.source.kind == "kafka":
+    if isinstance(job.source, KafkaSource):
         from spark_jobs.driver.kafka import read_kafka
 
         return read_kafka(spark, job, str(input_path), options, streaming)
     if not streaming:
         options = {k: v for k, v in options.items() if k not in STREAM_ONLY}
     reader = (spark.readStream if streaming else spark.read).options(**options)
-    if job.source.kind == "delta":
+    if isinstance(job.source, DeltaTableSource):
         return reader.format("delta").load(str(input_path))
     if job.source.format == "text":
         return reader.text(str(input_path))

@@ -12,8 +12,12 @@ and a job that reads another job's table is already fed when that job's catch-up
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from spark_jobs.model.errors import RegistryError
+
+if TYPE_CHECKING:
+    from spark_jobs.model.streams import SourceSpec
 
 SCHEDULES = ("cron", "data")
 # A watcher that lists more often than this burdens the landing folder (or the bucket) for nothing.
@@ -37,7 +41,7 @@ class CatchupTrigger:
     poll_seconds: float = 10.0
     coalesce_seconds: float = 15.0
 
-    def check(self, job: str, source_kind: str) -> None:
+    def check(self, job: str, source: SourceSpec) -> None:
         """Refuse a trigger that does not fit the job.
 
         :raises RegistryError: naming the job, the field, the value and the fix.
@@ -52,7 +56,7 @@ class CatchupTrigger:
                 self.coalesce_seconds < 0:
             raise RegistryError(f"job {job}: catchup.coalesce_seconds {self.coalesce_seconds!r} must be a number of "
                                 "seconds >= 0 (0: fire at every poll that finds new files)")
-        if self.on == "data" and source_kind != "files":
+        if self.on == "data" and not source.lands_files:
             raise RegistryError(f"job {job}: catchup.on 'data' watches a landing folder, but the job reads "
-                                f"{source_kind}; use on='cron' (a table-fed job can schedule on its source "
+                                f"{source.describe()}; use on='cron' (a table-fed job can schedule on its source "
                                 "table's Asset)")

@@ -31,7 +31,7 @@ def named_input(job, given: str | os.PathLike | None = None, *, default: str | N
     :param default: what to use before the registry's default (e.g. the topics a checkpoint has read).
     """
     environ = os.environ if environ is None else environ
-    registry = job.source.topics if job.source.kind == "kafka" else job.default_input
+    registry = job.source.registry_input(job.default_input)
     return str(given) if given else environ.get(job.input_env_var) or default or registry
 
 

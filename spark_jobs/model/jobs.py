@@ -99,7 +99,7 @@ class JobSpec:
 
         :raises RegistryError: naming the job, the table, the field, the bad value and the fix.
         """
-        self.catchup.check(self.name, self.source.kind)
+        self.catchup.check(self.name, self.source)
         if self.log_type is not None:
             pair = [self.log_type.events_table, self.log_type.quarantine_table]
             if [t.name for t in self.tables] != pair:
@@ -131,13 +131,13 @@ class JobSpec:
     def accepts_backfill(self) -> bool:
         """Whether ``python -m spark_jobs backfill`` may load files into its tables: it reads files and every
         table holds each key once (a second writer of a table rewritten whole, or of counts, would be wrong)."""
-        return self.source.kind == "files" and all(table.write_mode == "insert" for table in self.tables)
+        return self.source.lands_files and all(table.write_mode == "insert" for table in self.tables)
 
     @property
     def discovers_files(self) -> bool:
         """Whether the job finds its input files by discovery: a file source that declares a key layout
         (:mod:`spark_jobs.control.discovery`, docs/discovery.md); else Spark's own file source lists them."""
-        return self.source.kind == "files" and getattr(self.source, "layout", None) is not None
+        return getattr(self.source, "layout", None) is not None
 
     @property
     def quarantine_tables(self) -> tuple[str, ...]:

@@ -20,9 +20,9 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import ClassVar, Mapping
 
 from spark_jobs.model.errors import UsageError
 from spark_jobs.model.layout import KeyLayout
@@ -45,7 +45,22 @@ class FileSource:
     format: str = "binaryFile"
     layout: KeyLayout | None = None
     reconcile_schedule: str = "@daily"
-    kind: str = field(default="files", init=False)
+    #: Files land in a folder or bucket prefix the job's input names (a landing to list, watch and backfill).
+    lands_files: ClassVar[bool] = True
+
+    @property
+    def whole_files(self) -> bool:
+        """Whether a row is a whole file (``binaryFile``: the job decodes it), not a line of one."""
+        return self.format == "binaryFile"
+
+    @property
+    def unit(self) -> str:
+        """What a micro-batch's input is counted in: ``files`` for whole files, else ``rows``."""
+        return "files" if self.whole_files else "rows"
+
+    def registry_input(self, default_input: str) -> str:
+        """The input the registry names: the job's ``default_input`` folder."""
+        return default_input
 
     def describe(self) -> str:
         return f"{self.format} files"
@@ -59,7 +74,13 @@ class DeltaTableSource:
     """
 
     table: str
-    kind: str = field(default="delta", init=False)
+    lands_files: ClassVar[bool] = False
+    whole_files: ClassVar[bool] = False
+    unit: ClassVar[str] = "rows"
+
+    def registry_input(self, default_input: str) -> str:
+        """The input the registry names (its table is resolved in the lake; ``--input`` names another folder)."""
+        return default_input
 
     def describe(self) -> str:
         return f"the Delta table {self.table}"
@@ -81,7 +102,13 @@ class KafkaSource:
 
     topics: str
     connection_id: str
-    kind: str = field(default="kafka", init=False)
+    lands_files: ClassVar[bool] = False
+    whole_files: ClassVar[bool] = False
+    unit: ClassVar[str] = "rows"
+
+    def registry_input(self, default_input: str) -> str:
+        """The input the registry names: its topics."""
+        return self.topics
 
     def describe(self) -> str:
         return f"the Kafka topics {self.topics} (connection {self.connection_id})"

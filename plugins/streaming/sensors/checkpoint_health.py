@@ -17,7 +17,7 @@ def job_input_path(job_name: str, given: str | None = None) -> str | None:
     from spark_jobs.registry import get_job
 
     job = get_job(job_name)
-    if job.source.kind in ("delta", "kafka"):  # a table in the lake, or topics: no folder to resolve
+    if not job.source.lands_files:  # a table in the lake, or topics: no folder to resolve
         return given or None
     return str(input_path(job, given))
 

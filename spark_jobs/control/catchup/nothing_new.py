@@ -38,7 +38,7 @@ def nothing_to_do(job: JobSpec, options: "RunOptions") -> str | None:
     :param job: the registry entry.
     :param options: the run's options, as :func:`spark_jobs.driver.runner.run_streaming` gets them.
     """
-    if not options.trigger.available_now or job.source.kind != "files" or job.stateful:
+    if not options.trigger.available_now or not job.source.lands_files or job.stateful:
         return None
     if options.writer or options.file_dates is not None or options.file_times is not None:
         return None

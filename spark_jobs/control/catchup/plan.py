@@ -55,7 +55,7 @@ def plan_run(job_name: str, input_path: str | None, max_files_per_trigger: int |
             raise BackfillRefused("input", str(exc).split(": ", 1)[1]) from None
     if run_type != BACKFILL_RUN_TYPE:
         folder = job_input(job.name, input_path)
-        if job.source.kind == "files" and not inputs.input_path(job, folder).is_dir():  # fails in a second, not after a JVM start (the next run tries again)
+        if job.source.lands_files and not inputs.input_path(job, folder).is_dir():  # fails in a second, not after a JVM start (the next run tries again)
             raise BackfillRefused("input", f"the input folder {folder} does not exist (set ${job.input_env_var} or "
                                            "the run's input)")
         args = ["run", job.name, "--trigger", "available-now"]

@@ -39,6 +39,7 @@ from spark_jobs.control.checkpoint.logs import (LogDamage, LogDir, OffsetsEntry,
 from spark_jobs.control.checkpoint.store import Location, is_url, normalize_file_uri
 from spark_jobs.control.checkpoint.tables import TableProgress, recover_query_ids, table_progress
 from spark_jobs.model.jobs import JobSpec
+from spark_jobs.model.streams import DeltaTableSource, KafkaSource
 
 log = logging.getLogger("spark_jobs.control.checkpoint")
 
@@ -165,7 +166,7 @@ def lake_location(lake_root: str | os.PathLike | None) -> Location:
 def input_location(job: JobSpec, given: str | os.PathLike | None, lake: Location | None = None) -> Location:
     """The landing folder as the runner resolves it: ``given``, else ``$<JOB>_INPUT``, else the registry's.
     For a job reading a Delta table: ``given``, else the table's folder in ``lake``."""
-    if job.source.kind == "delta" and not given:
+    if isinstance(job.source, DeltaTableSource) and not given:
         return (lake or lake_location(None)).child("tables", job.source.table)
     from spark_jobs.model.inputs import input_path, named_input
 
@@ -243,9 +244,9 @@ def inspect_checkpoint(job: JobSpec, lake_root: str | os.PathLike | None, input_
                        "that already holds it skips it (idempotent writes)")
     _temp_files(report, checkpoint, live, now)
     _state(report, checkpoint)
-    if job.source.kind == "delta":
+    if isinstance(job.source, DeltaTableSource):
         _delta_backlog(report, input_location(job, input_path, lake), entries, committed)
-    elif job.source.kind == "kafka":
+    elif isinstance(job.source, KafkaSource):
         from spark_jobs.control.checkpoint.kafka_source import kafka_backlog
 
         kafka_backlog(report, job, input_path, entries, committed, now)
@@ -334,9 +335,9 @@ def _read_offsets(report: CheckpointReport, offsets: LogDir, committed: int,
                        "two ways out: revert the code change, or start a new checkpoint and reprocess",
                        repair="refuse")
         elif entry.sources[0] is not None and _offset_of(job, entry.sources[0]) is None:
-            expected = {"delta": "a Delta table's ({\"reservoirVersion\": N, ...})",
-                        "kafka": "a Kafka source's ({\"<topic>\": {\"<partition>\": offset}})"}.get(
-                job.source.kind, "the landing source's ({\"v\": 1, \"manifest\": N}) or a file source's "
+            expected = {DeltaTableSource: "a Delta table's ({\"reservoirVersion\": N, ...})",
+                        KafkaSource: "a Kafka source's ({\"<topic>\": {\"<partition>\": offset}})"}.get(
+                type(job.source), "the landing source's ({\"v\": 1, \"manifest\": N}) or a file source's "
                                  "({\"logOffset\": N})" if job.discovers_files else "a file source's "
                                  "({\"logOffset\": N})")
             report.add("source_changed", "error",
@@ -349,7 +350,7 @@ def _read_offsets(report: CheckpointReport, offsets: LogDir, committed: int,
 
 def _offset_of(job: JobSpec, offset: dict) -> int | DeltaOffset | None:
     """The source's offset as the job's kind of source writes it (None: another kind wrote it)."""
-    if job.source.kind == "kafka":
+    if isinstance(job.source, KafkaSource):
         from spark_jobs.control.kafka.lag import kafka_source_offset
 
         return kafka_source_offset(offset)
@@ -358,7 +359,7 @@ def _offset_of(job: JobSpec, offset: dict) -> int | DeltaOffset | None:
 
         found = manifest_of(offset)
         return found if found is not None else legacy_offset(offset)
-    return delta_source_offset(offset) if job.source.kind == "delta" else file_source_offset(offset)
+    return delta_source_offset(offset) if isinstance(job.source, DeltaTableSource) else file_source_offset(offset)
 
 
 def _read_commits(report: CheckpointReport, commits: LogDir, offsets: LogDir) -> None:

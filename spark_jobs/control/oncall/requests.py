@@ -58,6 +58,7 @@ from spark_jobs.model.errors import UsageError
 from spark_jobs.model.lake import Lake
 from spark_jobs.model.jobs import JobSpec
 from spark_jobs.model.object_store import delta_rs_options
+from spark_jobs.model.streams import KafkaSource
 from spark_jobs.registry import ONCALL_ACTIONS, get_job
 from spark_jobs.control.supervision.hold import read_hold
 from spark_jobs.control.supervision.ownership import lease_owner, supervisor_active
@@ -417,7 +418,7 @@ def check_reprocess(job: JobSpec, lake: Lake, from_time, input_path: str | None,
         raise OncallRefused("from_time", str(exc).split(": ", 1)[1]) from None
     if moment > now:
         raise OncallRefused("from_time", f"{_iso(moment)} is in the future (now is {_iso(now)}): nothing to replay")
-    if job.source.kind == "kafka":  # the brokers say what is there when it runs (reprocess --dry-run shows it)
+    if isinstance(job.source, KafkaSource):  # the brokers say what is there when it runs (reprocess --dry-run shows it)
         return {"from_time": moment}
     if not job.accepts_backfill:  # windows, counts or state: replaying some input would not rebuild them
         raise OncallRefused("job", f"reprocess_from replays input files into tables that hold each key once; "

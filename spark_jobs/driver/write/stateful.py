@@ -43,7 +43,7 @@ from spark_jobs.driver.job_contract import BatchContext
 from spark_jobs.control.checkpoint.logs import LogDamage, OffsetsEntry, parse_offsets, read_checked, scan_log_dir
 from spark_jobs.control.checkpoint.store import Location
 from spark_jobs.model.jobs import JobSpec
-from spark_jobs.model.streams import job_settings
+from spark_jobs.model.streams import DeltaTableSource, job_settings
 from spark_jobs.model.object_store import delta_rs_options
 from spark_jobs.driver.write.delta_writer import ExactlyOnceWriter, TableTarget
 
@@ -101,7 +101,7 @@ class StatefulBatchWriter:
         watermark, planned = batch_timing(self.checkpoint, batch_id)
         dimensions = {reader.spec.name: dimension_frame(spark, reader.read()) for reader in self.readers}
         source = None
-        if self.job.source.kind == "delta" and self.source_path is not None:
+        if isinstance(self.job.source, DeltaTableSource) and self.source_path is not None:
             skip = str(self.job.file_source_options.get("skipChangeCommits", "false")).lower() == "true"
 
             def source():

@@ -17,6 +17,7 @@ import pytest
 from spark_jobs.control.catchup.landing_watch import LandingWatch, landing_names
 from spark_jobs.model.catchup import CatchupTrigger
 from spark_jobs.model.errors import RegistryError
+from spark_jobs.model.streams import FileSource, KafkaSource
 from spark_jobs.registry import JOBS
 from streaming.triggers.landing_files import LandingFilesTrigger
 
@@ -122,10 +123,11 @@ def test_the_trigger_fires_when_files_land_without_blocking_its_loop(tmp_path):
 
 
 @pytest.mark.parametrize("trigger, source, message", [
-    (CatchupTrigger(on="files"), "files", "catchup.on 'files' is not one of cron, data"),
-    (CatchupTrigger(on="data", poll_seconds=0.1), "files", "catchup.poll_seconds 0.1 must be"),
-    (CatchupTrigger(on="data", coalesce_seconds=-1), "files", "catchup.coalesce_seconds -1 must be"),
-    (CatchupTrigger(on="data"), "kafka", "catchup.on 'data' watches a landing folder, but the job reads kafka"),
+    (CatchupTrigger(on="files"), FileSource(), "catchup.on 'files' is not one of cron, data"),
+    (CatchupTrigger(on="data", poll_seconds=0.1), FileSource(), "catchup.poll_seconds 0.1 must be"),
+    (CatchupTrigger(on="data", coalesce_seconds=-1), FileSource(), "catchup.coalesce_seconds -1 must be"),
+    (CatchupTrigger(on="data"), KafkaSource("t", "kafka_default"),
+     "catchup.on 'data' watches a landing folder, but the job reads the Kafka topics t"),
 ])
 def test_a_catchup_trigger_that_does_not_fit_the_job_is_refused(trigger, source, message):
     with pytest.raises(RegistryError, match=f"job j: {message}"):

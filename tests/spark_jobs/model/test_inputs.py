@@ -6,10 +6,11 @@ from pathlib import Path
 
 from spark_jobs.model.inputs import input_path, named_input
 from spark_jobs.model.lake import PROJECT_ROOT
+from spark_jobs.model.streams import KafkaSource
 from spark_jobs.registry import JOBS, get_job
 
 FILES = get_job("cloudtrail_etl")
-KAFKA = next(job for job in JOBS.values() if job.source.kind == "kafka")
+KAFKA = next(job for job in JOBS.values() if isinstance(job.source, KafkaSource))
 
 
 def test_given_wins_then_the_environment_then_the_registry():
