@@ -15,6 +15,7 @@ last events (a run's ``COMPLETE``), then leaves what is unsent, saying how many.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import queue
@@ -92,6 +93,25 @@ def client_factory(lake_root: str | os.PathLike, environ: Mapping[str, str] | No
         return FileTransport(FileConfig(log_file_path=f"{folder}/events"))
 
     return to_files
+
+
+AIRFLOW_EVENTS = "airflow"
+AIRFLOW_NAMESPACE = "airflow"
+
+
+def airflow_provider_env(lake_root: str | os.PathLike, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The settings of Airflow's OpenLineage provider for an Airflow beside this lake (``make airflow``): its file
+    transport into ``<lake>/_lineage/airflow/`` (the folder is made here for a local lake) and the job namespace
+    ``airflow``; none when the environment configures the provider or OpenLineage itself (a backend)."""
+    environ = os.environ if environ is None else environ
+    if (any(key.startswith("AIRFLOW__OPENLINEAGE__TRANSPORT") or key.startswith("AIRFLOW__OPENLINEAGE__CONFIG")
+            for key in environ) or openlineage_configured(environ)):
+        return {}
+    folder = f"{str(lake_root).rstrip('/')}/_lineage/{AIRFLOW_EVENTS}"
+    if "://" not in folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+    return {"AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps({"type": "file", "log_file_path": f"{folder}/events"}),
+            "AIRFLOW__OPENLINEAGE__NAMESPACE": environ.get("AIRFLOW__OPENLINEAGE__NAMESPACE") or AIRFLOW_NAMESPACE}
 
 
 def describe_destination(lake_root: str | os.PathLike, environ: Mapping[str, str] | None = None) -> str:
