@@ -50,8 +50,7 @@ def since_time(text: str | None):
 
 def run(args: argparse.Namespace) -> int:
     from spark_jobs.control.lineage.emitter import events_dir
-    from spark_jobs.control.lineage.naming import path_dataset
-    from spark_jobs.control.lineage.reading import read_events, runs_that_wrote
+    from spark_jobs.control.lineage.reading import table_runs
     from spark_jobs.model.errors import UsageError
     from spark_jobs.model.lake import Lake
     from spark_jobs.registry import all_tables
@@ -60,10 +59,7 @@ def run(args: argparse.Namespace) -> int:
     if args.table not in tables:
         raise UsageError(f"no table {args.table!r}; the tables: {', '.join(sorted(tables))}")
     lake = Lake.at(args.lake)
-    table = path_dataset(lake.table_path(args.table))
-    spark_events = read_events(events_dir(lake.root))
-    airflow_events = read_events(f"{str(lake.root).rstrip('/')}/_lineage/airflow")
-    runs = runs_that_wrote(table, spark_events, airflow_events, since=since_time(args.since), include_empty=args.all)
+    table, runs = table_runs(lake.root, args.table, since=since_time(args.since), include_empty=args.all)
     if args.json:
         for found in runs:
             print(json.dumps(found.to_dict(), sort_keys=True))

@@ -21,6 +21,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -84,10 +86,20 @@ def story(tmp_path_factory):
         stage.api.trigger(BACKFILL, {"source": str(stage.history), "date_from": "2024-03-01", "date_to": "2024-03-02",
                                      "max_files_per_trigger": None, "dry_run": False})
         backfill = stage.settled(BACKFILL)
+        page = {path: fetch(stage, path) for path in ("/streaming-health/api/lineage/cloudtrail_events",
+                             "/streaming-health/lineage/cloudtrail_events", "/streaming-health/job/cloudtrail_etl")}
     listed = run_cli("lineage", "cloudtrail_events", "--lake", str(stage.lake), "--json")
-    return {"stage": stage, "catchup": catchup, "backfill": backfill, "listed": listed,
+    return {"stage": stage, "catchup": catchup, "backfill": backfill, "listed": listed, "page": page,
             "spark": sorted(read_events(str(stage.lake / "_lineage/spark")), key=lambda e: e["eventTime"]),
             "airflow": list(read_events(str(stage.lake / "_lineage/airflow")))}
+
+
+def fetch(stage, path: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(stage.airflow.url + path, timeout=120) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
 
 
 def spark_runs(story) -> dict[str, list[dict]]:
@@ -148,3 +160,13 @@ def test_lineage_lists_the_runs_that_wrote_the_table_with_their_dag_runs(story):
 def test_every_event_validates_against_the_pinned_openlineage_schema(story):
     assert story["spark"] and story["airflow"]
     assert [p for e in story["spark"] + story["airflow"] for p in problems(e)] == []
+
+
+def test_the_health_page_links_each_table_to_the_same_runs(story):
+    listed = [json.loads(line) for line in story["listed"].stdout.splitlines()]
+    status, body = story["page"]["/streaming-health/api/lineage/cloudtrail_events"]
+    assert (status, json.loads(body)) == (200, listed)
+    status, html = story["page"]["/streaming-health/lineage/cloudtrail_events"]
+    assert status == 200 and all(f'data-run="{r["run_id"]}"' in html and r["dag_run_id"] in html for r in listed)
+    status, job_page = story["page"]["/streaming-health/job/cloudtrail_etl"]
+    assert status == 200 and '<a href="/streaming-health/lineage/cloudtrail_events">cloudtrail_events</a>' in job_page

@@ -34,7 +34,9 @@ MAX_PENDING = 1000
 CLOSE_TIMEOUT_SECONDS = 5.0
 # One HTTP request's timeout: a slow backend holds the sending thread this long, never a batch.
 HTTP_TIMEOUT_SECONDS = 5.0
-SPARK_EVENTS = "spark"  # <lake>/_lineage/<this>/: the drivers' events; the Airflow provider's go to airflow/
+SPARK_EVENTS = "spark"  # <lake>/_lineage/<this>/: the drivers' events
+AIRFLOW_EVENTS = "airflow"  # <lake>/_lineage/<this>/: the Airflow provider's (make airflow, docker-compose)
+AIRFLOW_NAMESPACE = "airflow"
 _STOP = object()
 
 
@@ -93,10 +95,6 @@ def client_factory(lake_root: str | os.PathLike, environ: Mapping[str, str] | No
         return FileTransport(FileConfig(log_file_path=f"{folder}/events"))
 
     return to_files
-
-
-AIRFLOW_EVENTS = "airflow"
-AIRFLOW_NAMESPACE = "airflow"
 
 
 def airflow_provider_env(lake_root: str | os.PathLike, environ: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -157,6 +157,21 @@ def runs_that_wrote(table: DatasetName, spark_events: Iterator[dict], airflow_ev
     return sorted(chosen, key=lambda r: r.started or "")
 
 
+def table_runs(lake_root, table: str, since: dt.datetime | None = None,
+               include_empty: bool = False) -> tuple[DatasetName, list[WritingRun]]:
+    """The table's dataset name and the runs that wrote it, from the event files of the lake at ``lake_root``
+    (``python -m spark_jobs lineage`` and the health page's lineage view)."""
+    from spark_jobs.control.lineage.emitter import AIRFLOW_EVENTS, events_dir
+    from spark_jobs.control.lineage.naming import path_dataset
+    from spark_jobs.model.lake import Lake
+
+    lake = Lake.at(lake_root)
+    dataset = path_dataset(lake.table_path(table))
+    airflow = read_events(f"{str(lake.root).rstrip('/')}/_lineage/{AIRFLOW_EVENTS}")
+    return dataset, runs_that_wrote(dataset, read_events(events_dir(lake.root)), airflow, since=since,
+                                    include_empty=include_empty)
+
+
 def _files(dataset: dict) -> str:
     statistics = (dataset.get("inputFacets") or {}).get("inputStatistics") or {}
     count = statistics.get("fileCount")

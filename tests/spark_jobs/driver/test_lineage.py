@@ -4,6 +4,7 @@ run wrote; ``python -m spark_jobs lineage`` lists it."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 
 import pytest
@@ -77,3 +78,52 @@ def test_lineage_lists_the_runs_that_wrote_the_table(two_runs):
     assert "cloudtrail_etl_catchup / ? / spark_submit" in text.stdout
     bad = run_cli("lineage", "no_such_table", "--lake", str(root / "lake"))
     assert bad.returncode == 2 and "no table 'no_such_table'" in bad.stderr
+
+
+WINDOW_SECONDS = 40
+INTERVAL_SECONDS = 10
+
+
+def test_a_continuous_driver_writes_at_most_one_running_event_per_interval(tmp_path, run_job, monkeypatch):
+    """A processing-time:1s driver fed a delivery every 3 s for 40 s, then SIGTERM: START, at most one RUNNING per
+    10 s (each with the batches since the previous event), COMPLETE; the bound over the window is 2 + 40 / 10."""
+    import os
+    import signal
+    import threading
+    import time
+
+    monkeypatch.setenv("SPARK_JOBS_LINEAGE_INTERVAL", f"{INTERVAL_SECONDS}s")
+    write_sample_landing(tmp_path / "landing" / "seed", files=1, records_per_file=3, include_bad_files=False)
+    stop = threading.Event()
+
+    def feed():
+        began = time.monotonic()
+        n = 0
+        while not stop.wait(3) and time.monotonic() - began < WINDOW_SECONDS:
+            n += 1
+            write_sample_landing(tmp_path / "landing" / f"more-{n}", files=1, records_per_file=3, seed=100 + n,
+                                 include_bad_files=False)
+        os.kill(os.getpid(), signal.SIGTERM)  # the driver stops after its micro-batch
+
+    feeder = threading.Thread(target=feed, daemon=True)
+    began = time.monotonic()
+    feeder.start()
+    try:
+        summary = run_job(tmp_path / "landing", tmp_path / "lake", trigger="processing-time:1s")
+    finally:
+        stop.set()
+        feeder.join(10)
+    lived = time.monotonic() - began
+    events = sorted(read_events(str(tmp_path / "lake/_lineage/spark")), key=lambda e: e["eventTime"])
+    kinds = [e["eventType"] for e in events]
+    assert kinds[0] == "START" and kinds[-1] == "COMPLETE" and set(kinds[1:-1]) <= {"RUNNING"}
+    assert kinds.count("RUNNING") >= 1
+    assert len(events) <= 2 + lived / INTERVAL_SECONDS, (len(events), lived)
+    windows = [e["run"]["facets"]["spark_jobs"]["sinceLastEvent"] for e in events]
+    assert sum(w["batches"] for w in windows) == summary.batches == events[-1]["run"]["facets"]["spark_jobs"]["batches"]
+    assert sum(w["rows"].get("cloudtrail_events", 0) for w in windows) == summary.rows["cloudtrail_events"]
+    times = [dt.datetime.fromisoformat(e["eventTime"]) for e in events if e["eventType"] == "RUNNING"]
+    assert all((b - a).total_seconds() >= INTERVAL_SECONDS for a, b in zip(times, times[1:]))
+    assert events[-1]["job"]["facets"]["jobType"]["processingType"] == "STREAMING"
+    print(f"continuous driver: {len(events)} events over {lived:.0f} s ({summary.batches} micro-batches; bound "
+          f"{2 + lived / INTERVAL_SECONDS:.1f}; with the default 5-minute interval: at most 290 a day)")
