@@ -117,26 +117,37 @@ def measure(records: int, records_per_file: int, files_per_batch: int, repeat: i
             "ratio_median_batch_ms": round(on["median_batch_ms"] / off["median_batch_ms"], 3)}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tools.bench.progress_cost", description=__doc__.split("\n")[0])
-    parser.add_argument("--records", type=int, default=20_000)
-    parser.add_argument("--records-per-file", type=int, default=500)
-    parser.add_argument("--files-per-batch", type=int, default=4)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--out", default=str(PROJECT_ROOT / ".spark" / "bench" / "progress-cost.json"))
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+def cost_parser(prog: str, doc: str, out: str, **defaults: int) -> argparse.ArgumentParser:
+    """The arguments every cost comparison of this kind takes (``--records``, ``--records-per-file``,
+    ``--files-per-batch``, ``--repeat`` with ``defaults``, ``--out``: ``.spark/bench/<out>``)."""
+    parser = argparse.ArgumentParser(prog=prog, description=doc.split("\n")[0])
+    for name, default in defaults.items():
+        parser.add_argument(f"--{name.replace('_', '-')}", type=int, default=default)
+    parser.add_argument("--out", default=str(PROJECT_ROOT / ".spark" / "bench" / out))
+    return parser
+
+
+def run_and_report(measured, out: str) -> int:
+    """``measured()`` (the report), with the load average at its start and end, printed and written to ``out``."""
     import os
 
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     load_before = os.getloadavg()
-    workdir = PROJECT_ROOT / ".spark" / "bench" / "progress-cost"
-    report = measure(args.records, args.records_per_file, args.files_per_batch, args.repeat, workdir)
+    report = measured()
     report["load_average_at_start_and_end"] = [round(load_before[0], 1), round(os.getloadavg()[0], 1)]
     text = json.dumps(report, indent=1)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(text + "\n")
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    Path(out).write_text(text + "\n")
     print(text)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = cost_parser("python -m tools.bench.progress_cost", __doc__, "progress-cost.json", records=20_000,
+                       records_per_file=500, files_per_batch=4, repeat=3).parse_args(argv)
+    workdir = PROJECT_ROOT / ".spark" / "bench" / "progress-cost"
+    return run_and_report(lambda: measure(args.records, args.records_per_file, args.files_per_batch, args.repeat,
+                                          workdir), args.out)
 
 
 if __name__ == "__main__":
