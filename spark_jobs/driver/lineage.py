@@ -19,8 +19,7 @@ from spark_jobs.control.lineage.emitter import LineageEmitter, describe_destinat
 from spark_jobs.control.lineage.events import Parent, RunDescription
 from spark_jobs.control.lineage.naming import (DatasetName, job_namespace, kafka_datasets, path_dataset,
                                                sqs_dataset)
-from spark_jobs.control.lineage.run import RunLineage, interval_seconds
-from spark_jobs.model.errors import UsageError
+from spark_jobs.control.lineage.run import RunLineage, interval_seconds  # noqa: F401 - the runner checks it first
 from spark_jobs.model.jobs import JobSpec
 from spark_jobs.model.runs import RunOptions
 
@@ -44,13 +43,13 @@ def outputs_of(job: JobSpec, options: RunOptions) -> dict[str, DatasetName]:
     return {table.name: path_dataset(options.lake.table_path(table.name)) for table in job.tables}
 
 
-def start(job: JobSpec, options: RunOptions, spark) -> RunLineage | None:
+def start(job: JobSpec, options: RunOptions, spark, interval: float) -> RunLineage | None:
     """The run's lineage, its ``START`` sent; None when lineage is off or cannot be set up (a log line: the run
     goes on).
 
-    :raises UsageError: for a ``$SPARK_JOBS_LINEAGE_INTERVAL`` that is not a duration.
+    :param interval: seconds between two ``RUNNING`` events at least (:func:`interval_seconds`, checked before the
+        query starts).
     """
-    interval = interval_seconds()
     try:
         emitter = LineageEmitter.from_settings(options.lake.root)
         if emitter is None:
@@ -65,8 +64,6 @@ def start(job: JobSpec, options: RunOptions, spark) -> RunLineage | None:
                              parent=parent, engine_version=spark.version)
         lineage = RunLineage(emitter, run, interval)
         lineage.start()
-    except UsageError:
-        raise
     except Exception as error:  # noqa: BLE001 - lineage never fails a run
         log.warning("lineage: not reported for this run of %s: %s", job.name, error)
         return None
@@ -76,11 +73,12 @@ def start(job: JobSpec, options: RunOptions, spark) -> RunLineage | None:
 
 
 @contextmanager
-def reported(job: JobSpec, options: RunOptions, spark, aborted: Callable[[], bool]) -> Iterator[RunLineage | None]:
+def reported(job: JobSpec, options: RunOptions, spark, aborted: Callable[[], bool],
+             interval: float) -> Iterator[RunLineage | None]:
     """The run's lineage around the body that awaits its query: ``COMPLETE`` when the body returns, ``ABORT`` when
     ``aborted()`` (this driver lost its lease) or a signal or exit ends it, else ``FAIL`` with the error's first
     line; then a bounded wait for the last events."""
-    lineage = start(job, options, spark)
+    lineage = start(job, options, spark, interval)
     try:
         yield lineage
     except BaseException as error:

@@ -403,6 +403,7 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
 
     from spark_jobs.driver.session import session_conf
 
+    lineage_interval = lineage.interval_seconds()  # a bad $SPARK_JOBS_LINEAGE_INTERVAL: one line, before Spark works
     prepared = prepared or prepare_query(job, options, spark)
     spark, module, targets, checkpoint = prepared.spark, prepared.module, prepared.targets, prepared.checkpoint
     discovery = prepared.discovery
@@ -460,7 +461,8 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
     log.info("query %s started (id %s, run %s), checkpoint %s", job.name, query.id, query.runId, checkpoint)
     keeper.details.update(query_id=str(query.id), run_id=str(query.runId),
                           spark_ui=spark.sparkContext.uiWebUrl)
-    with lineage.reported(job, options, spark, aborted=lambda: keeper.lost is not None) as run_lineage:
+    with lineage.reported(job, options, spark, aborted=lambda: keeper.lost is not None,
+                          interval=lineage_interval) as run_lineage:
         history = start_recorder(job, options)  # each executed batch's progress -> streaming_progress
         recorded = -1
         updates = progress_updates.NewProgress(query)

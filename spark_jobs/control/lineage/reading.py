@@ -129,8 +129,7 @@ def runs_that_wrote(table: DatasetName, spark_events: Iterator[dict], airflow_ev
                                                          job=f"{job.get('namespace')}/{job.get('name')}"))
         state = event.get("eventType") or ""
         found.state = state
-        if state == "START" or found.started is None:
-            found.started = found.started or event.get("eventTime")
+        found.started = found.started or event.get("eventTime")  # the events come oldest first
         if state in END_STATES:
             found.ended = event.get("eventTime")
         statistics = (outputs[0].get("outputFacets") or {}).get("outputStatistics") or {}

@@ -207,3 +207,13 @@ def test_the_runs_that_wrote_a_table_name_their_airflow_task_run(tmp_path):
          "cloudtrail_etl_catchup.spark_submit", 1)]
     assert runs[0].inputs == [f"file:{tmp_path / 'landing'} (3 files)"]
     assert len(runs_that_wrote(table, iter(spark_events), include_empty=True)) == 2
+
+
+def test_the_running_interval_is_a_duration_or_a_clear_error():
+    from spark_jobs.control.lineage.run import interval_seconds
+    from spark_jobs.model.errors import UsageError
+
+    assert interval_seconds({}) == 300
+    assert interval_seconds({"SPARK_JOBS_LINEAGE_INTERVAL": "30s"}) == 30
+    with pytest.raises(UsageError, match=r"\$SPARK_JOBS_LINEAGE_INTERVAL 'soon' is not a positive duration"):
+        interval_seconds({"SPARK_JOBS_LINEAGE_INTERVAL": "soon"})
