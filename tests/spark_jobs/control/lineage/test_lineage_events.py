@@ -217,3 +217,15 @@ def test_the_running_interval_is_a_duration_or_a_clear_error():
     assert interval_seconds({"SPARK_JOBS_LINEAGE_INTERVAL": "30s"}) == 30
     with pytest.raises(UsageError, match=r"\$SPARK_JOBS_LINEAGE_INTERVAL 'soon' is not a positive duration"):
         interval_seconds({"SPARK_JOBS_LINEAGE_INTERVAL": "soon"})
+
+
+def test_make_airflow_reports_task_runs_into_the_lake_unless_a_backend_is_configured(tmp_path):
+    from spark_jobs.control.lineage.emitter import airflow_provider_env
+
+    settings = airflow_provider_env(tmp_path / "lake", {})
+    assert json.loads(settings["AIRFLOW__OPENLINEAGE__TRANSPORT"]) == {
+        "type": "file", "log_file_path": f"{tmp_path}/lake/_lineage/airflow/events"}
+    assert settings["AIRFLOW__OPENLINEAGE__NAMESPACE"] == "airflow"
+    assert (tmp_path / "lake/_lineage/airflow").is_dir()  # the provider's file transport makes no folder
+    assert airflow_provider_env(tmp_path, {"AIRFLOW__OPENLINEAGE__TRANSPORT": '{"type": "http"}'}) == {}
+    assert airflow_provider_env(tmp_path, {"OPENLINEAGE_URL": "http://marquez:5000"}) == {}
