@@ -19,8 +19,9 @@ from spark_jobs.control.lineage.emitter import LineageEmitter, describe_destinat
 from spark_jobs.control.lineage.events import Parent, RunDescription
 from spark_jobs.control.lineage.naming import (DatasetName, job_namespace, kafka_datasets, path_dataset,
                                                sqs_dataset)
-from spark_jobs.control.lineage.run import RunLineage, interval_seconds  # noqa: F401 - the runner checks it first
+from spark_jobs.control.lineage.run import RunLineage, interval_seconds
 from spark_jobs.model.jobs import JobSpec
+from spark_jobs.model.lake import Lake
 from spark_jobs.model.runs import RunOptions
 
 log = logging.getLogger("spark_jobs.lineage")
@@ -43,32 +44,40 @@ def outputs_of(job: JobSpec, options: RunOptions) -> dict[str, DatasetName]:
     return {table.name: path_dataset(options.lake.table_path(table.name)) for table in job.tables}
 
 
+def parent_of(spark) -> Parent | None:
+    """The Airflow task run the submit named (the ``spark.openlineage.parent*`` settings), if any."""
+    return Parent.from_conf({key: spark.conf.get(key, None) for key in Parent.CONF.values()})
+
+
 def start(job: JobSpec, options: RunOptions, spark, interval: float) -> RunLineage | None:
-    """The run's lineage, its ``START`` sent; None when lineage is off or cannot be set up (a log line: the run
-    goes on).
+    """The streaming run's lineage, its ``START`` sent; None when lineage is off or cannot be set up (a log line:
+    the run goes on).
 
     :param interval: seconds between two ``RUNNING`` events at least (:func:`interval_seconds`, checked before the
         query starts).
     """
+    return _start(job.name, options.lake.root, interval, lambda run_id: RunDescription(
+        job_namespace(), job.name, run_id, streaming=not options.trigger.available_now, inputs=inputs_of(job, options),
+        outputs=outputs_of(job, options), stream=options.stream_name(job.name), trigger=options.trigger.spec,
+        checkpoint=str(options.checkpoint_path(job.name)), parent=parent_of(spark), engine_version=spark.version))
+
+
+def _start(job_name: str, lake_root, interval: float, describe: Callable[[str], RunDescription]) -> RunLineage | None:
     try:
-        emitter = LineageEmitter.from_settings(options.lake.root)
+        emitter = LineageEmitter.from_settings(lake_root)
         if emitter is None:
             return None
         from openlineage.client.uuid import generate_new_uuid
 
-        parent = Parent.from_conf({key: spark.conf.get(key, None) for key in Parent.CONF.values()})
-        run = RunDescription(job_namespace(), job.name, str(generate_new_uuid()),
-                             streaming=not options.trigger.available_now, inputs=inputs_of(job, options),
-                             outputs=outputs_of(job, options), stream=options.stream_name(job.name),
-                             trigger=options.trigger.spec, checkpoint=str(options.checkpoint_path(job.name)),
-                             parent=parent, engine_version=spark.version)
+        run = describe(str(generate_new_uuid()))
         lineage = RunLineage(emitter, run, interval)
         lineage.start()
     except Exception as error:  # noqa: BLE001 - lineage never fails a run
-        log.warning("lineage: not reported for this run of %s: %s", job.name, error)
+        log.warning("lineage: not reported for this run of %s: %s", job_name, error)
         return None
-    log.info("lineage: run %s of %s (parent %s) -> %s", run.run_id, job.name,
-             f"{parent.name} run {parent.run_id}" if parent else "none", describe_destination(options.lake.root))
+    parent = run.parent
+    log.info("lineage: run %s of %s (parent %s) -> %s", run.run_id, job_name,
+             f"{parent.name} run {parent.run_id}" if parent else "none", describe_destination(lake_root))
     return lineage
 
 
@@ -78,13 +87,31 @@ def reported(job: JobSpec, options: RunOptions, spark, aborted: Callable[[], boo
     """The run's lineage around the body that awaits its query: ``COMPLETE`` when the body returns, ``ABORT`` when
     ``aborted()`` (this driver lost its lease) or a signal or exit ends it, else ``FAIL`` with the error's first
     line; then a bounded wait for the last events."""
-    lineage = start(job, options, spark, interval)
+    with _ended(start(job, options, spark, interval), aborted) as lineage:
+        yield lineage
+
+
+@contextmanager
+def reported_reprocess(job: JobSpec, lake: Lake, source, spark) -> Iterator[RunLineage | None]:
+    """A reprocess as one run (stream ``<job>@reprocess``, ``BATCH``): its replayed folder in, every table out; the
+    body adds the files and rows (:meth:`RunLineage.batch`)."""
+    lineage = _start(job.name, lake.root, interval_seconds(), lambda run_id: RunDescription(
+        job_namespace(), job.name, run_id, streaming=False, inputs=[path_dataset(source)],
+        outputs={table.name: path_dataset(lake.table_path(table.name)) for table in job.tables},
+        stream=f"{job.name}@reprocess", trigger="reprocess", checkpoint="", parent=parent_of(spark),
+        engine_version=spark.version))
+    with _ended(lineage, lambda: False) as lineage:
+        yield lineage
+
+
+@contextmanager
+def _ended(lineage: RunLineage | None, aborted: Callable[[], bool]) -> Iterator[RunLineage | None]:
+    from openlineage.client.event_v2 import RunState
+
     try:
         yield lineage
     except BaseException as error:
         if lineage is not None:
-            from openlineage.client.event_v2 import RunState
-
             if aborted() or isinstance(error, (KeyboardInterrupt, SystemExit)):
                 lineage.finish(RunState.ABORT, str(error).splitlines()[0] if str(error) else type(error).__name__)
             else:
@@ -92,7 +119,5 @@ def reported(job: JobSpec, options: RunOptions, spark, aborted: Callable[[], boo
             lineage.emitter.close()
         raise
     if lineage is not None:
-        from openlineage.client.event_v2 import RunState
-
         lineage.finish(RunState.COMPLETE)
         lineage.emitter.close()

@@ -127,3 +127,23 @@ def test_a_continuous_driver_writes_at_most_one_running_event_per_interval(tmp_p
     assert events[-1]["job"]["facets"]["jobType"]["processingType"] == "STREAMING"
     print(f"continuous driver: {len(events)} events over {lived:.0f} s ({summary.batches} micro-batches; bound "
           f"{2 + lived / INTERVAL_SECONDS:.1f}; with the default 5-minute interval: at most 290 a day)")
+
+
+def test_a_reprocess_reports_one_run_that_rewrote_the_tables(tmp_path, run_job):
+    write_sample_landing(tmp_path / "landing", files=3, records_per_file=4, include_bad_files=False)
+    first = run_job(tmp_path / "landing", tmp_path / "lake")
+    done = run_cli("reprocess", "cloudtrail_etl", "--from-time", "2000-01-01T00:00:00Z", "--input",
+                   str(tmp_path / "landing"), "--lake", str(tmp_path / "lake"), timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout.splitlines()[-1])
+    events = sorted(read_events(str(tmp_path / "lake/_lineage/spark")), key=lambda e: e["eventTime"])
+    reprocess = [e for e in events if e["run"]["facets"]["spark_jobs"]["stream"] == "cloudtrail_etl@reprocess"]
+    assert [e["eventType"] for e in reprocess] == ["START", "COMPLETE"]
+    complete = reprocess[-1]
+    assert complete["job"]["name"] == "cloudtrail_etl" and complete["job"]["facets"]["jobType"]["processingType"] == "BATCH"
+    assert [(i["namespace"], i["name"]) for i in complete["inputs"]] == [("file", str(tmp_path / "landing"))]
+    rows = {o["name"].rsplit("/", 1)[-1]: o["outputFacets"]["outputStatistics"]["rowCount"] for o in complete["outputs"]}
+    assert rows == {table: done_table.get("rows_written") or 0 for table, done_table in result["tables"].items()}
+    assert rows["cloudtrail_events"] == first.rows["cloudtrail_events"] == 12
+    assert complete["run"]["facets"]["spark_jobs"]["inputFiles"] == result["files"] == 3
+    assert [problems(e) for e in reprocess] == [[], []]
