@@ -39,7 +39,7 @@ print(json.dumps({"users": [
     {"username": api["login"], "role": "streaming_service", "password": api["password"], "sync_password": True}]}))
 PY
     fi
-    mkdir -p "$LAKE_ROOT" "$CLOUDTRAIL_ETL_INPUT"
+    mkdir -p "$LAKE_ROOT" "$LAKE_ROOT/_lineage/airflow" "$CLOUDTRAIL_ETL_INPUT"
     if [ -z "$(ls -A "$CLOUDTRAIL_ETL_INPUT")" ]; then
       python -m spark_jobs sample-data --out "$CLOUDTRAIL_ETL_INPUT"
     fi

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 from airflow.plugins_manager import AirflowPlugin
 
-from streaming.health_page import create_app
-
-URL_PREFIX = "/streaming-health"
+from streaming.health_page import URL_PREFIX, create_app
 
 
 class StreamingHealthPlugin(AirflowPlugin):

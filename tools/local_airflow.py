@@ -43,6 +43,10 @@ Either way the service user's password reaches every component as the connection
 the on-call actions ``restart``, ``stop`` and ``resume_supervision`` reach Airflow's REST API with it. A connection
 ``airflow_api`` you define yourself in the environment is kept.
 
+**Lineage.** Airflow's OpenLineage provider reports every task run into the lake's ``_lineage/airflow/`` (its file
+transport, namespace ``airflow``) unless the environment configures the provider or OpenLineage itself
+(:func:`spark_jobs.control.lineage.emitter.airflow_provider_env`, docs/lineage.md).
+
 This module is not an Airflow plugin (``plugins/.airflowignore`` keeps Airflow from importing it);
 it imports nothing from Airflow, so the tests' fixture can use it too.
 """
@@ -63,6 +67,8 @@ from pathlib import Path
 for _folder in (Path(__file__).resolve().parents[1], Path(__file__).resolve().parents[1] / "plugins"):
     if str(_folder) not in sys.path:  # run as a script: the project (tools.ports) and the plugins, as Airflow has them
         sys.path.append(str(_folder))  # the hook's module imports nothing of Airflow at its top
+from spark_jobs.control.lineage.emitter import airflow_provider_env  # noqa: E402
+from spark_jobs.model.lake import resolve_lake_root  # noqa: E402
 # the one REST client of Airflow, and the on-call operator's connection
 from streaming import roles  # noqa: E402
 from streaming.hooks.airflow_api import API_CONN_ID, AirflowApi, AirflowApiError  # noqa: E402
@@ -149,7 +155,8 @@ class LocalAirflow:
 
     @property
     def component_env(self) -> dict[str, str]:
-        return {**self.env, "AIRFLOW_HOME": str(self.home), **port_settings(self.port),
+        lineage = airflow_provider_env(resolve_lake_root(self.env.get("LAKE_ROOT")), self.env)
+        return {**self.env, **lineage, "AIRFLOW_HOME": str(self.home), **port_settings(self.port),
                 AUTH_MANAGER_ENV: AUTH_MANAGERS[self.auth], **self._users_env(), MARKER: str(self.home)}
 
     # -- users ------------------------------------------------------------------------------------

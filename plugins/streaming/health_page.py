@@ -24,6 +24,9 @@ Routes (under the prefix):
 - ``/api/status``: the same summary as ``python -m spark_jobs status --json``;
 - ``/api/jobs/<job>/progress?limit=N``: the job's newest progress rows as JSON;
 - ``/api/jobs/<job>/timeline``: the job's timeline as JSON;
+- ``/lineage/<table>`` and ``/api/lineage/<table>``: the runs that wrote a table, from the OpenLineage events in the
+  lake (the DAG run and task, the Spark run, its inputs and rows: ``python -m spark_jobs lineage TABLE``,
+  docs/lineage.md); each job's section links its tables' views;
 - ``/metrics``: every job's health as Prometheus metrics (:mod:`spark_jobs.control.monitoring.metrics`, computed at
   each scrape from the same summaries; it also keeps ``<lake>/control/prometheus_targets.json``, the live drivers'
   Spark UIs for Prometheus' ``file_sd``, current). Prometheus authenticates like any API client: a bearer token
@@ -39,6 +42,7 @@ import json
 from datetime import datetime, timezone
 from html import escape
 
+URL_PREFIX = "/streaming-health"  # where the plugin mounts the app
 PAGE_BATCHES = 120  # the plots show this many newest micro-batches
 REFRESH_SECONDS = 30
 
@@ -199,6 +203,8 @@ def _section(health, rows: list[dict], tables: list[str], timeline: list | None 
              + (f"; supervisor: {escape(health.supervision)}" if health.supervision else "") + "</p>")
     if health.discovery:  # how it finds its files: the window, the queue's backlog, the last reconcile
         owner += f'<p class="owner" data-discovery="1">Input: {escape(health.discovery)}</p>'
+    owner += ('<p class="owner" data-lineage="1">Lineage (the runs that wrote each table, OpenLineage): '
+              + ", ".join(f'<a href="{URL_PREFIX}/lineage/{escape(t)}">{escape(t)}</a>' for t in tables) + "</p>")
     quarantined = reasons_text(health.quarantine_reasons)
     if quarantined:  # what the quarantine tables hold, by reason (the metric streaming_quarantined_records)
         owner += (f'<p class="owner" data-quarantine-reasons="{escape(json.dumps(health.quarantine_reasons))}">'
@@ -229,6 +235,23 @@ def render_page(healths: list, progress: dict[str, list[dict]], lake: str, title
             f"<h1>{escape(title)}</h1><p class='sub'>lake {escape(lake)} · checked {now} · refreshes every "
             f"{REFRESH_SECONDS} s · the same summary in a terminal: <code>python -m spark_jobs status</code></p>"
             f'<table class="jobs">{head}{rows}</table>{sections}</body></html>')
+
+
+def render_lineage(table: str, dataset: str, runs: list) -> str:
+    """The runs that wrote ``table`` (:func:`spark_jobs.control.lineage.reading.table_runs`), newest first."""
+    head = ("<tr><th>started</th><th>state</th><th>rows</th><th>DAG</th><th>DAG run</th><th>task (try)</th>"
+            "<th>Spark run</th><th>inputs</th></tr>")
+    rows = "".join(
+        f'<tr data-run="{escape(r.run_id)}"><td>{escape(r.started or "?")}</td><td>{escape(r.state)}</td>'
+        f"<td>{r.rows}</td><td>{escape(r.dag_id or '-')}</td><td>{escape(r.dag_run_id or '-')}</td>"
+        f"<td>{escape(r.parent_job or 'not started by Airflow')}"
+        f"{'' if r.try_number is None else f' ({r.try_number})'}</td><td><code>{escape(r.run_id)}</code></td>"
+        f"<td>{escape(', '.join(r.inputs))}</td></tr>" for r in reversed(runs))
+    return (f'<!doctype html><html><head><meta charset="utf-8"><title>Lineage: {escape(table)}</title>'
+            f"<style>{STYLE}</style></head><body><h1>Lineage: {escape(table)}</h1><p class='sub'>{escape(dataset)} · "
+            f"{len(runs)} runs wrote it (OpenLineage events in the lake) · the same in a terminal: "
+            f"<code>python -m spark_jobs lineage {escape(table)}</code></p><table class='jobs'>{head}{rows}</table>"
+            f'<p><a href="{URL_PREFIX}/">Streaming health</a></p></body></html>')
 
 
 def create_app():
@@ -310,6 +333,23 @@ def create_app():
         from spark_jobs.model.lake import Lake
 
         return JSONResponse([entry.to_dict() for entry in job_timeline(registry_job(job), Lake.at(lake_root()))])
+
+    def lineage_runs(table: str):
+        from spark_jobs.control.lineage.reading import table_runs
+        from spark_jobs.registry import all_tables
+
+        if table not in all_tables():
+            raise HTTPException(404, f"no table {table!r}; the tables: {', '.join(sorted(all_tables()))}")
+        return table_runs(lake_root(), table)
+
+    @health.get("/lineage/{table}", response_class=HTMLResponse)
+    def lineage(table: str) -> HTMLResponse:
+        dataset, runs = lineage_runs(table)
+        return HTMLResponse(render_lineage(table, f"{dataset.namespace}:{dataset.name}", runs))
+
+    @health.get("/api/lineage/{table}")
+    def lineage_json(table: str) -> JSONResponse:
+        return JSONResponse([found.to_dict() for found in lineage_runs(table)[1]])
 
     @health.get("/metrics")
     def metrics() -> Response:

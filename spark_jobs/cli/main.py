@@ -12,6 +12,7 @@ Examples::
     python -m spark_jobs checkpoint repair cloudtrail_etl --apply             # the doctor
     python -m spark_jobs status [--json]                                      # every job's health, alerts
     python -m spark_jobs metrics [--serve PORT]                               # the same as Prometheus metrics
+    python -m spark_jobs lineage TABLE [--since T]                            # the runs that wrote a table (OpenLineage)
     python -m spark_jobs state cloudtrail_alerts --show 5                     # a stateful job's state
     python -m spark_jobs forward cloudtrail_alerts_to_kafka                   # a table's new rows to Kafka
     python -m spark_jobs backfill cloudtrail_etl --source /data/history --date-from 2024-01-01 \\
@@ -36,8 +37,8 @@ import argparse
 import sys
 from types import ModuleType
 
-from spark_jobs.cli import (backfill, checkpoint, forward, lake, list_jobs, metrics, reconcile, reprocess, run, sql,
-                            standby, state, status, supervise)
+from spark_jobs.cli import (backfill, checkpoint, forward, lake, lineage, list_jobs, metrics, reconcile, reprocess, run,
+                            sql, standby, state, status, supervise)
 from spark_jobs.cli.tools import TOOL_COMMANDS, run_tool
 from spark_jobs.cli.tools import add_parsers as add_tool_parsers
 from spark_jobs.model.errors import UsageError
@@ -46,7 +47,7 @@ from spark_jobs.model.errors import UsageError
 COMMANDS: dict[str, ModuleType] = {
     "list": list_jobs, "run": run, "sql": sql, "lake": lake, "supervise": supervise, "backfill": backfill,
     "reprocess": reprocess, "checkpoint": checkpoint, "status": status, "state": state, "forward": forward,
-    "reconcile": reconcile, "standby": standby, "metrics": metrics,
+    "reconcile": reconcile, "standby": standby, "metrics": metrics, "lineage": lineage,
 }
 
 

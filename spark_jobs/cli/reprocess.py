@@ -48,12 +48,17 @@ def run(args: argparse.Namespace) -> int:
                           "dry_run": True, **replay.listing.summary(), "missing_files": replay.missing},
                          sort_keys=True, default=str))
         return 0
+    from spark_jobs.driver.lineage import reported_reprocess
     from spark_jobs.driver.reprocess import reprocess
     from spark_jobs.driver.session import configure_logging
     from spark_jobs.driver.session import build_session
 
     configure_logging()
     spark = build_session(f"{job.name}_reprocess")
-    result = reprocess(spark, job, lake, replay.source, checked["from_time"], args.audit_id)
+    with reported_reprocess(job, lake, replay.source, spark) as lineage:  # OpenLineage: one run (docs/lineage.md)
+        result = reprocess(spark, job, lake, replay.source, checked["from_time"], args.audit_id)
+        if lineage is not None:
+            lineage.batch(result["files"], {table: done.get("rows_written") or 0
+                                            for table, done in result["tables"].items()})
     print(json.dumps(result, sort_keys=True, default=str))
     return 0

@@ -27,7 +27,7 @@ from spark_jobs.model.jobs import JobSpec
 from spark_jobs.model.lake import Lake, as_path
 from spark_jobs.model.runs import RunOptions
 from spark_jobs.control.monitoring.progress import executed
-from spark_jobs.driver import progress_updates
+from spark_jobs.driver import lineage, progress_updates
 from spark_jobs.driver.job_modules import job_module, output_schemas, table_targets
 from spark_jobs.driver.session import snapshot_partitions_per_core
 from spark_jobs.driver.source_readers import read_input
@@ -404,6 +404,7 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
 
     from spark_jobs.driver.session import session_conf
 
+    lineage_interval = lineage.interval_seconds()  # a bad $SPARK_JOBS_LINEAGE_INTERVAL: one line, before Spark works
     prepared = prepared or prepare_query(job, options, spark)
     spark, module, targets, checkpoint = prepared.spark, prepared.module, prepared.targets, prepared.checkpoint
     discovery = prepared.discovery
@@ -461,48 +462,52 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
     log.info("query %s started (id %s, run %s), checkpoint %s", job.name, query.id, query.runId, checkpoint)
     keeper.details.update(query_id=str(query.id), run_id=str(query.runId),
                           spark_ui=spark.sparkContext.uiWebUrl)
-    history = start_recorder(job, options)  # each executed batch's progress -> streaming_progress
-    recorded = -1
-    updates = progress_updates.NewProgress(query)
-    while True:
-        active = query.isActive
-        for progress in updates.read():  # each update once
-            if progress.batchId > logged and progress.numInputRows > 0:
-                if progress.batchId not in batch_files:  # a stateful job's result: its input is the source's rows
-                    summary.input_files += progress.numInputRows
-                _log_progress(progress, batch_files.get(progress.batchId, progress.numInputRows),
-                              job.source.unit)
-                logged = progress.batchId
-                keeper.details["last_committed_batch"] = progress.batchId
-            if progress.batchId > recorded and executed(progress):
-                carried, inserted = batch_rows.pop(progress.batchId, (None, None))
-                if history is not None:
-                    history.record(progress, rates=exact_rates(query, progress.batchId), rows=carried,
-                                   rows_inserted=inserted, input_files=batch_files.get(progress.batchId))
-                recorded = progress.batchId
-        if not active:
-            break
-        if keeper.lost is not None and not query.status["isTriggerActive"]:
-            query.stop()
-        if stopper.signal_name and not query.status["isTriggerActive"]:
-            query.stop()
-            summary.stopped_by = stopper.signal_name
-        try:
-            query.awaitTermination(0.2)
-        except StreamingQueryException:
-            pass  # it failed just now: the next round sees it inactive and reports query.exception()
-    if history is not None:
-        history.close()  # the last rows, in one append
-    summary.messages_not_loaded = skips.since_start()
-    checkpoints.drain()  # the tables' checkpoints being written off the batches' path (driver/write/checkpoints.py)
-    if keeper.lost is not None:
-        raise JobFailed(f"job {job.name} stopped: {keeper.lost}")
-    error = query.exception()
-    if error is not None:
-        explained = explain_failure(str(error))
-        if explained:
-            raise JobFailed(f"job {job.name} cannot resume from checkpoint {checkpoint}: {explained}")
-        raise JobFailed(f"job {job.name} failed: {failure_summary(str(error)) or type(error).__name__}")
+    with lineage.reported(job, options, spark, aborted=lambda: keeper.lost is not None,
+                          interval=lineage_interval) as run_lineage:
+        history = start_recorder(job, options)  # each executed batch's progress -> streaming_progress
+        recorded = -1
+        updates = progress_updates.NewProgress(query)
+        while True:
+            active = query.isActive
+            for progress in updates.read():  # each update once
+                if progress.batchId > logged and progress.numInputRows > 0:
+                    if progress.batchId not in batch_files:  # a stateful job's result: its input is the source rows
+                        summary.input_files += progress.numInputRows
+                    _log_progress(progress, batch_files.get(progress.batchId, progress.numInputRows),
+                                  job.source.unit)
+                    logged = progress.batchId
+                    keeper.details["last_committed_batch"] = progress.batchId
+                if progress.batchId > recorded and executed(progress):
+                    carried, inserted = batch_rows.pop(progress.batchId, (None, None))
+                    if run_lineage is not None:
+                        run_lineage.batch(batch_files.get(progress.batchId, 0), inserted or {})
+                    if history is not None:
+                        history.record(progress, rates=exact_rates(query, progress.batchId), rows=carried,
+                                       rows_inserted=inserted, input_files=batch_files.get(progress.batchId))
+                    recorded = progress.batchId
+            if not active:
+                break
+            if keeper.lost is not None and not query.status["isTriggerActive"]:
+                query.stop()
+            if stopper.signal_name and not query.status["isTriggerActive"]:
+                query.stop()
+                summary.stopped_by = stopper.signal_name
+            try:
+                query.awaitTermination(0.2)
+            except StreamingQueryException:
+                pass  # it failed just now: the next round sees it inactive and reports query.exception()
+        if history is not None:
+            history.close()  # the last rows, in one append
+        summary.messages_not_loaded = skips.since_start()
+        checkpoints.drain()  # the tables' checkpoints, written off the batches' path (driver/write/checkpoints.py)
+        if keeper.lost is not None:
+            raise JobFailed(f"job {job.name} stopped: {keeper.lost}")
+        error = query.exception()
+        if error is not None:
+            explained = explain_failure(str(error))
+            if explained:
+                raise JobFailed(f"job {job.name} cannot resume from checkpoint {checkpoint}: {explained}")
+            raise JobFailed(f"job {job.name} failed: {failure_summary(str(error)) or type(error).__name__}")
     summary.seconds = round(time.monotonic() - started, 2)
     return summary
 

@@ -29,6 +29,7 @@ from pyspark.sql import SparkSession
 
 from spark_jobs.launch import class_archive, code_zip
 from spark_jobs.launch.jars import DELTA_CONF, spark_jars
+from spark_jobs.launch.lineage_listener import with_listener
 from spark_jobs.launch.submit import driver_java_options
 from spark_jobs.model.lake import PROJECT_ROOT
 from spark_jobs.model.object_store import hadoop_conf
@@ -90,7 +91,10 @@ def build_session(app_name: str, *, ui: bool = False, long_running: bool = False
         os.environ.setdefault("SPARK_LOCAL_DIRS", str(scratch / "local"))
         os.makedirs(os.environ["SPARK_LOCAL_DIRS"].split(",")[0], exist_ok=True)
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        builder = builder.master(os.environ.get("SPARK_MASTER", "local[2]")).config("spark.jars", spark_jars())
+        jars, listener = with_listener(spark_jars(), {})  # the OpenLineage listener, if on
+        builder = builder.master(os.environ.get("SPARK_MASTER", "local[2]")).config("spark.jars", jars)
+        for key, value in listener.items():
+            builder = builder.config(key, value)
         java_options = driver_java_options(long_running)  # the class archive (a faster start), the JIT
         if java_options:
             builder = builder.config(class_archive.DEFAULT_JAVA_OPTIONS_CONF, java_options)

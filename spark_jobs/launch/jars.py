@@ -176,6 +176,14 @@ JARS: tuple[Jar, ...] = (
         "e004806def5e22ec98edc48a133ff3317166255e1ba29d93d129e9fdfa64a7be"),
 )
 
+# The OpenLineage Spark listener (Spark 4.2 needs >= 1.53), fetched and checked with the others but on no Spark
+# start's classpath unless the listener is turned on (spark_jobs/launch/lineage_listener.py; docs/lineage.md says
+# why it is off by default).
+OPENLINEAGE_SPARK = Jar("io.openlineage", "openlineage-spark_2.13", "1.53.0",
+                        "5d84b0ae7e72909b5aae7ed87df878bf06b28d9ac3005765c3529d0a66dbae6f")
+# Every jar set-up fetches and checks.
+PINNED: tuple[Jar, ...] = (*JARS, OPENLINEAGE_SPARK)
+
 # Delta's log store for S3, built from the project's source by fetch (no Maven artifact).
 LOG_STORE_SOURCE = Path(__file__).resolve().parent / "java" / "S3ConditionalLogStore.java"
 LOG_STORE_JAR = "spark-jobs-s3-logstore.jar"
@@ -220,7 +228,7 @@ def problems(folder: Path | None = None, *, verify: bool = True, only_maven: boo
     :param only_maven: leave the built log store out."""
     folder = folder or jars_dir()
     found = []
-    for jar in JARS:
+    for jar in PINNED:
         path = folder / jar.file_name
         if not path.is_file():
             found.append(f"the jar {jar.coordinates} is missing ({path} does not exist)")
@@ -318,7 +326,7 @@ def _fetch_with_maven(folder: Path) -> list[str]:
         return [f"{line} and mvn is not installed to fetch it" for line in problems(folder, only_maven=True)]
     folder.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="jars-") as scratch:
-        Path(scratch, "pom.xml").write_text(_pom(JARS))
+        Path(scratch, "pom.xml").write_text(_pom(PINNED))
         done = subprocess.run(
             ["mvn", "-q", "-B", "-f", str(Path(scratch, "pom.xml")), "dependency:copy-dependencies",
              "-DexcludeTransitive=true", f"-DoutputDirectory={folder}",

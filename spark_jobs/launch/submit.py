@@ -30,6 +30,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 from spark_jobs.launch import jit
 from spark_jobs.launch.class_archive import DEFAULT_JAVA_OPTIONS_CONF, java_options
 from spark_jobs.launch.jars import DELTA_CONF, spark_submit_jars
+from spark_jobs.launch.lineage_listener import with_listener
 from spark_jobs.model.errors import UsageError
 from spark_jobs.model.lake import PROJECT_ROOT
 
@@ -168,8 +169,9 @@ class Submission:
             C1 only (:mod:`spark_jobs.launch.jit`).
         """
         args = application_args if isinstance(application_args, str) else tuple(str(a) for a in application_args)
-        return cls(args, name, conf={**spark_submit_conf(long_running), **(extra_conf or {})},
-                   driver_memory=driver_memory,
+        # The openlineage-spark listener, when turned on (spark_jobs/launch/lineage_listener.py).
+        jars, conf = with_listener(spark_submit_jars(), {**spark_submit_conf(long_running), **(extra_conf or {})})
+        return cls(args, name, conf=conf, jars=jars, driver_memory=driver_memory,
                    env_vars=dict(env_vars) if env_vars else None)
 
     def hook_kwargs(self, conn_id: str = SPARK_CONN_ID) -> dict[str, Any]:

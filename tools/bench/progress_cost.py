@@ -116,5 +116,13 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def main(argv: list[str] | None = None) -> int:
+    args = cost_parser("python -m tools.bench.progress_cost", __doc__, "progress-cost.json", records=20_000,
+                       records_per_file=500, files_per_batch=4, repeat=3).parse_args(argv)
+    workdir = PROJECT_ROOT / ".spark" / "bench" / "progress-cost"
+    return run_and_report(lambda: measure(args.records, args.records_per_file, args.files_per_batch, args.repeat,
+                                          workdir), args.out)
+
+
 if __name__ == "__main__":
     raise SystemExit(main())

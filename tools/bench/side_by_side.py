@@ -1,9 +1,9 @@
-"""Two modes of one run measured side by side: a warm-up of each, then repetitions that alternate which mode
-goes first, and a summary per mode with the ratio of their medians.
+"""Modes of one run measured side by side: a warm-up of each, then repetitions that alternate the modes' order,
+and a summary per mode with the ratio of their medians.
 
 A cost that is a few percent of a run (a recorder, a scrape, a listener) hides in the drift of a machine shared
 over minutes; alternating the order within each repetition and taking medians keeps that drift out of the ratio.
-Used by :mod:`tools.bench.progress_cost` and :mod:`tools.bench.exporter_cost`.
+Used by :mod:`tools.bench.progress_cost`, :mod:`tools.bench.exporter_cost` and :mod:`tools.bench.lineage_cost`.
 """
 
 from __future__ import annotations
@@ -13,31 +13,33 @@ import logging
 import os
 import platform
 import statistics
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
 log = logging.getLogger("tools.bench")
 
 
-def alternate(run: Callable[[bool], dict], repeat: int, name: str) -> list[dict]:
-    """``run(True)`` and ``run(False)`` once each as a warm-up (not returned), then ``repeat`` repetitions of both,
-    ``True`` first in the even ones; each result gets ``"on"`` set to its mode. ``name`` says what the mode is."""
-    for on in (True, False):
-        log.info("warm-up run, %s %s", name, "on" if on else "off")
-        run(on)
+def alternate(run: Callable[[Hashable], dict], repeat: int, name: str,
+              modes: tuple[Hashable, ...] = (True, False)) -> list[dict]:
+    """``run(mode)`` once for each of ``modes`` as a warm-up (not returned), then ``repeat`` repetitions of all,
+    in the order of ``modes`` in the even ones and reversed in the odd ones; each result gets ``"mode"`` set.
+    ``name`` says what the modes switch (for the log)."""
+    for mode in modes:
+        log.info("warm-up run, %s %s", name, mode)
+        run(mode)
     runs = []
     for index in range(repeat):
-        for on in ((True, False) if index % 2 == 0 else (False, True)):
-            log.info("repetition %d of %d, %s %s", index + 1, repeat, name, "on" if on else "off")
-            runs.append({**run(on), "on": on})
+        for mode in (modes if index % 2 == 0 else tuple(reversed(modes))):
+            log.info("repetition %d of %d, %s %s", index + 1, repeat, name, mode)
+            runs.append({**run(mode), "mode": mode})
     return runs
 
 
-def summary(runs: list[dict], on: bool, lists: Iterable[str] = ()) -> dict:
+def summary(runs: list[dict], mode: Hashable, lists: Iterable[str] = ()) -> dict:
     """One mode's runs: their wall times (``seconds``) and median, the median of their median micro-batch
     durations (``median_batch_ms``), the batches of the first, and each key of ``lists`` as a list over the runs."""
-    mine = [r for r in runs if r["on"] is on]
+    mine = [r for r in runs if r["mode"] == mode]
     return {"runs_s": [r["seconds"] for r in mine], "median_s": statistics.median(r["seconds"] for r in mine),
             "median_batch_ms": statistics.median(r["median_batch_ms"] for r in mine),
             "batch_ms_medians": [r["median_batch_ms"] for r in mine], "batches": mine[0]["batches"],
@@ -45,7 +47,7 @@ def summary(runs: list[dict], on: bool, lists: Iterable[str] = ()) -> dict:
 
 
 def ratios(on: dict, off: dict) -> dict:
-    """The on mode's medians over the off mode's: the run's wall time and the micro-batch's duration."""
+    """One mode's medians (``on``) over another's (``off``): the run's wall time and the micro-batch's duration."""
     return {"ratio_median_s": round(on["median_s"] / off["median_s"], 3),
             "ratio_median_batch_ms": round(on["median_batch_ms"] / off["median_batch_ms"], 3)}
 

@@ -72,9 +72,12 @@ class JobSubmitOperator(SparkSubmitOperator):
 
         from spark_jobs.control.supervision.ownership import LEASE_HELD_EXIT_STATUS, continuous_owner
 
+        from streaming.lineage import parent_conf
+
         plan = context["ti"].xcom_pull(task_ids=self.plan_task_id) or {}
         kind = "backfill" if plan.get("kind") == "backfill" else self.kind
         stream = f"{self.job}@{plan['writer']}" if plan.get("writer") else self.job
+        self.conf = {**(self.conf or {}), **parent_conf(context)}  # the Spark run's OpenLineage parent: this task run
         try:
             super().execute(context)
         except AirflowException as exc:

@@ -209,7 +209,7 @@ class OncallActionOperator(HITLOperator):
 
     def _run(self, context, lake, request, record) -> dict:
         try:
-            done = self._perform(request, record)
+            done = self._perform(request, record, context)
         except BaseException as exc:
             record.outcome, record.message = "failed", f"{type(exc).__name__}: {exc}"[:4000]
             record.versions_after = self._versions(record.job, lake)
@@ -263,10 +263,10 @@ class OncallActionOperator(HITLOperator):
         except (AirflowApiError, KeyError, ValueError) as exc:
             return AirflowView(dag_id, None, error=str(exc))
 
-    def _perform(self, request, record) -> dict:
+    def _perform(self, request, record, context) -> dict:
         action = request.action
         if action in ("reprocess_from", "rollback_table"):
-            return self._spark_submit(request, record.audit_id)
+            return self._spark_submit(request, record.audit_id, context)
         if action == "reset_checkpoint":
             from spark_jobs.control.oncall.requests import reset_checkpoint
 
@@ -293,13 +293,15 @@ class OncallActionOperator(HITLOperator):
             return self._stop(request)
         return self._restart(request)
 
-    def _spark_submit(self, request, audit_id: str) -> dict:
+    def _spark_submit(self, request, audit_id: str, context) -> dict:
         from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
         from spark_jobs.launch.submit import Submission
+        from streaming.lineage import parent_conf
 
         args = request.spark_args(audit_id)
-        submission = Submission.of(args, name=f"{request.job.name}_oncall_{request.action}")
+        submission = Submission.of(args, name=f"{request.job.name}_oncall_{request.action}",
+                                   extra_conf=parent_conf(context))
         self._hook = SparkSubmitHook(**submission.hook_kwargs(self.conn_id))
         self._hook.submit(submission.application)
         return {"spark_submit": args}

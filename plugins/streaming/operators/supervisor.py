@@ -113,10 +113,11 @@ class StreamingSupervisorOperator(BaseOperator):
         self.warm_standby = warm_standby
         self._stop_requested: threading.Event | None = None  # made in execute(): set by on_kill()
 
-    def driver_command(self, trigger: str, input_path: str | None) -> list[str]:
+    def driver_command(self, trigger: str, input_path: str | None, lineage_parent: dict | None = None) -> list[str]:
         """The spark-submit command of the driver for the connection ``conn_id`` (looked up now, through
         Airflow), the command the Spark provider would build for it; with Spark's streaming metrics served
-        for Prometheus on the driver's UI (:mod:`spark_jobs.control.monitoring.prometheus`)."""
+        for Prometheus on the driver's UI (:mod:`spark_jobs.control.monitoring.prometheus`) and this task run as
+        every driver's OpenLineage parent (``lineage_parent``, :func:`streaming.lineage.parent_conf`)."""
         from airflow.sdk import BaseHook
 
         from spark_jobs.control.monitoring.prometheus import STREAMING_METRICS_CONF
@@ -125,7 +126,8 @@ class StreamingSupervisorOperator(BaseOperator):
         args = ["run", self.job, "--trigger", trigger] + (["--input", input_path] if input_path else [])
         found = BaseHook.get_connection(self.conn_id)
         connection = SparkConnection.from_fields(found.conn_type, found.host, found.port, found.extra_dejson)
-        return Submission.of(args, name=self.job, extra_conf=STREAMING_METRICS_CONF, long_running=True).argv(connection)
+        return Submission.of(args, name=self.job, extra_conf={**STREAMING_METRICS_CONF, **(lineage_parent or {})},
+                             long_running=True).argv(connection)
 
     def execute(self, context) -> str:
         from spark_jobs.model.lake import PROJECT_ROOT, Lake
@@ -176,7 +178,9 @@ class StreamingSupervisorOperator(BaseOperator):
                           "supervisor_state": supervisor.state.to_dict() if supervisor else None})
 
         input_path = self.input_path or None
-        command = self.driver_command(trigger, input_path)
+        from streaming.lineage import parent_conf
+
+        command = self.driver_command(trigger, input_path, parent_conf(context))
         self.log.info("supervising %s with %s; policy %s", job.name, trigger, policy)
         connection = connection_env(job)  # a Kafka job's Airflow connection, for the driver's environment
         supervisor = Supervisor(job, Lake.at(), command, policy=policy, notify=notify, should_stop=should_stop,

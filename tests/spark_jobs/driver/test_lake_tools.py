@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from spark_jobs.model.errors import UsageError
-from spark_jobs.launch.jars import JARS, MAVEN_REPO_ENV, JARS_DIR_ENV
+from spark_jobs.launch.jars import PINNED, MAVEN_REPO_ENV, JARS_DIR_ENV
 from spark_jobs.model.lake import Lake
 from spark_jobs.control.lake.delta_log import restore_plan
 from spark_jobs.cli.lake import run as run_command
@@ -258,7 +258,7 @@ def test_jars_fetch_from_an_empty_maven_cache(tmp_path):
     fetched = subprocess.run([sys.executable, "-m", "spark_jobs.launch.jars", "fetch"], cwd=PROJECT_ROOT,
                              env={**os.environ, **env}, capture_output=True, text=True, timeout=900)
     assert fetched.returncode == 0, fetched.stderr[-2000:]
-    assert sorted(p.name for p in (tmp_path / "jars").glob("*.jar")) == sorted(j.file_name for j in JARS)
+    assert sorted(p.name for p in (tmp_path / "jars").glob("*.jar")) == sorted(j.file_name for j in PINNED)
     checked = subprocess.run([sys.executable, "-m", "spark_jobs.launch.jars", "check"], cwd=PROJECT_ROOT,
                              env={**os.environ, **env}, capture_output=True, text=True, timeout=120)
     assert (checked.returncode, checked.stderr) == (0, "")

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from spark_jobs.launch.jars import JARS, JARS_DIR_ENV, problems, spark_jars
+from spark_jobs.launch.jars import JARS, JARS_DIR_ENV, PINNED, problems, spark_jars
 from tests.helpers.project import PROJECT_ROOT
 
 
@@ -29,7 +29,7 @@ def test_check_names_each_missing_jar_and_exits_1(tmp_path, args):
     done = jars(*args, jars_dir=tmp_path)
     assert done.returncode == 1 and done.stdout == ""
     lines = done.stderr.splitlines()
-    assert lines == [f"error: {line}" for line in problems(tmp_path)] and len(lines) == len(JARS) + 1  # + the log store
+    assert lines == [f"error: {line}" for line in problems(tmp_path)] and len(lines) == len(PINNED) + 1  # + the log store
     assert lines[0] == f"error: the jar {JARS[0].coordinates} is missing ({tmp_path / JARS[0].file_name} does not exist)"
 
 
