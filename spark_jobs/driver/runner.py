@@ -28,6 +28,7 @@ from spark_jobs.model.lake import Lake, as_path
 from spark_jobs.model.runs import RunOptions
 from spark_jobs.control.monitoring.progress import executed
 from spark_jobs.driver import progress_updates
+from spark_jobs.launch.version import USER_METADATA_CONF, current as current_version
 from spark_jobs.driver.job_modules import job_module, output_schemas, table_targets
 from spark_jobs.driver.session import snapshot_partitions_per_core
 from spark_jobs.driver.source_readers import read_input
@@ -246,7 +247,8 @@ def run_streaming(job: JobSpec, options: RunOptions, spark: SparkSession | None 
     from spark_jobs.control.checkpoint.lease import Lease
 
     started = time.monotonic()
-    details = {"checkpoint": str(options.checkpoint_path(job.name)), "trigger": options.trigger.spec}
+    details = {"checkpoint": str(options.checkpoint_path(job.name)), "trigger": options.trigger.spec,
+               "version": current_version().name}  # the lease says which version holds the job
 
     def acquire() -> Lease:
         return Lease.acquire(str(options.control_path(job.name)), options.stream_name(job.name),
@@ -444,8 +446,10 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
     # callbacks into Python can arrive after the query, and this process, have ended).
     logged = -1
     stopper.query_started = True  # from here on a signal stops the query after its micro-batch
+    # Every Delta commit of the query's batches names the code version (its commit info's userMetadata).
+    conf = {**job.spark_conf, USER_METADATA_CONF: current_version().user_metadata()}
     try:
-        with session_conf(spark, job.spark_conf):  # the query keeps them (a started query has its own session)
+        with session_conf(spark, conf):  # the query keeps them (a started query has its own session)
             query = (prepared.source.writeStream.queryName(options.stream_name(job.name))
                      .outputMode(job.output_mode)
                      .foreachBatch(on_batch)
