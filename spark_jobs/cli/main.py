@@ -78,6 +78,12 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(exc, LeaseHeld):  # another live driver writes through this checkpoint
             print(f"error: {exc}", file=sys.stderr)
             return LEASE_HELD_EXIT_STATUS
+        from spark_jobs.control.rollout.preflight_state import PREFLIGHT_REFUSED_EXIT_STATUS
+        from spark_jobs.driver.preflight import PreflightRefused
+
+        if isinstance(exc, PreflightRefused):  # a new version that does not fit the live checkpoint or tables
+            print(f"error: {exc}", file=sys.stderr)
+            return PREFLIGHT_REFUSED_EXIT_STATUS
         if isinstance(exc, JobFailed):
             print(f"error: {exc}", file=sys.stderr)
             return 1

@@ -294,10 +294,14 @@ def _run_standby(job: JobSpec, options: RunOptions, spark: SparkSession | None, 
     stopper.install()  # until the query starts, a signal exits at once: a standby holds nothing
     try:
         spark = spark or build_session(job.name, ui=True, long_running=True)
+        if options.preflight:  # a new version: checked against the live checkpoint and tables before anything
+            from spark_jobs.driver.preflight import run_preflight
+
+            run_preflight(spark, job, options, source=lambda: prepare_query(job, options, spark).source)
         prepared = prepare_query(job, options, spark)  # all but the query's start: nothing touches the checkpoint
         standby.warm_up(spark, job, options)  # under the settings prepare_query gave the session
         warm = time.monotonic() - started
-        announce_standby(control, warm)
+        announce_standby(control, warm, current_version().name)
         log.info("standby for %s: warm in %.1f s; waiting for the checkpoint's lease", job.name, warm)
         lease = standby.wait_for_lease(acquire, stopped=lambda: stopper.signal_name is not None,
                                        held=lambda: read_hold(control) is not None,
