@@ -20,6 +20,8 @@ Examples::
     python -m spark_jobs reconcile cloudtrail_etl [--dry-run]                 # what the discovery window missed
     python -m spark_jobs supervise cloudtrail_etl --input landing/cloudtrail  # always on, until SIGTERM
     python -m spark_jobs standby cloudtrail_etl off                           # the warm standby, for every later run
+    python -m spark_jobs release add v2 --git v2                              # a version kept for rollouts
+    python -m spark_jobs rollout cloudtrail_etl v2 --wait 900                 # pre-flight, handover, probation
     python -m spark_jobs sample-data --out landing/cloudtrail                 # tools: generated input
     python -m spark_jobs bench --quick                                        # tools: JSON report on stdout
     python -m spark_jobs trial recovery --kills 5                             # tools: kill -9, time recovery
@@ -36,8 +38,8 @@ import argparse
 import sys
 from types import ModuleType
 
-from spark_jobs.cli import (backfill, checkpoint, forward, lake, list_jobs, metrics, reconcile, reprocess, run, sql,
-                            standby, state, status, supervise)
+from spark_jobs.cli import (backfill, checkpoint, forward, lake, list_jobs, metrics, reconcile, release, reprocess,
+                            rollout, run, sql, standby, state, status, supervise)
 from spark_jobs.cli.tools import TOOL_COMMANDS, run_tool
 from spark_jobs.cli.tools import add_parsers as add_tool_parsers
 from spark_jobs.model.errors import UsageError
@@ -46,7 +48,7 @@ from spark_jobs.model.errors import UsageError
 COMMANDS: dict[str, ModuleType] = {
     "list": list_jobs, "run": run, "sql": sql, "lake": lake, "supervise": supervise, "backfill": backfill,
     "reprocess": reprocess, "checkpoint": checkpoint, "status": status, "state": state, "forward": forward,
-    "reconcile": reconcile, "standby": standby, "metrics": metrics,
+    "reconcile": reconcile, "standby": standby, "metrics": metrics, "release": release, "rollout": rollout,
 }
 
 

@@ -1,0 +1,262 @@
+"""The supervisor's part of a rollout (docs/deploying.md): pre-flight, handover, probation, rollback.
+
+:class:`~spark_jobs.control.supervision.supervisor.Supervisor` carries out the request in ``rollout.json``
+(:mod:`spark_jobs.control.rollout.request`) while its driver runs, one poll at a time (:meth:`RolloutSteps.rollout_tick`):
+
+1. ``requested``: the version's release is found (else ``failed``, naming the known ones); the job's own standby is
+   stopped (it would take the lease for the old version) and the new version is started as a standby with
+   ``--preflight`` (the release first on ``PYTHONPATH``: :func:`spark_jobs.launch.releases.driver_env`);
+2. ``preflight``: the standby exits 4 → ``refused`` with its verdict (``preflight.json``); any other exit →
+   ``failed``; both leave the old driver running, count no restart and let the job's own standby start again. Once
+   it says it is warm, the **handover**: the old driver is asked to stop after its micro-batch (SIGTERM to the Python
+   driver), which releases the lease; the standby takes it within its poll and is adopted as the driver, as a
+   ``handover`` event (not a restart: no budget). The job's version setting becomes the new version;
+3. ``probation``: until the new driver has committed ``RestartPolicy.probation_batches`` batches and
+   ``probation_seconds`` have passed (three times that on a quiet stream) → ``done``, and the standby (the previous
+   version's, during probation: the way back) is replaced by one of the new version. A crash or a stall of the new
+   driver on probation → **rollback**: the version setting goes back, the previous version's standby takes over when
+   it is warm (else the previous version starts from the same checkpoint), ``rolled_back`` with the reason. Neither
+   counts against the restart budget: the failure was the new version's.
+
+A supervisor stopped during a rollout leaves it ``interrupted`` before the handover (the old version runs on) and
+on probation after it (the next supervisor watches the new version for a whole probation again).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from spark_jobs.control.checkpoint.lease import LeaseInfo
+from spark_jobs.control.rollout.preflight_state import PREFLIGHT_REFUSED_EXIT_STATUS, read_preflight, refusal_text
+from spark_jobs.control.rollout.request import active_rollout, set_job_version, update_rollout
+from spark_jobs.control.supervision.child import ChildProcess, error_line
+from spark_jobs.control.supervision.failure import LOG_TAIL_LINES, DriverEnd
+from spark_jobs.control.supervision.state import utc_iso
+
+log = logging.getLogger("spark_jobs.control.supervision")
+
+# A pre-flight standby that has neither passed nor been refused this long after its start is stuck.
+PREFLIGHT_TIMEOUT_SECONDS = 600.0
+QUIET_PROBATION_FACTOR = 3
+
+
+def _env_of(version: str | None, base: dict | None) -> dict | None:
+    """The driver environment of ``version`` (None: the checkout's code, ``base`` as it is)."""
+    if version is None:
+        return base
+    from spark_jobs.launch.releases import driver_env, find_release
+
+    return driver_env(find_release(version), base)
+
+
+class RolloutSteps:
+    """The rollout steps of the supervisor (a mixin of :class:`~spark_jobs.control.supervision.supervisor.Supervisor`,
+    whose driver, standby, events and state they use)."""
+
+    version: str | None  # the version the supervisor starts (None: the checkout's)
+    rollout: dict | None
+    _standby_version: str | None
+    _probation_since: float | None
+    _preflight_started: float | None
+
+    def driver_env(self, version: str | None) -> dict | None:
+        return _env_of(version, self.base_env)
+
+    def standby_version(self) -> str | None:
+        """The version the job's standby runs: the previous one on probation (the way back), else the job's."""
+        if self.rollout is not None and self.rollout.get("phase") == "probation":
+            return self.rollout.get("from_version")
+        return self.version
+
+    def rollout_owns_standby(self) -> bool:
+        """Whether the rollout runs the standby now (the pre-flight's): the job's own is not started beside it."""
+        return self.rollout is not None and self.rollout.get("phase") in ("requested", "preflight", "handover")
+
+    def resume_rollout(self) -> None:
+        """At the supervisor's start: a rollout cut short before its handover is ``interrupted``; one on probation
+        is watched again from now."""
+        found = active_rollout(self.control)
+        if found is None:
+            return
+        if found["phase"] in ("preflight", "handover"):
+            update_rollout(self.control, found, "interrupted", outcome=f"the supervisor stopped during the "
+                           f"{found['phase']}; version {self.version or 'of the checkout'} runs")
+        elif found["phase"] == "probation":
+            self.rollout, self._probation_since = found, None
+
+    def interrupt_rollout(self, why: str) -> None:
+        """A stop during a rollout: before the handover it ends ``interrupted`` (the pre-flight standby is stopped
+        with the job's)."""
+        if self.rollout is not None and self.rollout.get("phase") in ("requested", "preflight", "handover"):
+            update_rollout(self.control, self.rollout, "interrupted", outcome=why)
+            self.rollout = None
+
+    def rollout_tick(self, lease: LeaseInfo | None):
+        """One step of the rollout while the driver runs; a ``_Failure`` with ``handover`` when the old driver was
+        stopped for the new version (the supervisor then adopts the standby), else None."""
+        if self.state.state != "running":
+            return None
+        if self.rollout is None:
+            self.rollout = active_rollout(self.control)
+            if self.rollout is None:
+                return None
+        phase = self.rollout["phase"]
+        if phase == "requested":
+            self._begin_preflight()
+        elif phase == "preflight":
+            return self._during_preflight(lease)
+        elif phase == "probation":
+            self._during_probation(lease)
+        return None
+
+    # -- pre-flight and handover ------------------------------------------------------------------
+
+    def _end_rollout(self, phase: str, kind: str, outcome: str, reason: str, **extra) -> None:
+        rollout, self.rollout = self.rollout, None
+        update_rollout(self.control, rollout, phase, outcome=outcome, ended_at=utc_iso(), **extra)
+        self._event(kind, reason=reason, outcome=outcome, rollout=rollout["id"], version=rollout["version"])
+
+    def _begin_preflight(self) -> None:
+        from spark_jobs.model.errors import UsageError
+
+        rollout = self.rollout
+        try:
+            env = self.driver_env(rollout["version"])
+        except UsageError as exc:
+            self._end_rollout("failed", "rollout_failed", f"not started: {exc}",
+                              f"rollout of {self.job.name} to {rollout['version']} asked by {rollout.get('by')}")
+            return
+        self._drop_standby()  # the job's own standby would take the lease for the old version
+        log_path = self._logs[1] if self.driver.log_path == self._logs[0] else self._logs[0]
+        self.standby = ChildProcess([*self.command, "--standby", "--preflight"], log_path, env=env,
+                                    cwd=self.driver.cwd)
+        self._standby_was_warm = False
+        self._standby_version = rollout["version"]
+        self.state.standby_pid = self.standby.start()
+        self.state.standby = "warming"
+        self._preflight_started = time.monotonic()
+        self._save()
+        update_rollout(self.control, rollout, "preflight", standby_pid=self.state.standby_pid)
+        self._event("rollout", reason=f"rollout of {self.job.name} from {rollout.get('from_version') or 'the checkout'}"
+                    f" to {rollout['version']} asked by {rollout.get('by')}: {rollout.get('reason') or 'no reason given'}",
+                    outcome=f"pre-flight: version {rollout['version']} started as a standby (pid "
+                            f"{self.state.standby_pid}) and checked against the live checkpoint and tables; the "
+                            f"driver (pid {self.state.driver_pid}) runs on", rollout=rollout["id"],
+                    version=rollout["version"], standby_pid=self.state.standby_pid)
+
+    def _during_preflight(self, lease: LeaseInfo | None):
+        rollout, standby = self.rollout, self.standby
+        code = standby.poll() if standby is not None else -1
+        if code is not None:
+            tail = standby.log_tail(LOG_TAIL_LINES) if standby is not None else ""
+            if standby is not None:
+                standby.cleanup_after_exit()
+            self.standby, self._standby_version = None, None
+            self.state.standby_pid, self.state.standby = None, "absent"
+            self._standby_next = time.monotonic()
+            self._save()
+            verdict = read_preflight(self.control) or {}
+            if code == PREFLIGHT_REFUSED_EXIT_STATUS and verdict.get("version") == rollout["version"]:
+                self._end_rollout("refused", "rollout_refused", refusal_text(self.job.name, verdict),
+                                  f"pre-flight of version {rollout['version']}", findings=verdict.get("findings"))
+            else:
+                said = error_line(tail)
+                self._end_rollout("failed", "rollout_failed", f"the pre-flight standby of {rollout['version']} exited "
+                                  f"with status {code}" + (f": {said}" if said else "") + "; the driver runs on",
+                                  f"pre-flight of version {rollout['version']}", log_tail=tail)
+            return None
+        if not self._standby_warm():
+            if time.monotonic() - (self._preflight_started or time.monotonic()) > PREFLIGHT_TIMEOUT_SECONDS:
+                self._drop_standby()
+                self._standby_version = None
+                self._end_rollout("failed", "rollout_failed", f"the pre-flight standby was not warm within "
+                                  f"{PREFLIGHT_TIMEOUT_SECONDS:g} s; it was stopped, the driver runs on",
+                                  f"pre-flight of version {rollout['version']}")
+            return None
+        # Passed and warm: the old driver finishes its micro-batch and lets the lease go; the standby takes it.
+        last = lease.details.get("last_committed_batch") if lease is not None else None
+        update_rollout(self.control, rollout, "handover", preflight=read_preflight(self.control),
+                       batch_before=last, old_driver_pid=self.state.driver_pid)
+        driver_pid = lease.pid if lease is not None and not lease.released else None
+        started = time.monotonic()
+        code, in_time = self.driver.stop(self.policy.stop_grace_seconds, driver_pid=driver_pid)
+        how = (f"the driver (pid {self.state.driver_pid}) stopped after its micro-batch in "
+               f"{time.monotonic() - started:.1f} s" if in_time else
+               f"the driver (pid {self.state.driver_pid}) did not stop within {self.policy.stop_grace_seconds:g} s; "
+               "its process group was killed")
+        return DriverEnd(f"handover to version {rollout['version']}: {how}", code,
+                        self.driver.log_tail(LOG_TAIL_LINES), handover=True)
+
+    def hand_over(self, failure) -> None:
+        """The new version's standby holds the lease: it is the driver now, on probation."""
+        rollout = self.rollout
+        previous = self.version
+        self._adopt_standby(failure, counted=False, kind="handover",
+                            outcome=f"version {rollout['version']}'s standby (pid {self.standby.pid}) holds the lease "
+                                    "and runs from the same checkpoint; on probation (not a restart: none of the "
+                                    "budget)")
+        self.version = rollout["version"]
+        set_job_version(self.control, self.version, rollout.get("by") or "rollout", f"rollout {rollout['id']}")
+        self._probation_since = time.monotonic()
+        update_rollout(self.control, rollout, "probation", previous_version=previous, handed_over_at=utc_iso(),
+                       driver_pid=self.state.driver_pid)
+
+    def handover_failed(self, failure) -> None:
+        """The old driver stopped but the new version's standby did not take the lease: the old version starts
+        again from the same checkpoint (not a restart of the budget)."""
+        self._standby_version = None
+        self._end_rollout("failed", "rollout_failed", f"{failure.reason}; the standby of {self.rollout['version']} "
+                          f"did not take the lease: version {self.version or 'of the checkout'} starts again",
+                          f"handover to version {self.rollout['version']}")
+
+    # -- probation and rollback -------------------------------------------------------------------------------
+
+    def on_probation(self) -> bool:
+        return self.rollout is not None and self.rollout.get("phase") == "probation"
+
+    def _during_probation(self, lease: LeaseInfo | None) -> None:
+        rollout = self.rollout
+        if self._probation_since is None:
+            self._probation_since = time.monotonic()
+        if lease is None or lease.released or not self.driver.owns(lease.pid):
+            return
+        last, before = lease.details.get("last_committed_batch"), rollout.get("batch_before")
+        batches = 0 if last is None else last - (before if before is not None else -1)
+        rollout["batches_on_probation"] = batches
+        elapsed = time.monotonic() - self._probation_since
+        wanted, seconds = self.policy.probation_batches, self.policy.probation_seconds
+        if elapsed < seconds or (batches < wanted and elapsed < QUIET_PROBATION_FACTOR * seconds):
+            return
+        self._end_rollout("done", "probation_passed", f"version {rollout['version']} committed {batches} batches "
+                          f"in {elapsed:.0f} s of probation without a crash or a stall: it stays",
+                          f"probation of version {rollout['version']}", batches_on_probation=batches)
+        if self.standby is not None and self._standby_version != self.version:
+            self._drop_standby()  # the previous version's: a standby of the new one replaces it
+            self._standby_version = None
+
+    def roll_back(self, failure) -> bool:
+        """The new version failed on probation: back to the previous version. True when the previous version's warm
+        standby took over (adopted); False: the supervisor starts the previous version from the same checkpoint."""
+        rollout = self.rollout
+        previous = rollout.get("from_version")
+        self.version = previous
+        set_job_version(self.control, previous, "rollback", f"rollout {rollout['id']} rolled back: {failure.reason}")
+        warm = self.standby is not None and self._standby_version == previous and self._standby_took_over(failure)
+        how = (f"the warm standby of {previous or 'the checkout'} (pid {self.standby.pid}) took over" if warm else
+               f"version {previous or 'of the checkout'} starts again from the same checkpoint")
+        if warm:
+            self._adopt_standby(failure, counted=False, kind="rollback",
+                                outcome=f"rolled back to {previous or 'the checkout'}: {how} (not a restart: none "
+                                        "of the budget)")
+        else:
+            self._drop_standby()
+            self._event("rollback", reason=failure.reason, outcome=f"rolled back to {previous or 'the checkout'}: "
+                        f"{how} (not a restart: none of the budget)", rollout=rollout["id"],
+                        version=rollout["version"], exit_code=failure.exit_code, log_tail=failure.log_tail)
+        self.rollout = None
+        update_rollout(self.control, rollout, "rolled_back", outcome=f"version {rollout['version']} failed on "
+                       f"probation: {failure.reason}; {how}", ended_at=utc_iso(),
+                       batches_on_probation=rollout.get("batches_on_probation", 0))
+        return warm
+
