@@ -281,6 +281,7 @@ class Supervisor(RolloutSteps):
             return None, failure
 
     def _start_driver(self) -> None:
+        self.driver.command = list(self.command)  # a plain driver, also where an adopted standby ran before
         self.driver.env = self.driver_env(self.version)
         self.state.attempt += 1
         self.state.driver_pid = self.driver.start()
