@@ -14,7 +14,7 @@ from spark_jobs.launch.submit import SPARK_CONN_ID
 from streaming.hooks.airflow_api import API_CONN_ID
 
 # Fields of the form, in the order the audit row keeps them.
-FORM_FIELDS = ("job", "action", "from_time", "table", "table_version", "warm_standby", "reason", "dry_run")
+FORM_FIELDS = ("job", "action", "from_time", "table", "table_version", "warm_standby", "version", "reason", "dry_run")
 # Actions that read or change the continuous DAG's state in Airflow.
 NEEDS_AIRFLOW = ("restart", "stop", "resume_supervision")
 
@@ -116,7 +116,7 @@ class OncallActionOperator(HITLOperator):
             airflow = self._airflow_view(form["job"]) if form["action"] in NEEDS_AIRFLOW else None
             request = check_request(form["job"], form["action"], form["reason"], form["dry_run"],
                                     form["from_time"], form["table"], form["table_version"],
-                                    form["warm_standby"], lake=lake,
+                                    form["warm_standby"], form["version"], lake=lake,
                                     airflow=airflow, requested_at=record.time)
         except OncallRefused as exc:
             record.outcome, record.message = "refused", str(exc)
@@ -281,6 +281,12 @@ class OncallActionOperator(HITLOperator):
 
             return {"settings": set_warm_standby(control, request.warm_standby, record.triggered_by or "unknown",
                                                  record.audit_id)}
+        if action == "rollout":  # the supervisor carries it out; this run only asks (docs/deploying.md)
+            from spark_jobs.control.rollout.ask import running_version
+            from spark_jobs.control.rollout.request import request_rollout
+
+            return {"rollout": request_rollout(control, request.job.name, request.version, running_version(control),
+                                               record.triggered_by or "unknown", request.reason)}
         if action == "resume_supervision":
             from spark_jobs.control.supervision.hold import lift_hold
 

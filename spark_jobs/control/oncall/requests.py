@@ -66,7 +66,7 @@ from spark_jobs.control.supervision.state import read_supervisor_state
 ACTIONS = tuple(ONCALL_ACTIONS)
 # Fields only some actions take: a value for another action is refused (it was meant for something else).
 ACTION_FIELDS = {"from_time": ("reprocess_from",), "table": ("rollback_table",), "table_version": ("rollback_table",),
-                 "warm_standby": ("set_warm_standby",)}
+                 "warm_standby": ("set_warm_standby",), "version": ("rollout",)}
 MAX_REASON_CHARS = 2000
 # Files delivered at or after from_time, however late their names say they were delivered.
 END_OF_TIME = dt.datetime(9999, 1, 1, tzinfo=dt.timezone.utc)
@@ -228,6 +228,7 @@ class OncallRequest:
     table: str | None = None
     table_version: int | None = None
     warm_standby: bool | None = None  # set_warm_standby: on, off, or None for the registry's default
+    version: str | None = None  # rollout: the release to roll out (docs/deploying.md)
     replay: ReplayPlan | None = None
     restore: object | None = None  # spark_jobs.control.lake.delta_log.RestorePlan
     airflow: AirflowView | None = None
@@ -248,6 +249,8 @@ class OncallRequest:
             values.update(table=self.table, table_version=self.table_version)
         if self.action == "set_warm_standby":
             values["warm_standby"] = {True: "on", False: "off"}.get(self.warm_standby, "default")
+        if self.version is not None:
+            values["version"] = self.version
         return values
 
     def spark_args(self, audit_id: str) -> list[str] | None:
@@ -297,6 +300,19 @@ class OncallRequest:
                     "too; a run's own warm_standby param still overrides it for that run",
                     "the running supervisor (if any) reads it within 5 s: it starts a standby once the driver has "
                     "committed, or stops the one that waits (the driver runs on either way)"]
+        if self.action == "rollout":
+            from spark_jobs.control.rollout.ask import running_version
+
+            running = running_version(str(control)) or "the checkout's code"
+            return [f"write the rollout request {control}/rollout.json: {job.name} from {running} to {self.version}",
+                    f"pre-flight: the supervisor starts {self.version} as a standby beside the driver "
+                    f"({state.driver()}) and checks it against the live checkpoint and tables; a misfit is refused "
+                    "there and nothing stops",
+                    "handover: the driver stops after its micro-batch, the new version's standby takes the lease "
+                    "(not a restart)",
+                    f"probation: {job.restart.probation_batches} batches and {job.restart.probation_seconds:g} s; a "
+                    f"crash or a stall rolls it back to {running} by itself",
+                    f"follow it: python -m spark_jobs rollout {job.name} --status (and the health page's timeline)"]
         if self.action == "reset_checkpoint":
             return [f"take the job's lease (no driver can start meanwhile; {state.driver()})",
                     f"move the checkpoint {state.checkpoint} to {self.backup} (the backup; move it back to undo, "
@@ -345,7 +361,7 @@ class OncallRequest:
 
 
 def check_request(job, action, reason, dry_run=False, from_time=None, table=None, table_version=None,
-                  warm_standby=None, *, lake: Lake, airflow: AirflowView | None = None, input_path: str | None = None,
+                  warm_standby=None, version=None, *, lake: Lake, airflow: AirflowView | None = None, input_path: str | None = None,
                   now: dt.datetime | None = None, requested_at: dt.datetime | None = None) -> OncallRequest:
     """Check every field and the job's state; the first problem is refused.
 
@@ -357,6 +373,7 @@ def check_request(job, action, reason, dry_run=False, from_time=None, table=None
     :param table: ``rollback_table`` only: one of the job's tables.
     :param table_version: ``rollback_table`` only: an earlier version of ``table``.
     :param warm_standby: ``set_warm_standby`` only: ``on``, ``off`` or ``default``.
+    :param version: ``rollout`` only: a release's name (``python -m spark_jobs release list``).
     :param lake: the lake.
     :param airflow: the continuous DAG's state (needed by ``restart``, ``stop``, and ``resume_supervision``
         of a stopped job).
@@ -384,7 +401,8 @@ def check_request(job, action, reason, dry_run=False, from_time=None, table=None
         raise OncallRefused("reason", f"is {len(reason)} characters; at most {MAX_REASON_CHARS}")
     if not isinstance(dry_run, bool):
         raise OncallRefused("dry_run", f"{dry_run!r} is not true or false")
-    given = {"from_time": from_time, "table": table, "table_version": table_version, "warm_standby": warm_standby}
+    given = {"from_time": from_time, "table": table, "table_version": table_version, "warm_standby": warm_standby,
+             "version": version}
     for name, value in given.items():
         if value not in (None, "") and action not in ACTION_FIELDS[name]:
             raise OncallRefused(name, f"is only for {', '.join(ACTION_FIELDS[name])}, not {action}: leave it empty "
@@ -397,6 +415,8 @@ def check_request(job, action, reason, dry_run=False, from_time=None, table=None
         values.update(_check_rollback(spec, lake, table, table_version))
     elif action == "set_warm_standby":
         values["warm_standby"] = _check_warm_standby(spec, warm_standby)
+    elif action == "rollout":
+        values["version"] = _check_rollout(spec, lake, version)
     _check_state(spec, action, state, airflow)
     return OncallRequest(spec, action, reason.strip(), dry_run, lake, state, airflow=airflow,
                          requested_at=requested_at or now, **values)
@@ -448,6 +468,19 @@ def _check_warm_standby(job: JobSpec, value) -> bool | None:
         return parse_switch(value)
     except ValueError as exc:
         raise OncallRefused("warm_standby", str(exc)) from None
+
+
+def _check_rollout(job: JobSpec, lake: Lake, version) -> str:
+    """The version to roll out, checked as ``python -m spark_jobs rollout`` checks it (nothing is written yet)."""
+    from spark_jobs.control.rollout.ask import check_rollout
+
+    if version in (None, ""):
+        raise OncallRefused("version", "is required for rollout: a release's name (python -m spark_jobs release list)")
+    try:
+        check_rollout(job, lake, str(version))
+    except UsageError as exc:
+        raise OncallRefused("version", str(exc)) from None
+    return str(version)
 
 
 def _check_rollback(job: JobSpec, lake: Lake, table, table_version) -> dict:

@@ -51,6 +51,17 @@ def check_release_has_job(version: str, job: JobSpec) -> None:
 
 def ask_for_rollout(job: JobSpec, lake: Lake, version: str, by: str, reason: str | None = None) -> dict:
     """Check the request and write it for the job's supervisor; returns it (see the module docstring)."""
+    control = check_rollout(job, lake, version)
+    return request_rollout(control, job.name, version, running_version(control), by, reason)
+
+
+def check_rollout(job: JobSpec, lake: Lake, version: str) -> str:
+    """Every check of :func:`ask_for_rollout` (nothing written); returns the job's control folder.
+
+    :raises UsageError: naming what does not fit and the way out.
+    """
+    from spark_jobs.control.rollout.request import RolloutRefused, active_rollout
+
     if not job.continuous_trigger:
         raise UsageError(f"job {job.name!r} has no continuous trigger: it is not supervised, so a new version reaches "
                          "it at its next run; roll out only continuous jobs")
@@ -61,4 +72,11 @@ def ask_for_rollout(job: JobSpec, lake: Lake, version: str, by: str, reason: str
         raise UsageError(f"no supervisor runs {job.name} now (state {supervisor.get('state') or 'none'}): a rollout "
                          f"needs the running job; start it (unpause {job.name}_continuous, or `python -m spark_jobs "
                          f"supervise {job.name}`) and ask again")
-    return request_rollout(control, job.name, version, running_version(control), by, reason)
+    under_way = active_rollout(control)
+    if under_way:
+        raise RolloutRefused(f"a rollout of {job.name} to {under_way.get('version')} is under way (phase "
+                             f"{under_way.get('phase')}, asked by {under_way.get('by')}); wait for it to end "
+                             f"(`python -m spark_jobs rollout {job.name} --status`)")
+    if running_version(control) == version:
+        raise RolloutRefused(f"version {version} already runs {job.name}; nothing to roll out")
+    return control

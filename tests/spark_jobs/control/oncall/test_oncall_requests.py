@@ -101,6 +101,9 @@ def refused(lake, **request) -> OncallRefused:
     (dict(action="set_warm_standby"), "warm_standby", "is required for set_warm_standby: on, off, or default"),
     (dict(action="set_warm_standby", warm_standby="maybe"), "warm_standby", "'maybe' is not on, off or default"),
     (dict(action="stop", warm_standby="on"), "warm_standby", "is only for set_warm_standby, not stop"),
+    (dict(action="rollout"), "version", "is required for rollout: a release's name"),
+    (dict(action="rollout", version="v9"), "version", "unknown version 'v9' (releases in "),
+    (dict(action="stop", version="v2"), "version", "is only for rollout, not stop"),
 ], ids=lambda v: v if isinstance(v, str) else None)
 def test_each_bad_field_is_refused_by_name(lake, request_, field, message):
     error = refused(lake, **request_)
@@ -265,3 +268,33 @@ def test_set_warm_standby_is_kept_for_every_later_run_and_says_so(lake):
     assert back.warm_standby is None and "the registry's default (on)" in back.plan()[0]
     set_warm_standby(control, back.warm_standby, by="bob")
     assert warm_standby(JOB, control).describe() == "on (the registry's default)"
+
+
+def test_rollout_is_checked_like_the_cli_and_says_what_will_happen(lake, tmp_path, monkeypatch):
+    from spark_jobs.control.rollout.request import read_rollout, request_rollout
+    from spark_jobs.launch.releases import RELEASES_ENV, add_release
+    from tests.helpers.project import PROJECT_ROOT
+
+    monkeypatch.setenv(RELEASES_ENV, str(tmp_path / "releases"))
+    add_release("v2", package_dir=PROJECT_ROOT / "spark_jobs", root=tmp_path / "releases")
+    control = str(lake.control_path(JOB.name))
+
+    error = refused(lake, action="rollout", version="v2", airflow=None)
+    assert str(error).startswith("version: no supervisor runs cloudtrail_etl now (state none): a rollout needs the "
+                                 "running job; start it")
+    _supervisor(lake)
+    lease = _hold_lease(lake)
+    try:
+        asked = check(lake, action="rollout", version="v2", airflow=None)
+        assert asked.parameters() == {"job": JOB.name, "action": "rollout", "dry_run": False, "version": "v2"}
+        assert asked.plan()[0] == f"write the rollout request {control}/rollout.json: cloudtrail_etl from the " \
+                                  "checkout's code to v2"
+        assert asked.plan()[3] == ("probation: 3 batches and 300 s; a crash or a stall rolls it back to the "
+                                   "checkout's code by itself")
+        request_rollout(control, JOB.name, "v2", None, "alice", "parser fix")
+        error = refused(lake, action="rollout", version="v2", airflow=None)
+        assert str(error).startswith("version: a rollout of cloudtrail_etl to v2 is under way (phase requested, "
+                                     "asked by alice)")
+        assert read_rollout(control)["phase"] == "requested"
+    finally:
+        lease.release()
