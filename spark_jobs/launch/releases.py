@@ -51,10 +51,6 @@ class Release:
     made_at: str | None = None
     by: str | None = None
 
-    def to_dict(self) -> dict:
-        return {"name": self.name, "folder": str(self.folder), "code": self.code, "made_from": self.made_from,
-                "made_at": self.made_at, "by": self.by}
-
 
 def releases_root(root: str | os.PathLike | None = None) -> Path:
     """Where releases are kept: ``root``, else ``$SPARK_JOBS_RELEASES``, else ``<project>/.spark/releases``."""

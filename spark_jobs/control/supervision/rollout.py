@@ -143,7 +143,7 @@ class RolloutSteps:
                     outcome=f"pre-flight: version {rollout['version']} started as a standby (pid "
                             f"{self.state.standby_pid}) and checked against the live checkpoint and tables; the "
                             f"driver (pid {self.state.driver_pid}) runs on", rollout=rollout["id"],
-                    version=rollout["version"], standby_pid=self.state.standby_pid)
+                    version=rollout["version"], standby_pid=self.state.standby_pid, asked_by=rollout.get("by"))
 
     def _during_preflight(self, lease: LeaseInfo | None):
         rollout, standby = self.rollout, self.standby
