@@ -97,6 +97,8 @@ class RestartPolicy:
         this many batches ...
     :param probation_seconds: ... and this long has passed (a quiet stream: three times as long, whatever it
         committed); a crash or a stall on probation rolls it back to the version before.
+    :param quarantine_factor: ... and so does a quarantine share above this many times the previous version's ...
+    :param quarantine_margin: ... and above it by more than this (:mod:`spark_jobs.control.rollout.probation`).
     """
 
     initial_backoff_seconds: float = 2.0
@@ -111,3 +113,5 @@ class RestartPolicy:
     warm_standby: bool = False
     probation_batches: int = 3
     probation_seconds: float = 300.0
+    quarantine_factor: float = 3.0
+    quarantine_margin: float = 0.1

@@ -14,7 +14,8 @@
 3. ``probation``: until the new driver has committed ``RestartPolicy.probation_batches`` batches and
    ``probation_seconds`` have passed (three times that on a quiet stream) → ``done``, and the standby (the previous
    version's, during probation: the way back) is replaced by one of the new version. A crash or a stall of the new
-   driver on probation → **rollback**: the version setting goes back, the previous version's standby takes over when
+   driver on probation, or a quarantine share far above the previous version's
+   (:mod:`spark_jobs.control.rollout.probation`; the new driver is then stopped after its micro-batch) → **rollback**: the version setting goes back, the previous version's standby takes over when
    it is warm (else the previous version starts from the same checkpoint), ``rolled_back`` with the reason. Neither
    counts against the restart budget: the failure was the new version's.
 
@@ -39,6 +40,8 @@ log = logging.getLogger("spark_jobs.control.supervision")
 # A pre-flight standby that has neither passed nor been refused this long after its start is stuck.
 PREFLIGHT_TIMEOUT_SECONDS = 600.0
 QUIET_PROBATION_FACTOR = 3
+# The progress history is read this often on probation (the driver appends its rows every flush_seconds).
+QUARANTINE_CHECK_SECONDS = 10.0
 
 
 def _env_of(version: str | None, base: dict | None) -> dict | None:
@@ -59,6 +62,7 @@ class RolloutSteps:
     _standby_version: str | None
     _probation_since: float | None
     _preflight_started: float | None
+    _quarantine_checked: float = float("-inf")
 
     def driver_env(self, version: str | None) -> dict | None:
         return _env_of(version, self.base_env)
@@ -107,7 +111,7 @@ class RolloutSteps:
         elif phase == "preflight":
             return self._during_preflight(lease)
         elif phase == "probation":
-            self._during_probation(lease)
+            return self._during_probation(lease)
         return None
 
     # -- pre-flight and handover ------------------------------------------------------------------
@@ -215,25 +219,50 @@ class RolloutSteps:
     def on_probation(self) -> bool:
         return self.rollout is not None and self.rollout.get("phase") == "probation"
 
-    def _during_probation(self, lease: LeaseInfo | None) -> None:
+    def _during_probation(self, lease: LeaseInfo | None):
+        """Probation passed (``done``), or a quarantine share far above the previous version's: the new driver is
+        stopped after its micro-batch and a ``DriverEnd`` returned (the supervisor then rolls back); else None."""
         rollout = self.rollout
         if self._probation_since is None:
             self._probation_since = time.monotonic()
         if lease is None or lease.released or not self.driver.owns(lease.pid):
-            return
+            return None
+        quarantined = self._quarantine_verdict()
+        if quarantined is not None:
+            started = time.monotonic()
+            code, _ = self.driver.stop(self.policy.stop_grace_seconds, driver_pid=lease.pid)
+            return DriverEnd(f"version {rollout['version']} quarantines far more than the version before: "
+                             f"{quarantined} (stopped in {time.monotonic() - started:.1f} s)", code,
+                             self.driver.log_tail(LOG_TAIL_LINES))
         last, before = lease.details.get("last_committed_batch"), rollout.get("batch_before")
         batches = 0 if last is None else last - (before if before is not None else -1)
         rollout["batches_on_probation"] = batches
         elapsed = time.monotonic() - self._probation_since
         wanted, seconds = self.policy.probation_batches, self.policy.probation_seconds
         if elapsed < seconds or (batches < wanted and elapsed < QUIET_PROBATION_FACTOR * seconds):
-            return
+            return None
         self._end_rollout("done", "probation_passed", f"version {rollout['version']} committed {batches} batches "
                           f"in {elapsed:.0f} s of probation without a crash or a stall: it stays",
                           f"probation of version {rollout['version']}", batches_on_probation=batches)
         if self.standby is not None and self._standby_version != self.version:
             self._drop_standby()  # the previous version's: a standby of the new one replaces it
             self._standby_version = None
+        return None
+
+    def _quarantine_verdict(self) -> str | None:
+        """The quarantine rule (:mod:`spark_jobs.control.rollout.probation`), looked at every few seconds."""
+        from spark_jobs.control.rollout.probation import probation_rows, quarantine_verdict
+
+        if time.monotonic() - self._quarantine_checked < QUARANTINE_CHECK_SECONDS:
+            return None
+        self._quarantine_checked = time.monotonic()
+        try:
+            new, old = probation_rows(self.lake.root, self.job, self.rollout["version"],
+                                      self.rollout.get("from_version"))
+        except Exception as exc:  # noqa: BLE001 - an unreadable history: the crash and stall checks still hold
+            log.warning("could not read the progress of %s on probation: %s", self.job.name, exc)
+            return None
+        return quarantine_verdict(self.job, new, old, self.policy.quarantine_factor, self.policy.quarantine_margin)
 
     def roll_back(self, failure) -> bool:
         """The new version failed on probation: back to the previous version. True when the previous version's warm
