@@ -70,7 +70,7 @@ class RolloutSteps:
     def standby_version(self) -> str | None:
         """The version the job's standby runs: the previous one on probation (the way back), else the job's."""
         if self.rollout is not None and self.rollout.get("phase") == "probation":
-            return self.rollout.get("from_version")
+            return self.rollout.get("previous_version")  # None: the checkout's code
         return self.version
 
     def rollout_owns_standby(self) -> bool:
@@ -268,20 +268,20 @@ class RolloutSteps:
         """The new version failed on probation: back to the previous version. True when the previous version's warm
         standby took over (adopted); False: the supervisor starts the previous version from the same checkpoint."""
         rollout = self.rollout
-        previous = rollout.get("from_version")
+        previous = rollout.get("previous_version")  # what this supervisor ran: a release, or None (the checkout's)
         self.version = previous
         set_job_version(self.control, previous, "rollback", f"rollout {rollout['id']} rolled back: {failure.reason}")
         warm = self.standby is not None and self._standby_version == previous and self._standby_took_over(failure)
-        how = (f"the warm standby of {previous or 'the checkout'} (pid {self.standby.pid}) took over" if warm else
-               f"version {previous or 'of the checkout'} starts again from the same checkpoint")
+        named = previous or rollout.get("from_version") or "the checkout's code"
+        how = (f"the warm standby of {named} (pid {self.standby.pid}) took over" if warm else
+               f"{named} starts again from the same checkpoint")
         if warm:
             self._adopt_standby(failure, counted=False, kind="rollback",
-                                outcome=f"rolled back to {previous or 'the checkout'}: {how} (not a restart: none "
-                                        "of the budget)")
+                                outcome=f"rolled back to {named}: {how} (not a restart: none of the budget)")
         else:
             self._drop_standby()
-            self._event("rollback", reason=failure.reason, outcome=f"rolled back to {previous or 'the checkout'}: "
-                        f"{how} (not a restart: none of the budget)", rollout=rollout["id"],
+            self._event("rollback", reason=failure.reason, outcome=f"rolled back to {named}: {how} (not a restart: "
+                        "none of the budget)", rollout=rollout["id"],
                         version=rollout["version"], exit_code=failure.exit_code, log_tail=failure.log_tail)
         self.rollout = None
         update_rollout(self.control, rollout, "rolled_back", outcome=f"version {rollout['version']} failed on "

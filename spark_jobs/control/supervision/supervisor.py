@@ -48,6 +48,10 @@ the job's driver, so that is no restart and uses none of the budget (standbys dy
 The lease and its fencing are the same for a standby as for any driver. While supervision is paused, and on a stop,
 the standby is stopped first, so it never takes over a driver a person stopped.
 
+**A rollout** of a new version (``rollout.json``, docs/deploying.md) is carried out while the driver runs:
+pre-flight of the new version as a standby, handover, probation, rollback (:mod:`spark_jobs.control.supervision.rollout`);
+the version it starts is the job's version setting.
+
 After a failure it restarts the driver from the same checkpoint: at once after a first failure, then after
 ``initial_backoff_seconds * multiplier ** (consecutive_failures - 2)`` (capped), unless ``max_restarts`` restarts happened within
 ``window_seconds``: then it gives up (state ``given_up``) and notifies once. A run healthy for
@@ -281,8 +285,15 @@ class Supervisor(RolloutSteps):
             return None, failure
 
     def _start_driver(self) -> None:
+        from spark_jobs.model.errors import UsageError
+
         self.driver.command = list(self.command)  # a plain driver, also where an adopted standby ran before
-        self.driver.env = self.driver_env(self.version)
+        try:
+            self.driver.env = self.driver_env(self.version)
+        except UsageError as exc:  # its release is gone: the checkout's code rather than no driver at all
+            log.error("%s: version %s cannot start (%s); starting the checkout's code", self.job.name, self.version, exc)
+            self.version = None
+            self.driver.env = self.driver_env(None)
         self.state.attempt += 1
         self.state.driver_pid = self.driver.start()
         self.state.state = "starting"

@@ -8,7 +8,10 @@ order on it, through ``ask_for_rollout`` as the CLI and the on-call action ask:
   passes; every batch after is tagged v2; no restart counted;
 - version 3 changes a column's type: refused in pre-flight with the reason, v2 keeps committing, nothing counted;
 - version 4 is v2 with a bug in its first batch: handed over, it crashes, it is rolled back to v2 by itself, the
-  restart budget untouched.
+  restart budget untouched;
+- version 5 is v2 with a parser that quarantines every event: handed over, it is rolled back to v2 by the
+  quarantine rule of its probation. What its committed batches wrote stays (a rollback does not rewrite tables:
+  ``reprocess_from`` does): exactly the events of the files v5 read are in the quarantine, as bad_event_time.
 
 The module ends with the exact table (every good event once, the quarantine exactly the bad items, every planned
 batch committed) and no process left.
@@ -44,7 +47,8 @@ from tools.sample_data import write_sample_landing
 JOB = get_job("cloudtrail_etl")
 TTL = 6
 POLICY = replace(JOB.restart, initial_backoff_seconds=1, max_backoff_seconds=5, window_seconds=600, poll_seconds=0.5,
-                 stop_grace_seconds=90, warm_standby=False, probation_batches=2, probation_seconds=15)
+                 stop_grace_seconds=90, warm_standby=False, probation_batches=2,
+                 probation_seconds=60)  # long enough for the drivers' progress rows (appended every 30 s) to count
 START_SECONDS = 300  # a JVM's start on a busy 2-core machine
 PARSER_FIX = ('F.try_to_timestamp(ctx["attributes"]["creationDate"])',
               'F.try_to_timestamp(F.trim(ctx["attributes"]["creationDate"]))')
@@ -61,6 +65,7 @@ class Deployed:
         self.control = str(Lake(self.lake).control_path(JOB.name))
         self.good: list[str] = []
         self.bad: list[tuple] = []
+        self.by_file: dict[str, list[str]] = {}  # a landed file's good events
         self.events: list[dict] = []
         self.seed = 70
         self.stop = threading.Event()
@@ -79,6 +84,9 @@ class Deployed:
                                         include_bad_files=bad)
         self.good += manifest.good_event_ids
         self.bad += [(b.path.name, b.record_index, b.reason) for b in manifest.bad]
+        if not bad:
+            [written] = manifest.files_written
+            self.by_file[written.name] = list(manifest.good_event_ids)
 
     def holder(self) -> dict | None:
         lease = read_lease(self.control)
@@ -220,3 +228,35 @@ def test_a_version_that_crashes_in_its_first_batch_is_rolled_back_by_itself(depl
     assert (state["restarts_total"], state["restarts_in_window"], state["consecutive_failures"]) == (0, 0, 0)
     assert "v4" not in {c["version"] for c in deployed.commits()}  # its batch never reached the table
     assert [e["kind"] for e in read_events(deployed.control)] == [e["kind"] for e in deployed.events]
+
+
+def test_a_version_that_quarantines_far_more_is_rolled_back_by_its_probation(deployed):
+    release_with(Path(os.environ[RELEASES_ENV]), "v5", {"transforms/cloudtrail/parse.py": [
+        PARSER_FIX, ('event_time = F.try_to_timestamp(rec["eventTime"])',
+                     'event_time = F.try_to_timestamp(F.concat(rec["eventTime"], F.lit("?")))')]})
+
+    rollout = deployed.rollout("v5")
+    wait_for(lambda: (deployed.holder() or {}).get("version") == "v2", START_SECONDS, "v2 running again")
+    deployed.wait_caught_up()
+
+    assert rollout["phase"] == "rolled_back", rollout
+    assert "version v5 quarantines far more than the version before: its batches quarantined 100.0% of " in \
+        rollout["outcome"]
+    assert job_version(deployed.control) == "v2"
+    assert [e["kind"] for e in deployed.events][-3:] == ["rollout", "handover", "rollback"]
+    assert read_supervisor_state(deployed.control)["restarts_total"] == 0
+    # What v5's committed batches wrote stays: each event of a file it read is quarantined, none is in the events
+    # table (the module's final check holds the rest exact).
+    from deltalake import DeltaTable
+
+    quarantine = DeltaTable(str(deployed.lake / "tables" / "cloudtrail_quarantine")).to_pyarrow_dataset().to_table(
+        columns=["source_file", "record_index", "reason"]).to_pylist()
+    by_v5 = Counter(file_name(r["source_file"]) for r in quarantine if r["reason"] == "bad_event_time")
+    assert by_v5 and all(name in deployed.by_file for name in by_v5)
+    assert by_v5 == {name: len(deployed.by_file[name]) for name in by_v5}
+    for r in quarantine:
+        if r["reason"] == "bad_event_time":
+            deployed.bad.append((file_name(r["source_file"]), r["record_index"], r["reason"]))
+    for name in by_v5:
+        for event_id in deployed.by_file[name]:
+            deployed.good.remove(event_id)
