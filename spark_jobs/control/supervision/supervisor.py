@@ -165,6 +165,7 @@ class Supervisor(RolloutSteps):
         self._standby_was_warm = False  # the running standby said it is warm (it withdraws that when it takes over)
         self.standby_after_seconds = STANDBY_AFTER_SECONDS
         self._driver_committed = False  # the running driver's lease says it committed a batch
+        self._driver_generation: int | None = None  # the lease generation the running driver was last seen holding
         self._standby_failures = 0  # standbys that died in a row before they were warm
         self._standby_next = 0.0  # monotonic: no new standby before
         self.budget = RestartBudget(self.policy)
@@ -347,6 +348,7 @@ class Supervisor(RolloutSteps):
                         f"{START_TIMEOUT_SECONDS:g} s of starting")
             return None
         self._driver_committed = "last_committed_batch" in lease.details
+        self._driver_generation = lease.generation
         limit = self.policy.stall_after_seconds or lease.ttl_seconds
         age = lease.heartbeat_age()
         if age > limit:
@@ -601,6 +603,8 @@ class Supervisor(RolloutSteps):
             self._drop_standby()
             return False
         code = standby.poll()
+        if code is not None and self._took_the_lease_then_ended():
+            return True  # adopted as the driver; its end is the next failure the watch sees
         tail = standby.log_tail(LOG_TAIL_LINES)
         if code is not None:
             said = error_line(tail)
@@ -615,6 +619,15 @@ class Supervisor(RolloutSteps):
                     f"over: {why}", outcome="starting a new driver from the same checkpoint instead (slower: a cold "
                     f"start); read {standby.log_path}", standby_pid=standby.pid, exit_code=code, log_tail=tail)
         return False
+
+    def _took_the_lease_then_ended(self) -> bool:
+        """Whether the standby, ended now, took the lease before it ended: a generation newer than the driver's,
+        held by a continuous driver of this host whose process is gone. A standby that crashes within moments of its
+        take-over (a new version's first batch) ends before the loop above sees it hold the lease; it was the driver
+        all the same, and its end is that driver's failure (on probation: a rollback), not a failed take-over."""
+        lease = read_lease(self.control)
+        return (lease is not None and self._driver_generation is not None and lease.generation > self._driver_generation
+                and lease_owner(lease).kind == "continuous" and lease.alive_locally() is False)
 
     def _adopt_standby(self, failure: _Failure, counted: bool = True, kind: str = "restart",
                        outcome: str | None = None) -> None:
