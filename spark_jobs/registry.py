@@ -18,6 +18,7 @@ from spark_jobs.model.jobs import JobSpec, check_jobs, file_log_type
 from spark_jobs.model.kafka_connection import REDACTION_REGEX
 from spark_jobs.model.layout import KeyLayout
 from spark_jobs.model.oncall import OncallAction, check_actions
+from spark_jobs.model.ocsf import ocsf_job
 from spark_jobs.model.policies import HealthThresholds, RestartPolicy
 from spark_jobs.model.streams import DeltaTableSource, DimensionSpec, EventTimeSpec, FileSource, KafkaSource, WindowSpec
 from spark_jobs.model.tables import DeliveryDateBound, DeliveryTimeBound, TableSpec
@@ -250,9 +251,31 @@ SURICATA_EVE = file_log_type(
     stats_columns=("timestamp", "event_type", "src_ip", "dest_ip", "dest_port", "flow_id", "alert_signature_id"),
 )
 
+# The OCSF tables beside the raw ones (docs/ocsf.md): each log type's events table read as a stream, one row per event
+# in its OCSF class's table (ocsf_<class>, shared by the sources), what OCSF cannot express in <log type>_ocsf_quarantine.
+# The mappings are spark_jobs/transforms/<log type>/ocsf.py.
+CLOUDTRAIL_OCSF = ocsf_job(
+    "cloudtrail", classes=("api_activity", "authentication", "account_change"), continuous_trigger="processing-time:30s",
+    description="cloudtrail_events -> OCSF API Activity (6003), Authentication (3002, console logins) and Account "
+                "Change (3001, IAM users), one row per event",
+)
+COWRIE_OCSF = ocsf_job(
+    "cowrie", classes=("authentication", "network_activity", "ssh_activity", "process_activity"), tags=("honeypot",),
+    continuous_trigger="processing-time:30s",
+    description="cowrie_events -> OCSF Authentication (3002), SSH Activity (4007), Network Activity (4001) and Process "
+                "Activity (1007), one row per event",
+)
+SURICATA_OCSF = ocsf_job(
+    "suricata", classes=("detection_finding", "network_activity", "dns_activity", "http_activity", "ssh_activity"),
+    tags=("ids",), continuous_trigger="processing-time:30s",
+    description="suricata_events -> OCSF Detection Finding (2004), Network (4001), DNS (4003), HTTP (4002) and SSH "
+                "(4007) Activity, one row per event",
+)
+
 # Checked as it loads: an inconsistent declaration fails here, naming it (RegistryError).
 JOBS: Mapping[str, JobSpec] = check_jobs((CLOUDTRAIL_ETL, CLOUDTRAIL_ACTIVITY, CLOUDTRAIL_ALERTS, WORD_COUNT,
-                                          CLOUDTRAIL_KAFKA, COWRIE_HONEYPOT, SURICATA_EVE))
+                                          CLOUDTRAIL_KAFKA, COWRIE_HONEYPOT, SURICATA_EVE, CLOUDTRAIL_OCSF, COWRIE_OCSF,
+                                          SURICATA_OCSF))
 
 # Lake tables forwarded to Kafka topics for other systems (python -m spark_jobs forward NAME; at least once,
 # keyed so that consumers drop duplicates: see spark_jobs.driver.forward).

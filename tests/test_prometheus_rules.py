@@ -2,11 +2,13 @@
 ``promtool check rules``, ``promtool test rules`` (one unit test per alert) and ``amtool check-config``, plus the
 contracts a person on call relies on: every alert's runbook anchor exists in docs/monitoring.md, it names the
 on-call form's action, and it reads only metrics the exporter serves. A missing binary skips with the apt package to
-install (``.ci/run`` installs both).
+install (``.ci/run`` installs both). The Grafana dashboard (docs/grafana/) is held to the same: served metrics only,
+queries promtool parses.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -68,11 +70,13 @@ def test_every_alert_links_its_runbook_and_names_the_oncall_action():
         assert rule["labels"]["severity"] in ("page", "ticket"), rule["alert"]
 
 
+def served_metrics() -> set[str]:
+    served = {family.name + ("_total" if family.type == "counter" else "") for family in health_families([])}
+    return served | {"streaming_exporter_scrape_duration_seconds"}
+
+
 def test_the_alerts_read_only_metrics_the_exporter_serves():
-    served = set()
-    for family in health_families([]):
-        served.add(family.name + ("_total" if family.type == "counter" else ""))
-    served.add("streaming_exporter_scrape_duration_seconds")
+    served = served_metrics()
     exprs = [rule["expr"] for group in yaml.safe_load(RULES.read_text())["groups"] for rule in group["rules"]]
     used = {name for expr in exprs for name in re.findall(r"\bstreaming_[a-z_]+", expr)}
     assert {"streaming_job_state", "streaming_restarts_total", "streaming_backlog_oldest_age_seconds"} <= used
@@ -90,3 +94,24 @@ def test_the_alertmanager_example_passes_amtool_and_routes_pages_to_the_pager(la
     assert "SUCCESS" in done.stdout
     routed = run(amtool, "config", "routes", "test", "--config.file=alertmanager.yml", *labels)
     assert (routed.returncode, routed.stdout.strip()) == (0, receiver), routed.stderr
+
+
+def dashboard_exprs() -> list[str]:
+    board = json.loads((PROJECT_ROOT / "docs" / "grafana" / "streaming-health.json").read_text())
+    return [target["expr"] for panel in board["panels"] for target in panel["targets"]]
+
+
+def test_the_grafana_dashboard_reads_only_served_metrics_and_promtool_parses_every_query(tmp_path):
+    """Each panel's query, with the dashboard's variables given values, is a recording rule for ``promtool check
+    rules``: a query Prometheus cannot parse fails here, not on the on-call's screen."""
+    exprs = dashboard_exprs()
+    used = {name for expr in exprs for name in re.findall(r"\bstreaming_[a-z_]+", expr)}
+    assert used - served_metrics() == set()
+    assert {"streaming_backlog_bytes", "streaming_quarantined_records", "streaming_freshness_seconds"} <= used
+    rules = {"groups": [{"name": "dashboard", "rules": [
+        {"record": f"dashboard:panel_{i}", "expr": expr.replace("$job", ".*")} for i, expr in enumerate(exprs)]}]}
+    (tmp_path / "dashboard.yml").write_text(yaml.safe_dump(rules))
+    done = subprocess.run([tool("promtool", "prometheus"), "check", "rules", str(tmp_path / "dashboard.yml")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"SUCCESS: {len(exprs)} rules found" in done.stdout

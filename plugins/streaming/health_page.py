@@ -123,7 +123,8 @@ def _row(health) -> str:
     alerts = ", ".join(sorted({c.code for c in health.conditions})) or "none"
     counts, standby = health.restarts or {}, health.standby or {}
     return (f'<tr data-job="{escape(health.job)}" data-state="{health.state}" '
-            f'data-backlog="{_data(health.backlog_files)}" data-backlog-age="{_data(health.backlog_age_seconds)}" '
+            f'data-backlog="{_data(health.backlog_files)}" data-backlog-bytes="{_data(health.backlog_bytes)}" '
+            f'data-backlog-age="{_data(health.backlog_age_seconds)}" '
             f'data-freshness="{_data(health.freshness_seconds)}" '
             f'data-restarts-run="{_data(counts.get("this_run"))}" data-restarts-window="{_data(counts.get("in_window"))}" '
             f'data-restarts-all="{_data(counts.get("all_time"))}" data-standby="{_data(standby.get("state"))}" '
@@ -175,6 +176,7 @@ def _timeline(entries: list) -> str:
 
 def _section(health, rows: list[dict], tables: list[str], timeline: list | None = None) -> str:
     from spark_jobs.control.monitoring.plots import current_generation, job_charts, render
+    from spark_jobs.control.monitoring.quarantine_reasons import reasons_text
 
     conditions = "".join(
         f'<div class="cond {c.severity}" data-condition="{c.code}"><b>{escape(c.code)}</b> '
@@ -197,6 +199,10 @@ def _section(health, rows: list[dict], tables: list[str], timeline: list | None 
              + (f"; supervisor: {escape(health.supervision)}" if health.supervision else "") + "</p>")
     if health.discovery:  # how it finds its files: the window, the queue's backlog, the last reconcile
         owner += f'<p class="owner" data-discovery="1">Input: {escape(health.discovery)}</p>'
+    quarantined = reasons_text(health.quarantine_reasons)
+    if quarantined:  # what the quarantine tables hold, by reason (the metric streaming_quarantined_records)
+        owner += (f'<p class="owner" data-quarantine-reasons="{escape(json.dumps(health.quarantine_reasons))}">'
+                  f"Quarantined: {escape(quarantined)}</p>")
 
     return (f'<section id="job-{escape(health.job)}" data-job="{escape(health.job)}">'
             f'<h2>{escape(health.job)} <span class="state state-{health.state}">'

@@ -93,7 +93,8 @@ def table_targets(job: JobSpec, lake: Lake) -> list[TableTarget]:
 
 def output_schemas(spark: SparkSession, job: JobSpec) -> dict[str, StructType]:
     """Each output table's schema: the registry's ``schema`` when declared, else what the job's select gives
-    for its transform of an empty frame of the source's schema (no data is read).
+    for its transform of an empty frame of the source's schema (no data is read; a stateless job reading a Delta
+    table: that table's schema, as its own job derives it).
 
     :raises ValueError: for a table with neither (a source without a fixed schema, or a stateful job).
     """
@@ -101,6 +102,9 @@ def output_schemas(spark: SparkSession, job: JobSpec) -> dict[str, StructType]:
     undeclared = [t for t in job.tables if t.schema is None]
     if undeclared:
         schema = source_schema(job)
+        if schema is None and job.source.kind == "delta" and not job.stateful:  # the source table's, as its job makes it
+            producer, _ = all_tables()[job.source.table]
+            schema = output_schemas(spark, producer)[job.source.table]
         if schema is None or job.stateful:
             raise ValueError(f"job {job.name}, table {undeclared[0].name}: declare its schema in the registry "
                              f"(its rows cannot be derived from {job.source.describe()} without data)")

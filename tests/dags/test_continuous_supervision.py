@@ -481,8 +481,8 @@ def test_oncall_stop_pauses_the_dag_and_the_driver_stops_after_its_micro_batch(s
     assert not setup.drivers()
     # Both tasks end while the DAG is paused: the sensor ends from the triggerer (the scheduler would
     # never start it on a worker now).
-    wait_for("both tasks to succeed", lambda: setup.task_states(run["dag_run_id"]) == {
-        "supervise": "success", "checkpoint_health": "success"})
+    wait_for("both tasks to succeed", lambda: setup.task_states(run["dag_run_id"]),
+             until={"supervise": "success", "checkpoint_health": "success"}.__eq__)
     assert setup.is_paused()
     assert setup.supervisor_state()["state"] == "stopped"
     assert setup.event_ids() == sorted(setup.expected)

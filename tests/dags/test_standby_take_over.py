@@ -221,7 +221,11 @@ def test_every_kind_of_kill_is_taken_over_by_the_warm_standby_and_the_table_stay
     # The Python driver's kill: the standby holds the lease while its JVM still shuts down (the supervisor's next poll
     # finds that), or the JVM has exited by then; either way a take-over.
     assert restarts[0]["reason"].startswith(("the Python driver (pid ", "the driver exited with status ")), restarts[0]
-    assert [e["reason"] for e in restarts[1:]] == ["the driver was killed by SIGKILL"] * 2
+    assert restarts[1]["reason"] == "the driver was killed by SIGKILL"  # the JVM: the Python driver exits after it
+    # The group's kill reaches both at once; on a loaded machine the kernel may still be tearing the JVM's memory
+    # down at the supervisor's next poll, which then finds the Python driver gone first.
+    assert restarts[2]["reason"] == "the driver was killed by SIGKILL" or restarts[2]["reason"].startswith(
+        "the Python driver (pid "), restarts[2]
     assert "take_over_failed" not in [e["kind"] for e in night.events()]
     ids = night.event_ids()
     assert Counter(ids) == Counter(night.expected) and len(ids) == len(set(ids))

@@ -132,6 +132,21 @@ class PlantedLake:
         append_rows(self.lake, made)
         return made
 
+    def quarantined(self, reasons: dict[str, int]) -> None:
+        """One Delta commit to the job's quarantine table of ``n`` records per reason (the columns of its key and
+        ``detail``; the health checks read ``reason`` only)."""
+        import pyarrow as pa
+        from deltalake import write_deltalake
+
+        [table] = [t.name for t in self.job.tables if t.quarantine]
+        reasons_of = [reason for reason, n in reasons.items() for _ in range(n)]
+        start = getattr(self, "_quarantined", 0)
+        self._quarantined = start + len(reasons_of)
+        write_deltalake(str(self.lake / "tables" / table), pa.table({
+            "source_file": [f"s3://bucket/file{start + i}.json.gz" for i in range(len(reasons_of))],
+            "position": pa.array(range(start, start + len(reasons_of)), pa.int64()),
+            "reason": reasons_of, "detail": [f"the detail of {r}" for r in reasons_of]}), mode="append")
+
     def discovering(self, committed_ago: float, read_landed_ago: float, waiting: int, waiting_landed_ago: float) -> None:
         """A stream reading through discovery (the landing source's manifests, not Spark's file source): batch 0
         read two files that landed ``read_landed_ago`` and 10 s later, and was committed ``committed_ago`` seconds
@@ -171,6 +186,7 @@ class PlantedLake:
         self.hold_lease(started_ago=30 * 60)
         self.supervisor(restarts_in_window=1, restarts_total=1, last_reason="the driver was killed by SIGKILL")
         self.event("restart", reason="the driver was killed by SIGKILL", ago=25 * 60)
+        self.quarantined({"invalid_json": 3, "bad_event_time": 1})
 
     def event(self, kind: str, reason: str, ago: float, **fields) -> dict:
         """One line of ``events.jsonl`` as the supervisor appends it, ``ago`` seconds ago."""

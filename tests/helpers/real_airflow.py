@@ -47,8 +47,9 @@ class RestApi(AirflowApi):
             return value
 
 
-def wait_for(what: str, check, timeout: float = WAIT, every: float = 1.0):
-    """Poll ``check()`` until it returns something truthy; fail naming ``what`` otherwise."""
+def wait_for(what: str, check, timeout: float = WAIT, every: float = 1.0, until=None):
+    """Poll ``check()`` until it returns something truthy (or, with ``until``, something ``until`` accepts);
+    fail naming ``what`` and the last value seen otherwise."""
     deadline = time.monotonic() + timeout
     last = None
     while time.monotonic() < deadline:
@@ -57,7 +58,7 @@ def wait_for(what: str, check, timeout: float = WAIT, every: float = 1.0):
         except (urllib.error.URLError, OSError, ValueError, KeyError, AirflowApiError) as error:
             last = error
         else:
-            if last:
+            if until(last) if until else last:
                 return last
         time.sleep(every)
     pytest.fail(f"timed out after {timeout:.0f} s waiting for {what} (last: {last!r})", pytrace=False)

@@ -165,7 +165,12 @@ def test_the_page_lists_every_job_and_says_a_stalled_job_is_stalled(ui):
     assert [rows.nth(i).get_attribute("data-job") for i in range(rows.count())] == list(JOBS)
     row = frame.locator(f"tr[data-job='{JOB.name}']")
     assert (row.get_attribute("data-state"), row.get_attribute("data-backlog"),
-            row.get_attribute("data-last-commit-batch")) == ("stalled", "6", "2")
+            row.get_attribute("data-backlog-bytes"), row.get_attribute("data-last-commit-batch")) == (
+        "stalled", "6", "0", "2")
+    reasons = frame.locator(f"section[data-job='{JOB.name}'] [data-quarantine-reasons]")
+    assert json.loads(reasons.get_attribute("data-quarantine-reasons")) == {
+        "cloudtrail_quarantine": {"invalid_json": 3, "bad_event_time": 1}}  # the metric's numbers (test_metrics)
+    assert reasons.inner_text() == "Quarantined: cloudtrail_quarantine: invalid_json 3, bad_event_time 1"
     assert "20 min ago (batch 2)" in row.inner_text()
     assert "1/5" in row.inner_text()  # restarts in the window / budget
     condition = frame.locator(f"section[data-job='{JOB.name}'] [data-condition='stalled']")

@@ -84,29 +84,43 @@ class DeltaRsWatcher:
         return self.visible
 
 
-class _ReaderThread(threading.Thread):
-    """Polls one watcher until stopped; records when each landed file was first seen."""
+class Poller(threading.Thread):
+    """A reader's thread: :meth:`poll_once` every :data:`POLL_PAUSE_S` until ``halt`` is set; it counts its polls
+    and keeps the error that ended it (the measurement reports it)."""
 
-    def __init__(self, name: str, watcher, landed: dict[str, float]):
-        super().__init__(name=f"reader-{name}", daemon=True)
-        self.watcher, self.landed = watcher, landed
-        self.latencies: dict[str, float] = {}
+    def __init__(self, name: str):
+        super().__init__(name=name, daemon=True)
         self.polls = 0
         self.error: BaseException | None = None
         self.halt = threading.Event()
 
+    def poll_once(self) -> None:
+        raise NotImplementedError
+
     def run(self) -> None:
         try:
             while not self.halt.is_set():
-                visible = self.watcher.poll()
-                seen_at = time.monotonic()
+                self.poll_once()
                 self.polls += 1
-                for name in visible - self.latencies.keys():
-                    if name in self.landed:
-                        self.latencies[name] = round(seen_at - self.landed[name], 3)
                 self.halt.wait(POLL_PAUSE_S)
         except BaseException as exc:  # noqa: BLE001 - reported by the measurement
             self.error = exc
+
+
+class _ReaderThread(Poller):
+    """Polls one watcher until stopped; records when each landed file was first seen."""
+
+    def __init__(self, name: str, watcher, landed: dict[str, float]):
+        super().__init__(f"reader-{name}")
+        self.watcher, self.landed = watcher, landed
+        self.latencies: dict[str, float] = {}
+
+    def poll_once(self) -> None:
+        visible = self.watcher.poll()
+        seen_at = time.monotonic()
+        for name in visible - self.latencies.keys():
+            if name in self.landed:
+                self.latencies[name] = round(seen_at - self.landed[name], 3)
 
 
 def _link_table(base: Path, lake: Lake) -> None:

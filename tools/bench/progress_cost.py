@@ -32,7 +32,7 @@ from spark_jobs.model.lake import PROJECT_ROOT, Lake
 log = logging.getLogger("tools.bench")
 
 
-def _run(spark, landing: Path, lake: Path, files_per_batch: int, history: bool) -> dict:
+def timed_catch_up(spark, landing: Path, lake: Path, files_per_batch: int, history: bool) -> dict:
     from spark_jobs.control.monitoring.history import read_progress
     from spark_jobs.registry import get_job
     from spark_jobs.model.runs import RunOptions
@@ -94,11 +94,11 @@ def measure(records: int, records_per_file: int, files_per_batch: int, repeat: i
     runs: list[dict] = []
     for history in (True, False):  # warm-up, not counted
         log.info("warm-up run, progress history %s", "on" if history else "off")
-        _run(spark, data.landing, workdir / "lake", files_per_batch, history)
+        timed_catch_up(spark, data.landing, workdir / "lake", files_per_batch, history)
     for index in range(repeat):
         for history in ((True, False) if index % 2 == 0 else (False, True)):
             log.info("repetition %d of %d, progress history %s", index + 1, repeat, "on" if history else "off")
-            runs.append(_run(spark, data.landing, workdir / "lake", files_per_batch, history))
+            runs.append(timed_catch_up(spark, data.landing, workdir / "lake", files_per_batch, history))
     spark.stop()
 
     def summary(history: bool) -> dict:

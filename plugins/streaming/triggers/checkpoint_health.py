@@ -23,6 +23,8 @@ from airflow.triggers.base import BaseTrigger, TaskSuccessEvent, TriggerEvent
 # Statuses that mean the same to a person watching: a batch in flight is a healthy job at work.
 SAME_AS = {"in_flight": "healthy"}
 FINISHED_TASK_STATES = frozenset({"success", "failed", "upstream_failed", "skipped", "removed"})
+# The supervisor's states once the watched task is ending (it was asked to stop, or gave up).
+ENDING_SUPERVISOR_STATES = frozenset({"stopping", "stopped", "given_up"})
 
 
 def health_level(status: str | None) -> str | None:
@@ -37,7 +39,10 @@ class CheckpointHealthTrigger(BaseTrigger):
 
     - a :class:`TriggerEvent` ``{"status", "previous", "report"}`` when the health level (see
       :func:`health_level`) differs from ``last_status`` on ``confirm_polls`` polls in a row; the
-      sensor logs it, pushes it to XCom and defers again;
+      sensor logs it, pushes it to XCom and defers again. Not once the job's supervisor is ending
+      (:data:`ENDING_SUPERVISOR_STATES`: the DAG was paused, or the supervisor gave up): a sensor sent
+      back to a worker then would wait for the scheduler, which starts no task of a paused DAG, so it
+      would never end; the change is logged here instead, and the task's end follows;
     - a :class:`TaskSuccessEvent` with the last report in XCom ``health`` once ``watch_task_id``
       in run ``run_id`` has finished: the job is no longer supervised, so there is nothing left to
       watch. The task ends from the triggerer, without a worker, so it ends even when the DAG is
@@ -149,6 +154,7 @@ class CheckpointHealthTrigger(BaseTrigger):
     async def run(self) -> AsyncIterator[TriggerEvent]:
         candidate, seen = None, 0
         report: dict = {}
+        logged = self.last_status
         while True:
             report = await self.poll_once()
             task_state = await self.watched_task_state()
@@ -158,7 +164,14 @@ class CheckpointHealthTrigger(BaseTrigger):
                 yield TaskSuccessEvent(xcoms={"health": report})
                 return
             level = health_level(report.get("status"))
-            if level == self.last_status:
+            ending = (report.get("supervisor") or {}).get("state")
+            if ending in ENDING_SUPERVISOR_STATES:
+                if level != logged:
+                    self.log.info("checkpoint health of %s: %s -> %s (the supervisor is %s: waiting for %s to end)",
+                                  self.job, logged, level, ending, self.watch_task_id)
+                    logged = level
+                candidate, seen = None, 0
+            elif level == self.last_status:
                 candidate, seen = None, 0
             else:
                 seen = seen + 1 if level == candidate else 1

@@ -95,6 +95,7 @@ class CheckpointReport:
     last_batch_planned_time: str | None = None
     input: str | None = None
     backlog_files: int | None = None
+    backlog_bytes: int | None = None
     in_flight_files: int | None = None
     ingested_files: int | None = None
     too_old_files: int | None = None
@@ -118,7 +119,7 @@ class CheckpointReport:
     def to_dict(self) -> dict:
         keys = ("job", "checkpoint", "control", "status", "query_id", "latest_offset_batch", "latest_commit_batch",
                 "batch_in_flight", "last_commit_time", "last_batch_planned_time", "input", "backlog_files",
-                "in_flight_files", "ingested_files", "too_old_files", "watermark", "sources", "source_table", "consumer_lag", "discovery", "state",
+                "backlog_bytes", "in_flight_files", "ingested_files", "too_old_files", "watermark", "sources", "source_table", "consumer_lag", "discovery", "state",
                 "stored_conf",
                 "tables", "driver", "supervisor", "inspected_at")
         out = {key: getattr(self, key) for key in keys}
@@ -554,16 +555,18 @@ def _backlog(report: CheckpointReport, job: JobSpec, checkpoint: Location, given
     listed = list_input(root, options)
     age = max_file_age_ms(options)
     newest = max((int(e.get("timestamp", 0)) for e in logged), default=0)
-    too_old = 0
+    too_old = size = 0
     backlog = sum(1 for b in seen.values() if b > planned_offset)
     for item in listed:
         if item.key in seen:
+            size += item.size if seen[item.key] > planned_offset else 0
             continue
         if seen and age is not None and item.mtime_ms < newest - age:
             too_old += 1
             continue
         backlog += 1
-    report.backlog_files = backlog
+        size += item.size
+    report.backlog_files, report.backlog_bytes = backlog, size
     report.ingested_files = sum(1 for b in seen.values() if b <= committed_offset)
     report.in_flight_files = sum(1 for b in seen.values() if committed_offset < b <= planned_offset)
     report.too_old_files = too_old
@@ -616,7 +619,7 @@ def _discovery_backlog(report: CheckpointReport, job: JobSpec, checkpoint: Locat
     settings = discovery_settings(job, root.url, checkpoint.url, dict(job.file_source_options))
     settings = replace(settings, queue_url=stream_queue_url(settings, queue_url))
     backlog = discovery_backlog(settings, manifest(committed) if committed >= 0 else None, planned, now)
-    report.backlog_files = backlog.waiting
+    report.backlog_files, report.backlog_bytes = backlog.waiting, backlog.waiting_bytes
     report.in_flight_files = backlog.in_flight
     report.ingested_files = backlog.ingested
     report.too_old_files = 0

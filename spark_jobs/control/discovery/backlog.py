@@ -39,6 +39,8 @@ class Backlog:
     :param oldest_waiting_age_seconds: how long the oldest file that waits has waited (listing: since its
         modification time; notifications: the oldest message of the stream's last receive); 0 when none waits,
         ``None`` when unknown.
+    :param waiting_bytes: the size of the files that wait (listing); ``None`` when unknown (notifications: a
+        message names its object's size only once received, and inspecting never receives).
     """
 
     waiting: int
@@ -50,10 +52,12 @@ class Backlog:
     last_poll: dict | None = None
     oldest_waiting_age_seconds: float | None = None
     messages_not_loaded: dict | None = None
+    waiting_bytes: int | None = None
 
     def to_dict(self) -> dict:
         return {"waiting": self.waiting, "in_flight": self.in_flight, "ingested": self.ingested,
-                "oldest_waiting_age_seconds": self.oldest_waiting_age_seconds, "listing": self.listing,
+                "oldest_waiting_age_seconds": self.oldest_waiting_age_seconds, "waiting_bytes": self.waiting_bytes,
+                "listing": self.listing,
                 "window": self.window, "queue": self.queue, "last_poll": self.last_poll,
                 "messages_not_loaded": self.messages_not_loaded}
 
@@ -95,7 +99,7 @@ def discovery_backlog(settings: DiscoverySettings, committed: int | None, planne
     window = log.window(settings.layout, upto=planned if planned is not None else 0) if log.exists() else Window()
     done = log.window(settings.layout, upto=committed).admitted if committed is not None and log.exists() else 0
     status = log.status()
-    queue, skips = None, None
+    queue, skips, size = None, None, None
     if discovery.queue is not None:
         found = log.skips()
         skips = {**found["total"], "deferred": found["deferred"]}
@@ -108,10 +112,11 @@ def discovery_backlog(settings: DiscoverySettings, committed: int | None, planne
     else:
         found = discovery.walk(window).run()  # the window's seen files and what is behind a cut are left out
         waiting = len(found.files)
+        size = sum(f.size for f in found.files)
         listing = {"mode": "listing", **found.stats()}
         oldest = round(max(0, now_ms - min(f.mtime_ms for f in found.files)) / 1000, 1) if found.files else 0.0
     return Backlog(waiting, window.admitted - done, done, listing, describe_window(window, settings.lookback_seconds),
-                   queue, status, oldest, skips)
+                   queue, status, oldest, skips, size)
 
 
 def discovery_text(found: dict | None) -> str | None:

@@ -50,10 +50,12 @@ class JobHealth:
     last_commit_age_seconds: float | None = None
     latest_commit_batch: int | None = None
     backlog_files: int | None = None
+    backlog_bytes: int | None = None
     backlog_age_seconds: float | None = None
     freshness_seconds: float | None = None
     event_time_lag_seconds: float | None = None
     quarantine_share: float | None = None
+    quarantine_reasons: dict | None = None
     driver: dict | None = None
     supervisor: dict | None = None
     restarts_in_window: int | None = None
@@ -109,6 +111,8 @@ def supervision_text(supervisor: dict | None) -> str | None:
         return _backoff(supervisor)
     if state == "held":
         return "supervision paused (on-call hold): a driver that ends is not restarted until it is resumed"
+    if state == "stopping":
+        return f"stopping ({supervisor.get('last_reason')}): the driver ends after its micro-batch"
     if state == "stopped":
         return f"stopped: {supervisor.get('last_reason')}"
     restarts = supervisor.get("restarts_in_window") or 0
@@ -310,6 +314,8 @@ def check_job(job: JobSpec, lake_root: str | Path | None, input_path: str | None
     from spark_jobs.control.checkpoint.inspect import inspect_checkpoint, lake_location
     from spark_jobs.control.discovery.backlog import discovery_text
     from spark_jobs.control.monitoring.history import read_progress
+    from spark_jobs.control.monitoring.quarantine_reasons import quarantine_reasons
+    from spark_jobs.model.lake import Lake
     from spark_jobs.control.monitoring.restarts import restart_counts
     from spark_jobs.control.supervision.state import read_events
 
@@ -340,10 +346,12 @@ def check_job(job: JobSpec, lake_root: str | Path | None, input_path: str | None
         last_commit_age_seconds=_age(report.get("last_commit_time"), now),
         latest_commit_batch=report.get("latest_commit_batch"),
         backlog_files=report.get("backlog_files") if started else None,
+        backlog_bytes=report.get("backlog_bytes") if started else None,
         backlog_age_seconds=discovery.get("oldest_waiting_age_seconds") if started else None,
         freshness_seconds=discovery.get("landing_to_commit_seconds"),
         event_time_lag_seconds=_event_time_lag(last),
         quarantine_share=round(bad / carried, 6) if carried else None,
+        quarantine_reasons=quarantine_reasons(job, Lake.at(lake.path)) if lake.local and started else None,
         driver=report.get("driver"),
         supervisor=supervisor,
         restarts_in_window=(supervisor or {}).get("restarts_in_window"),

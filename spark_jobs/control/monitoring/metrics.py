@@ -31,7 +31,7 @@ from spark_jobs.control.monitoring.conditions import CONDITIONS
 from spark_jobs.control.monitoring.health import STATES, JobHealth
 from spark_jobs.control.monitoring.prometheus import PROMETHEUS_PATH
 
-SUPERVISOR_STATES = ("starting", "running", "backing_off", "held", "waiting_for_lease", "stopped", "given_up", "none")
+SUPERVISOR_STATES = ("starting", "running", "backing_off", "held", "waiting_for_lease", "stopping", "stopped", "given_up", "none")
 STANDBY_STATES = ("off", "absent", "warming", "warm")
 # Who holds the job's checkpoint lease (spark_jobs.control.supervision.ownership.lease_owner().kind); a backfill
 # writes through a checkpoint of its own (``<job>@backfill-...``), never the job's lease.
@@ -79,6 +79,8 @@ def health_families(healths: list[JobHealth]) -> list[Metric]:
     families.append(_enum("streaming_job_state", "The job's health state (the health page's state): 1 for the current "
                           "one.", "state", STATES, healths, lambda h: h.state))
     numbers("streaming_backlog_files", "Input files found that wait to be ingested.", lambda h: h.backlog_files)
+    numbers("streaming_backlog_bytes", "The size of the input files that wait (listing jobs; a queue's messages name "
+            "sizes only once received).", lambda h: h.backlog_bytes)
     numbers("streaming_backlog_oldest_age_seconds", "How long the oldest waiting input file has waited (0: none "
             "waits).", lambda h: h.backlog_age_seconds)
     numbers("streaming_freshness_seconds", "The last committed micro-batch's freshness: from the landing of its "
@@ -101,6 +103,14 @@ def health_families(healths: list[JobHealth]) -> list[Metric]:
         for table, count in sorted(((health.last_batch or {}).get("rows") or {}).items()):
             rows.add_metric([health.job, table, str(table in quarantine).lower()], float(count))
     families.append(rows)
+
+    quarantined = _gauge("streaming_quarantined_records", "Records the quarantine tables hold, by reason (the "
+                         "reason codes of the log type: a short, fixed list).", ["table", "reason"])
+    for health in healths:
+        for table, counts in (health.quarantine_reasons or {}).items():
+            for reason, count in counts.items():
+                quarantined.add_metric([health.job, table, reason], float(count))
+    families.append(quarantined)
 
     restarts = CounterMetricFamily("streaming_restarts", "Driver restarts of all time (the supervisors' events log: "
                                    "an on-call restart or a new DAG run does not reset it).", labels=["job"])

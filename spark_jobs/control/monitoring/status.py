@@ -55,11 +55,22 @@ def restarts_text(health) -> str:
     return f"{counts['in_window']}/{health.max_restarts or '?'} ({counts['all_time']} in all)"
 
 
+def size_text(size: int) -> str:
+    """``512 B``, ``3.4 KiB``, ``12.0 MiB``, ``1.5 GiB`` (binary units, as ``du -h``)."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size} B" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    raise AssertionError("unreachable")
+
+
 def backlog_text(health) -> str:
-    """``12 files, the oldest waited 3 min``; ``?`` when unknown, ``-`` for a job that never ran."""
+    """``12 files (3.4 MiB), the oldest waited 3 min``; ``?`` when unknown, ``-`` for a job that never ran."""
     if health.backlog_files is None:
         return "-" if health.state == "not_started" else "?"
     text = f"{health.backlog_files} file{'s' if health.backlog_files != 1 else ''}"
+    if health.backlog_files and health.backlog_bytes is not None:
+        text += f" ({size_text(health.backlog_bytes)})"
     if health.backlog_files and health.backlog_age_seconds is not None:
         from spark_jobs.control.monitoring.health import duration_text
 

@@ -27,7 +27,7 @@ from spark_jobs.control.supervision.state import read_supervisor_state
 # A supervisor refreshes supervisor.json every 30 s while it runs (and while it waits); older than this and it is gone.
 SUPERVISOR_FRESH_SECONDS = 120.0
 # The states of a supervisor that runs a driver or will start one.
-ACTIVE_SUPERVISOR_STATES = ("starting", "running", "backing_off", "held", "waiting_for_lease")
+ACTIVE_SUPERVISOR_STATES = ("starting", "running", "backing_off", "held", "waiting_for_lease", "stopping")
 AVAILABLE_NOW = "available-now"
 # The exit status of a driver refused by the lease (``LeaseHeld``: another live driver holds the checkpoint).
 LEASE_HELD_EXIT_STATUS = 3

@@ -2,7 +2,7 @@
 
 ``<control>/supervisor.json`` (rewritten atomically on every change)::
 
-    {"job", "state": "starting|running|backing_off|held|waiting_for_lease|stopped|given_up",
+    {"job", "state": "starting|running|backing_off|held|waiting_for_lease|stopping|stopped|given_up",
      "consecutive_failures", "is_backing_off", "next_attempt_at", "restarts_in_window", "window_seconds",
      "max_restarts", "last_reason", "last_exit_code", "driver_pid", "waiting_for", "updated_at", ...}
 
@@ -24,7 +24,8 @@ from fsspec.implementations.local import LocalFileSystem
 
 SUPERVISOR_FILE = "supervisor.json"
 EVENTS_FILE = "events.jsonl"
-STATES = ("starting", "running", "backing_off", "held", "waiting_for_lease", "stopped", "given_up")
+STATES = ("starting", "running", "backing_off", "held", "waiting_for_lease", "stopping", "stopped", "given_up")
+# "stopping": asked to stop (the DAG paused, the task stopped), the driver finishes its micro-batch; "stopped" follows.
 # "held" / "resume": supervision paused (a driver that ended is not restarted) and resumed (spark_jobs.control.supervision.hold).
 # "lease_wait" / "lease_free": another driver (a catch-up run) held the checkpoint's lease, so no driver was started
 # until it let go; neither is a failure (spark_jobs.control.supervision.ownership).

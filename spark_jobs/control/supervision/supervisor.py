@@ -731,6 +731,9 @@ class Supervisor(RolloutSteps):
 
     def _graceful_stop(self) -> str:
         self._drop_standby()  # first: it would take the lease the driver releases
+        self.state.state = "stopping"  # the health sensor knows now that the task ends (the driver may take a while)
+        self.state.last_reason = "asked to stop"
+        self._save()
 
         lease = read_lease(self.control)
         driver_pid = lease.pid if lease is not None and not lease.released else None

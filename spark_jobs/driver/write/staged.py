@@ -37,7 +37,9 @@ deletes them itself when an attempt fails. Used by the pipelined pass
 Why our own: neither Delta nor Spark offers an insert-only write of a source with duplicates that does
 not shuffle the source; Delta's ``OptimisticTransaction`` (``startTransaction``, ``filterFiles``,
 ``writeFiles``, ``updateSetTransaction``, ``commit``) is the API its own commands are built on, reached
-here through py4j (pinned: delta-spark 4.4.0).
+here through py4j, pinned to :data:`VERIFIED_DELTA`: ``tests/spark_jobs/driver/write/test_staged_delta_api.py``
+fails, naming what moved, when a new Delta changes a member called here or what its MERGE records
+(docs/delta-upgrades.md says how to re-verify).
 """
 
 from __future__ import annotations
@@ -60,6 +62,9 @@ from spark_jobs.driver.write.staged_rows import (MOST_ROWS_CHECKED_LOCALLY, keys
 # ``"TableTarget"`` and ``"TimeRange"`` below are :mod:`spark_jobs.driver.write.delta_writer`'s, which calls this
 # module (not imported here, so that the two do not import each other).
 log = logging.getLogger("spark_jobs")
+
+#: The delta-spark version whose transaction API and MERGE this module was verified against.
+VERIFIED_DELTA = "4.4.0"
 
 _FILE = "_staged_file"
 _RANK = "_rank"
@@ -511,7 +516,9 @@ def _register_metrics(scala: _Scala, txn, source_rows: int, inserted: int, files
     for zero in ("numTargetRowsUpdated", "numTargetRowsMatchedUpdated", "numTargetRowsNotMatchedBySourceUpdated",
                  "numTargetRowsDeleted", "numTargetRowsMatchedDeleted", "numTargetRowsNotMatchedBySourceDeleted",
                  "numTargetRowsCopied", "numTargetFilesRemoved", "numTargetChangeFilesAdded", "numTargetBytesAdded",
-                 "numTargetBytesRemoved", "executionTimeMs", "scanTimeMs", "rewriteTimeMs"):
+                 "numTargetBytesRemoved", "numTargetDeletionVectorsAdded", "numTargetDeletionVectorsRemoved",
+                 "numTargetDeletionVectorsUpdated", "executionTimeMs", "scanTimeMs", "rewriteTimeMs",
+                 "materializeSourceTimeMs"):
         values[zero] = 0
     registered = scala.member("java.util.HashMap")()
     context = scala.spark._jsc.sc()

@@ -66,3 +66,46 @@ def test_airflows_plugin_loader_does_not_import_the_package_a_second_time():
 
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+class ScriptedTrigger(CheckpointHealthTrigger):
+    """The trigger's own loop over given polls: each a report (status, supervisor state) and the watched task's
+    state (Airflow's API and the lake are what the DAG tests exercise; here the order of events is the point)."""
+
+    def __init__(self, polls: list[tuple[str, str | None, str | None]]) -> None:
+        super().__init__(**{**KWARGS, "poll_interval": 0, "confirm_polls": 2})
+        self.polls = iter(polls)
+        self.task_state = None
+
+    async def poll_once(self) -> dict:
+        status, supervisor, self.task_state = next(self.polls)
+        return {"status": status, "supervisor": {"state": supervisor} if supervisor else None}
+
+    async def watched_task_state(self) -> str | None:
+        return self.task_state
+
+
+def events_of(trigger: CheckpointHealthTrigger) -> list:
+    async def collect():
+        return [event async for event in trigger.run()]
+    return asyncio.run(collect())
+
+
+def test_a_confirmed_change_of_health_goes_back_to_the_sensor():
+    [event] = events_of(ScriptedTrigger([("healthy", "running", "running"), ("stalled", "running", "running"),
+                                         ("stalled", "running", "running")]))
+
+    assert event.payload == {"status": "stalled", "previous": "healthy",
+                             "report": {"status": "stalled", "supervisor": {"state": "running"}}}
+
+
+@pytest.mark.parametrize("supervisor", ["stopping", "stopped", "given_up"])
+def test_once_the_supervisor_is_ending_a_change_of_health_waits_for_the_tasks_end(supervisor):
+    """A paused DAG's sensor sent back to a worker would never be scheduled again: the trigger ends it instead."""
+    polls = [("healthy", "running", "running")] + [("stopped", supervisor, "running")] * 4 + [
+        ("stopped", supervisor, "success")]
+
+    [event] = events_of(ScriptedTrigger(polls))
+
+    assert type(event).__name__ == "TaskSuccessEvent"
+    assert event.xcoms == {"health": {"status": "stopped", "supervisor": {"state": supervisor}}}

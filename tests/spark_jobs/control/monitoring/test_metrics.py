@@ -91,6 +91,13 @@ def test_a_stalled_jobs_metrics_equal_its_health_and_status_numbers(planted):
         (("condition", code),): 0.0 for code in ("stalled", "falling_behind", "backlog_high", "quarantine_high",
                                                  "restarts_over_budget", "take_over_failed")}
     assert found[("streaming_quarantine_ratio_threshold", ETL)] == JOB.alerts.max_quarantine_rate
+    # the planted landing files are empty: 6 wait, of 0 bytes
+    assert found[("streaming_backlog_bytes", ETL)] == health.backlog_bytes == status["backlog_bytes"] == 0
+    assert of(found, "streaming_quarantined_records", job=JOB.name) == {
+        (("reason", "invalid_json"), ("table", "cloudtrail_quarantine")): 3.0,
+        (("reason", "bad_event_time"), ("table", "cloudtrail_quarantine")): 1.0}
+    assert health.quarantine_reasons == status["quarantine_reasons"] == {
+        "cloudtrail_quarantine": {"invalid_json": 3, "bad_event_time": 1}}
     assert found[("streaming_exporter_scrape_duration_seconds", ())] > 0
 
 
@@ -103,9 +110,24 @@ def test_a_discovering_streams_backlog_age_and_freshness_equal_its_health(plante
     found = scrape(planted)
     assert (health.backlog_files, health.freshness_seconds) == (3, 70.0)
     assert found[("streaming_backlog_files", ETL)] == 3.0
+    assert found[("streaming_backlog_bytes", ETL)] == health.backlog_bytes == 6  # three files of 2 bytes
     assert found[("streaming_freshness_seconds", ETL)] == 70.0
     assert health.backlog_age_seconds == pytest.approx(300, abs=3)
     assert found[("streaming_backlog_oldest_age_seconds", ETL)] == pytest.approx(health.backlog_age_seconds, abs=3)
+
+
+def test_the_quarantined_records_by_reason_follow_each_new_commit_of_the_quarantine_table(planted):
+    planted.commit_batches(1, files_per_batch=1, committed_ago=5)
+    assert of(scrape(planted), "streaming_quarantined_records", job=JOB.name) == {}  # no quarantine table yet
+    planted.quarantined({"invalid_json": 2})
+    assert of(scrape(planted), "streaming_quarantined_records", job=JOB.name) == {
+        (("reason", "invalid_json"), ("table", "cloudtrail_quarantine")): 2.0}
+    planted.quarantined({"missing_event_id": 1, "invalid_json": 1})  # a new version: counted again
+    assert of(scrape(planted), "streaming_quarantined_records", job=JOB.name) == {
+        (("reason", "invalid_json"), ("table", "cloudtrail_quarantine")): 3.0,
+        (("reason", "missing_event_id"), ("table", "cloudtrail_quarantine")): 1.0}
+    assert check_job(JOB, planted.lake).quarantine_reasons == {
+        "cloudtrail_quarantine": {"invalid_json": 3, "missing_event_id": 1}}
 
 
 def test_every_job_of_the_registry_has_its_state_and_one_that_never_ran_no_backlog(planted):

@@ -1,0 +1,13 @@
+"""cloudtrail_ocsf: CloudTrail events (``cloudtrail_events``, read as a stream) as OCSF rows, one per event, in each class's table.
+
+Usage::
+
+    python -m spark_jobs run cloudtrail_ocsf --trigger available-now
+
+Its registry entry (``CLOUDTRAIL_OCSF``, an :func:`~spark_jobs.model.ocsf.ocsf_job`) declares the tables; its
+mapping is :mod:`spark_jobs.transforms.cloudtrail.ocsf`. docs/ocsf.md.
+"""
+
+from spark_jobs.transforms.cloudtrail.ocsf import OUTPUTS, transform
+
+__all__ = ["OUTPUTS", "transform"]
