@@ -72,7 +72,7 @@ LONGEST_FIRST = (
     "spark_jobs/driver/write/test_delta_tables.py",
     "spark_jobs/driver/write/test_one_pass.py",
     "spark_jobs/jobs/test_real_cowrie_samples.py",
-    "spark_jobs/jobs/test_ocsf_real_samples.py",  # not yet timed in a full run: ~270 s and ~190 s alone, loaded
+    "spark_jobs/jobs/test_ocsf_real_samples.py",  # ~90 s and ~50 s alone on a quiet machine
     "spark_jobs/jobs/test_ocsf_kill.py",
     "dags/test_oncall_approval_run.py",
     "spark_jobs/supervision/test_take_over.py",

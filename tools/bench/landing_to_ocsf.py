@@ -38,48 +38,12 @@ from spark_jobs.model.lake import PROJECT_ROOT, Lake
 from spark_jobs.registry import get_job
 from tools.bench.data import RecordSource
 from tools.bench.freshness import TRIGGER, JobProcess, start_job
-from tools.bench.freshness_large import POLL_PAUSE_S, Poller
+from tools.bench.freshness_large import POLL_PAUSE_S, DeltaRsWatcher, Poller
 from tools.bench.probes import percentile
 
 log = logging.getLogger("tools.bench")
 OCSF_JOB = get_job("cloudtrail_ocsf")
 VISIBLE_TIMEOUT_S = 300.0
-
-
-class KeyWatcher:
-    """The keys a delta-rs reader of one table sees: each new data file's ``column`` (``field`` of a struct).
-
-    :param table: the table folder (it may not exist yet).
-    :param column: the column to read.
-    :param field: the struct field of ``column`` holding the key; None: the column is the key.
-    """
-
-    def __init__(self, table: Path, column: str, field: str | None = None):
-        self.table, self.column, self.field = table, column, field
-        self._dt = None
-        self._files: frozenset[str] = frozenset()
-        self.keys: set[str] = set()
-
-    def poll(self) -> set[str]:
-        import deltalake
-        import pyarrow.parquet as pq
-        from deltalake.exceptions import TableNotFoundError
-
-        if self._dt is None:
-            try:
-                self._dt = deltalake.DeltaTable(str(self.table))
-            except TableNotFoundError:  # no commit yet
-                return self.keys
-        else:
-            self._dt.update_incremental()
-        files = frozenset(uri.removeprefix("file://") for uri in self._dt.file_uris())
-        for path in sorted(files - self._files):
-            values = pq.read_table(path, columns=[self.column]).column(self.column).combine_chunks()
-            if self.field is not None:
-                values = values.field(self.field)
-            self.keys |= {value for value in values.to_pylist() if value}
-        self._files = files
-        return self.keys
 
 
 def event_ids(landing: Path, name: str) -> set[str]:
@@ -98,15 +62,15 @@ class Clock(Poller):
     def __init__(self, lake: Lake, landed: dict[str, tuple[float, set[str]]]):
         super().__init__("landing-to-ocsf-clock")
         self.landed = landed
-        self.raw = KeyWatcher(lake.table_path("cloudtrail_events"), "_source_file")
-        self.ocsf = [KeyWatcher(lake.table_path(table.name), "metadata", "uid") for table in OCSF_JOB.tables
-                     if table.name.startswith("ocsf_")]
-        self.quarantine = KeyWatcher(lake.table_path("cloudtrail_ocsf_quarantine"), "source_key")
+        self.raw = DeltaRsWatcher(lake.table_path("cloudtrail_events"))
+        self.ocsf = [DeltaRsWatcher(lake.table_path(table.name), "metadata", "uid", key=str)
+                     for table in OCSF_JOB.tables if table.name.startswith("ocsf_")]
+        self.quarantine = DeltaRsWatcher(lake.table_path("cloudtrail_ocsf_quarantine"), "source_key", key=str)
         self.raw_latency: dict[str, float] = {}
         self.ocsf_latency: dict[str, float] = {}
 
     def poll_once(self) -> None:
-        in_raw = {name.rsplit("/", 1)[-1] for name in self.raw.poll()}
+        in_raw = self.raw.poll()
         in_ocsf = set().union(*(watcher.poll() for watcher in self.ocsf), self.quarantine.poll())
         seen_at = time.monotonic()
         for name, (landed_at, ids) in list(self.landed.items()):

@@ -30,9 +30,9 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from spark_jobs.control.monitoring.conditions import CONDITIONS
 from spark_jobs.control.monitoring.health import STATES, JobHealth
 from spark_jobs.control.monitoring.prometheus import PROMETHEUS_PATH
+from spark_jobs.control.supervision.state import STANDBY_STATES, STATES as SUPERVISOR_FILE_STATES
 
-SUPERVISOR_STATES = ("starting", "running", "backing_off", "held", "waiting_for_lease", "stopping", "stopped", "given_up", "none")
-STANDBY_STATES = ("off", "absent", "warming", "warm")
+SUPERVISOR_STATES = (*SUPERVISOR_FILE_STATES, "none")  # "none": no supervisor.json
 # Who holds the job's checkpoint lease (spark_jobs.control.supervision.ownership.lease_owner().kind); a backfill
 # writes through a checkpoint of its own (``<job>@backfill-...``), never the job's lease.
 HOLDER_KINDS = ("continuous", "catch-up", "on-call", "driver", "none")
