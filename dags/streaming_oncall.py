@@ -14,12 +14,13 @@ missing or wrong. The DAG is unpaused when it is created (it runs only when trig
 | `resume_supervision` | lifts that hold, and unpauses `<job>_continuous` if it is paused (the job starts again) |
 | `set_warm_standby` | keeps the job's warm standby on or off (or the registry's default) for every later run; the running supervisor follows within seconds |
 | `rollout` | moves the running job to a new version (*Version*, a release): the supervisor checks it in pre-flight while the old driver runs, hands over, watches it on probation and rolls it back by itself (docs/deploying.md) |
+| `rollout_destructive` | deploys a version that pre-flight refused (*Version*; a changed stateful operator or column type): the supervisor stops the driver after its micro-batch, moves its checkpoint and tables to a backup, starts the version on a new checkpoint, which rebuilds every table from the input (empty tables filling up meanwhile; docs/deploying.md) |
 | `reprocess_from` | replays the input delivered from **From time** on; each table's affected partitions rebuilt in one Delta commit (no duplicates, no holes; readers see old or new rows, never a mix) |
 | `reset_checkpoint` | (job stopped) moves the checkpoint to a backup; the next run starts fresh, the tables stay exact |
 | `rollback_table` | restores **Table** to **Table version** (`lake restore`: a new version, itself undoable) |
 
-**Four eyes**: `reprocess_from`, `reset_checkpoint` and `rollback_table` (not their dry runs) wait for a second
-user's approval: the task shows the dry run's plan as a required action (**Browse > Required Actions**, or the REST
+**Four eyes**: `reprocess_from`, `reset_checkpoint`, `rollback_table` and `rollout_destructive` (not their dry runs)
+wait for a second user's approval: the task shows the dry run's plan as a required action (**Browse > Required Actions**, or the REST
 API `PATCH /api/v2/dags/streaming_oncall/dagRuns/<run>/taskInstances/act/-1/hitlDetails` with
 `{"chosen_options": ["Approve"]}`), and runs only after another user than the requester chose **Approve**. With the
 simple auth manager the request is assigned to every other user allowed to answer ("May approve" in it): Airflow
@@ -86,8 +87,9 @@ def oncall_params() -> dict[str, Param]:
                               description="set_warm_standby only: on, off, or default (the registry's); kept for "
                                           "every later run of the continuous DAG."),
         "version": Param(None, type=["null", "string"], pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$", title="Version",
-                         description="rollout only: the release to roll out (python -m spark_jobs release list); "
-                                     "checked in pre-flight, watched on probation, rolled back by itself."),
+                         description="rollout and rollout_destructive only: the release to roll out (python -m spark_jobs "
+                                     "release list); rollout checks it in pre-flight, watches it on probation and "
+                                     "rolls it back by itself; rollout_destructive takes a version pre-flight refused."),
         "reason": Param(None, type=["null", "string"], minLength=1, maxLength=2000, title="Reason",
                         description="Required: why (kept in the audit table ops_audit)."),
         "dry_run": Param(False, type="boolean", title="Dry run",

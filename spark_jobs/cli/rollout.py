@@ -9,9 +9,15 @@ Examples::
 
     python -m spark_jobs rollout cloudtrail_etl v2 --by alice --reason "parser fix" --wait 900
     python -m spark_jobs rollout cloudtrail_etl --status
+    python -m spark_jobs rollout cloudtrail_etl v3 --destructive             # the plan of a destructive rollout
+    python -m spark_jobs rollout cloudtrail_etl v3 --destructive --yes --reason "column type"
+
+``--destructive`` deploys a version that pre-flight refused (a new checkpoint, the tables rebuilt from the input:
+:mod:`spark_jobs.control.rollout.destructive`); without ``--yes`` it prints the plan and exits 2. The on-call action
+``rollout_destructive`` is the same request behind four eyes.
 
 Exit status: 0 asked for (or, with ``--wait``, done), 1 refused, failed or rolled back, 2 a bad request (an unknown
-version, a rollout under way, no supervisor running).
+version, a rollout under way, no supervisor running), or the plan of ``--destructive`` printed without ``--yes``.
 """
 
 from __future__ import annotations
@@ -36,6 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--by", help="who asks (default: this user's login name)")
     parser.add_argument("--reason", help="why, for the events and the timeline")
     parser.add_argument("--json", action="store_true", help="print the rollout as JSON")
+    parser.add_argument("--destructive", action="store_true",
+                        help="a version pre-flight refused: a new checkpoint, the tables moved aside and rebuilt")
+    parser.add_argument("--yes", action="store_true", help="with --destructive: do it (without: print the plan, exit 2)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -53,7 +62,14 @@ def run(args: argparse.Namespace) -> int:
         found = read_rollout(control)
         print(json.dumps(found, sort_keys=True) if args.json else describe(found))
         return 0
-    asked = ask_for_rollout(job, lake, args.version, args.by or getpass.getuser(), args.reason)
+    if args.yes and not args.destructive:
+        raise UsageError("--yes is for --destructive only (a rollout is checked in pre-flight, nothing to confirm)")
+    if args.destructive:
+        asked = _destructive(job, lake, args)
+        if asked is None:
+            return 2
+    else:
+        asked = ask_for_rollout(job, lake, args.version, args.by or getpass.getuser(), args.reason)
     print(describe(asked))
     if args.wait is None:
         return 0
@@ -70,3 +86,19 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rollout, sort_keys=True))
     return 0 if rollout.get("phase") == "done" else 1
+
+
+def _destructive(job, lake, args) -> dict | None:
+    """The destructive rollout's plan (None: printed, not asked for), or with ``--yes`` the request written."""
+    from spark_jobs.control.oncall.requests import JobState
+    from spark_jobs.control.rollout.destructive import ask_for_destructive_rollout, check_destructive_rollout, \
+        destructive_plan
+
+    if not args.yes:
+        verdict = check_destructive_rollout(job, lake, args.version)
+        for number, line in enumerate(destructive_plan(job, lake, args.version, verdict,
+                                                       JobState.read(job, lake).driver()), 1):
+            print(f"{number}. {line}")
+        print("run again with --yes to do it (the on-call action rollout_destructive asks a second person first)")
+        return None
+    return ask_for_destructive_rollout(job, lake, args.version, args.by or getpass.getuser(), args.reason)

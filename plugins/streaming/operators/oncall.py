@@ -28,7 +28,7 @@ class OncallActionOperator(HITLOperator):
     2. The plan (:meth:`~spark_jobs.control.oncall.requests.OncallRequest.plan`) goes to the log and to XCom ``plan``;
        a dry run ends there.
     3. An action that destroys or rewrites data (the registry's ``needs_approval``: ``reset_checkpoint``,
-       ``rollback_table``, ``reprocess_from``) waits for a second user: Airflow's human-in-the-loop (this operator is
+       ``rollback_table``, ``reprocess_from``, ``rollout_destructive``) waits for a second user: Airflow's human-in-the-loop (this operator is
        an :class:`HITLOperator`: Browse > Required Actions, or the REST API's ``hitlDetails``) shows the plan and
        offers ``Approve`` / ``Reject``; the request expires after the registry's time
        (:func:`spark_jobs.control.oncall.approval.approval_expiry`). With the simple auth manager the request is
@@ -287,6 +287,12 @@ class OncallActionOperator(HITLOperator):
 
             return {"rollout": request_rollout(control, request.job.name, request.version, running_version(control),
                                                record.triggered_by or "unknown", request.reason)}
+        if action == "rollout_destructive":  # approved: the supervisor stops, moves aside, starts the new version
+            from spark_jobs.control.rollout.ask import running_version
+            from spark_jobs.control.rollout.request import request_rollout
+
+            return {"rollout": request_rollout(control, request.job.name, request.version, running_version(control),
+                                               record.triggered_by or "unknown", request.reason, destructive=True)}
         if action == "resume_supervision":
             from spark_jobs.control.supervision.hold import lift_hold
 

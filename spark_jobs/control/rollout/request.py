@@ -7,6 +7,9 @@ A person (``python -m spark_jobs rollout JOB VERSION``, the on-call action ``rol
     requested -> preflight -> handover -> probation -> done
                           \\-> refused       \\-> failed  \\-> rolled_back
 
+A destructive rollout (a new checkpoint and new tables: :mod:`spark_jobs.control.rollout.destructive`) goes
+``requested -> resetting -> rebuilding -> done`` (or ``failed``).
+
 **One rollout at a time per job**: a request is refused while the last one is in a phase that is not final
 (:data:`ACTIVE`), naming it; the file itself is created with an exclusive create, so of two requests at once one
 wins. A finished rollout is kept under ``rollouts/<id>.json`` when the next one is asked for.
@@ -30,9 +33,9 @@ from spark_jobs.model.errors import UsageError
 
 ROLLOUT_FILE = "rollout.json"
 HISTORY = "rollouts"
-PHASES = ("requested", "preflight", "handover", "probation", "done", "refused", "failed", "rolled_back",
-          "interrupted")
-ACTIVE = ("requested", "preflight", "handover", "probation")
+PHASES = ("requested", "preflight", "handover", "probation", "resetting", "rebuilding", "done", "refused", "failed",
+          "rolled_back", "interrupted")
+ACTIVE = ("requested", "preflight", "handover", "probation", "resetting", "rebuilding")
 VERSION = "version"
 
 
@@ -69,10 +72,11 @@ def set_job_version(control: str, name: str | None, by: str, reason: str) -> dic
 
 
 def request_rollout(control: str, job: str, version: str, running: str | None, by: str,
-                    reason: str | None = None) -> dict:
+                    reason: str | None = None, destructive: bool = False) -> dict:
     """Ask the supervisor to move ``job`` to ``version``; returns the request.
 
     :param running: the version that runs now (the lease's), to refuse a rollout to it.
+    :param destructive: a new checkpoint and new tables (:mod:`spark_jobs.control.rollout.destructive`).
     :raises RolloutRefused: a rollout is under way, or ``version`` runs already.
     """
     under_way = active_rollout(control)
@@ -95,6 +99,8 @@ def request_rollout(control: str, job: str, version: str, running: str | None, b
     request = {"id": f"{utc_iso().replace(':', '').replace('-', '')[:15]}-{uuid.uuid4().hex[:6]}", "job": job,
                "version": version, "from_version": running, "by": by, "reason": reason, "asked_at": utc_iso(),
                "phase": "requested", "history": [{"phase": "requested", "at": utc_iso()}]}
+    if destructive:
+        request["destructive"] = True
     fs.makedirs(base, exist_ok=True)
     try:
         with fs.open(path, "xb") as handle:  # exclusive: of two requests at once one wins
@@ -121,7 +127,8 @@ def describe(rollout: dict | None) -> str:
     """One line for people: the rollout's version, phase and outcome."""
     if not rollout:
         return "no rollout yet"
-    said = f"rollout {rollout.get('id')}: {rollout.get('from_version') or 'the checkout'} -> {rollout.get('version')}" \
+    kind = "destructive rollout" if rollout.get("destructive") else "rollout"
+    said = f"{kind} {rollout.get('id')}: {rollout.get('from_version') or 'the checkout'} -> {rollout.get('version')}" \
            f", phase {rollout.get('phase')}"
     if rollout.get("outcome"):
         said += f": {rollout['outcome']}"

@@ -18,6 +18,8 @@ class DriverEnd:
     :param log_tail: the end of its log.
     :param taken_over: the warm standby already holds the lease: adopt it.
     :param handover: a rollout stopped the driver for the new version's standby (not a failure).
+    :param destructive: a destructive rollout stopped the driver to move its checkpoint and tables aside (not a
+        failure).
     """
 
     reason: str
@@ -25,3 +27,4 @@ class DriverEnd:
     log_tail: str
     taken_over: bool = False
     handover: bool = False
+    destructive: bool = False

@@ -19,6 +19,12 @@
    it is warm (else the previous version starts from the same checkpoint), ``rolled_back`` with the reason. Neither
    counts against the restart budget: the failure was the new version's.
 
+A **destructive rollout** (``destructive`` in the request: :mod:`spark_jobs.control.rollout.destructive`) has no
+pre-flight, handover or probation: ``requested`` → the standby and then the driver are stopped (after its micro-batch),
+``resetting`` → the checkpoint and tables are moved aside under the lease and the new version becomes the job's,
+``rebuilding`` → the new version starts on a new checkpoint (no budget) → ``done`` at its first committed batch; a
+crash before that ends it ``failed`` and is an ordinary restart of the new version (the old checkpoint no longer fits).
+
 A supervisor stopped during a rollout leaves it ``interrupted`` before the handover (the old version runs on) and
 on probation after it (the next supervisor watches the new version for a whole probation again).
 """
@@ -75,7 +81,8 @@ class RolloutSteps:
 
     def rollout_owns_standby(self) -> bool:
         """Whether the rollout runs the standby now (the pre-flight's): the job's own is not started beside it."""
-        return self.rollout is not None and self.rollout.get("phase") in ("requested", "preflight", "handover")
+        return self.rollout is not None and self.rollout.get("phase") in ("requested", "preflight", "handover",
+                                                                          "resetting", "rebuilding")
 
     def resume_rollout(self) -> None:
         """At the supervisor's start: a rollout cut short before its handover is ``interrupted``; one on probation
@@ -88,6 +95,11 @@ class RolloutSteps:
                            f"{found['phase']}; version {self.version or 'of the checkout'} runs")
         elif found["phase"] == "probation":
             self.rollout, self._probation_since = found, None
+        elif found["phase"] == "resetting":  # killed between the stop and the move: the driver is gone, move now
+            self.rollout = found
+            self.reset_for_version(None)
+        elif found["phase"] == "rebuilding":
+            self.rollout = found
 
     def interrupt_rollout(self, why: str) -> None:
         """A stop during a rollout: before the handover it ends ``interrupted`` (the pre-flight standby is stopped
@@ -106,6 +118,10 @@ class RolloutSteps:
             if self.rollout is None:
                 return None
         phase = self.rollout["phase"]
+        if phase == "requested" and self.rollout.get("destructive"):
+            return self._stop_for_reset(lease)
+        if phase == "rebuilding":
+            return self._during_rebuild(lease)
         if phase == "requested":
             self._begin_preflight()
         elif phase == "preflight":
@@ -289,3 +305,85 @@ class RolloutSteps:
                        batches_on_probation=rollout.get("batches_on_probation", 0))
         return warm
 
+
+    # -- a destructive rollout: stop, reset, the new version on a new checkpoint ----------------------------------
+
+    def _stop_for_reset(self, lease: LeaseInfo | None):
+        """The standby and the driver stopped (after its micro-batch) for the move: a ``DriverEnd`` with
+        ``destructive``; None when the version cannot start (the rollout ends ``failed``, the driver runs on)."""
+        from spark_jobs.model.errors import UsageError
+
+        rollout = self.rollout
+        try:
+            self.driver_env(rollout["version"])
+        except UsageError as exc:
+            self._end_rollout("failed", "rollout_failed", f"not started: {exc}", f"destructive rollout of "
+                              f"{self.job.name} to {rollout['version']} asked by {rollout.get('by')}")
+            return None
+        self._drop_standby()  # first: it would take the lease the driver releases
+        update_rollout(self.control, rollout, "resetting", old_driver_pid=self.state.driver_pid,
+                       batch_before=lease.details.get("last_committed_batch") if lease is not None else None)
+        self._event("rollout", reason=f"destructive rollout of {self.job.name} from "
+                    f"{rollout.get('from_version') or 'the checkout'} to {rollout['version']} asked by "
+                    f"{rollout.get('by')}: {rollout.get('reason') or 'no reason given'}",
+                    outcome=f"the driver (pid {self.state.driver_pid}) stops after its micro-batch; its checkpoint and "
+                            f"tables are moved aside; {rollout['version']} starts on a new checkpoint and rebuilds them",
+                    rollout=rollout["id"], version=rollout["version"], asked_by=rollout.get("by"), destructive=True)
+        driver_pid = lease.pid if lease is not None and not lease.released else None
+        started = time.monotonic()
+        code, in_time = self.driver.stop(self.policy.stop_grace_seconds, driver_pid=driver_pid)
+        how = (f"the driver (pid {self.state.driver_pid}) stopped after its micro-batch in "
+               f"{time.monotonic() - started:.1f} s" if in_time else
+               f"the driver (pid {self.state.driver_pid}) did not stop within {self.policy.stop_grace_seconds:g} s; "
+               "its process group was killed")
+        return DriverEnd(f"destructive rollout to version {rollout['version']}: {how}", code,
+                         self.driver.log_tail(LOG_TAIL_LINES), destructive=True)
+
+    def reset_for_version(self, failure) -> None:
+        """The driver is stopped: its checkpoint and tables are moved aside under the lease, and the new version becomes
+        the job's (the supervisor then starts it: not a restart). A refused move ends the rollout ``failed``: the
+        version before starts again on its own checkpoint."""
+        from spark_jobs.control.rollout.destructive import MoveRefused, backup_folder, move_aside
+
+        rollout = self.rollout
+        try:
+            moved = move_aside(self.lake, self.job, rollout)
+        except MoveRefused as exc:
+            self._end_rollout("failed", "rollout_failed", f"the checkpoint and tables were not moved: {exc}; version "
+                              f"{self.version or 'of the checkout'} starts again on its checkpoint",
+                              f"destructive rollout to version {rollout['version']}")
+            return
+        previous, self.version = self.version, rollout["version"]
+        set_job_version(self.control, self.version, rollout.get("by") or "rollout", f"destructive rollout {rollout['id']}")
+        backup = str(backup_folder(self.lake, self.job, rollout["id"]))
+        update_rollout(self.control, rollout, "rebuilding", previous_version=previous, backup=backup, moved=moved,
+                       reset_at=utc_iso())
+        self._event("rollout_reset", reason=failure.reason if failure is not None else "a destructive rollout cut "
+                    "short by the supervisor's end, carried on", outcome=f"the checkpoint and the tables were moved to "
+                    f"{backup}; version {self.version} starts on a new checkpoint and rebuilds every table from the "
+                    "input (not a restart: none of the budget)", rollout=rollout["id"], version=self.version,
+                    moved=moved)
+
+    def rebuilding(self) -> bool:
+        return self.rollout is not None and self.rollout.get("phase") == "rebuilding"
+
+    def _during_rebuild(self, lease: LeaseInfo | None):
+        """``done`` once the new version's driver holds the lease and has committed its first batch."""
+        if lease is None or lease.released or not self.driver.owns(lease.pid):
+            return None
+        if lease.details.get("last_committed_batch") is None:
+            return None
+        self._end_rollout("done", "rollout_done", f"version {self.rollout['version']} committed its first batch on the "
+                          "new checkpoint; it goes on rebuilding the tables from the input (its backlog says how far)",
+                          f"destructive rollout to version {self.rollout['version']}")
+        return None
+
+    def rebuild_failed(self, failure) -> None:
+        """The new version ended before its first batch on the new checkpoint: the rollout ends ``failed``; the
+        supervisor restarts it as any failure (the old checkpoint does not fit the new tables)."""
+        rollout = self.rollout
+        self._end_rollout("failed", "rollout_failed", f"version {rollout['version']} ended before its first batch on "
+                          f"the new checkpoint: {failure.reason}; it is restarted as any failure (the old checkpoint, "
+                          f"kept in {rollout.get('backup')}, does not fit the new tables); the way back is a "
+                          f"destructive rollout to {rollout.get('from_version') or 'the checkout'}",
+                          f"destructive rollout to version {rollout['version']}")

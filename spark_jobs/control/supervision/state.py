@@ -36,7 +36,7 @@ STATES = ("starting", "running", "backing_off", "held", "waiting_for_lease", "st
 # pre-flight started, refused or failed, the handover, the probation passed, a rollback (none of them a restart).
 EVENT_KINDS = ("start", "restart", "give_up", "stop", "held", "resume", "lease_wait", "lease_free", "standby",
                "take_over_failed", "rollout", "rollout_refused", "rollout_failed", "handover", "probation_passed",
-               "rollback")
+               "rollback", "rollout_reset", "rollout_done")
 #: What ``supervisor.json``'s ``standby`` says: ``off`` (the job keeps none), ``absent`` (asked for, none runs
 #: yet: it starts once the driver has committed), ``warming`` (started, not yet waiting), ``warm`` (waiting on the
 #: lease, ready to take over).

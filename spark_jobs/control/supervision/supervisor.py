@@ -270,6 +270,11 @@ class Supervisor(RolloutSteps):
                     continue
                 self.handover_failed(failure)
                 return None, None  # the old version starts again: not a failure of it
+            if failure.destructive:  # a destructive rollout stopped the driver: move aside, start the new version
+                self.reset_for_version(failure)
+                return None, None
+            if self.rebuilding():
+                self.rebuild_failed(failure)
             if self.on_probation():  # the new version failed on probation: back to the one before, not counted
                 if self.roll_back(failure):
                     continue
