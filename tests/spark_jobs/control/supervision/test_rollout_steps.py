@@ -1,6 +1,11 @@
-"""A destructive rollout carried out by a real Supervisor on stand-in drivers (``lease_holder.py``, no Spark): the
-driver stopped after its micro-batch, the checkpoint and tables moved aside under the lease, the new version started
-from its release on a new checkpoint, none of the restart budget used."""
+"""Rollout steps carried out by a real Supervisor on stand-in drivers (``lease_holder.py``, no Spark; the same with
+real drivers and real code changes: tests/spark_jobs/supervision/test_rollout.py):
+
+- a destructive rollout: the driver stopped after its micro-batch, the checkpoint and tables moved aside under the
+  lease, the new version started from its release on a new checkpoint, none of the restart budget used;
+- a new version that crashes the moment it takes the lease at the handover, before the supervisor sees it hold it:
+  rolled back, not a failed handover.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +18,7 @@ from deltalake import DeltaTable, write_deltalake
 from spark_jobs.control.checkpoint.lease import read_lease
 from spark_jobs.control.rollout.destructive import ask_for_destructive_rollout
 from spark_jobs.control.rollout.preflight_state import write_preflight
-from spark_jobs.control.rollout.request import job_version, read_rollout
+from spark_jobs.control.rollout.request import job_version, read_rollout, request_rollout
 from spark_jobs.control.supervision.state import read_events, read_supervisor_state
 from spark_jobs.control.supervision.supervisor import Supervisor
 from spark_jobs.launch.releases import RELEASES_ENV, add_release
@@ -29,28 +34,69 @@ FAST = RestartPolicy(initial_backoff_seconds=0.1, max_restarts=3, window_seconds
                      stop_grace_seconds=10)
 
 
-def test_a_destructive_rollout_stops_moves_the_checkpoint_and_tables_aside_and_starts_the_version_new(
-        tmp_path, monkeypatch):
+def _supervising(tmp_path, monkeypatch, **env) -> tuple[Lake, Supervisor, threading.Event, threading.Thread, dict]:
+    """Releases v3 and v4 (this checkout's code) and a supervisor (its thread not started) of a stand-in driver with
+    ``env``."""
     remember_processes_before_the_test()
     monkeypatch.setenv(RELEASES_ENV, str(tmp_path / "releases"))
-    add_release("v3", package_dir=PROJECT_ROOT / "spark_jobs", root=tmp_path / "releases")
+    for name in ("v3", "v4"):
+        add_release(name, package_dir=PROJECT_ROOT / "spark_jobs", root=tmp_path / "releases")
     lake = Lake(tmp_path / "lake")
+    stop = threading.Event()
+    supervisor = Supervisor(JOB, lake, lease_holder(lake.control_path(JOB.name), hold_seconds=-1, exit_code=0, ttl=2),
+                            FAST, should_stop=stop.is_set, input_path=str(tmp_path), env={**os.environ, **env})
+    result: dict = {}
+    thread = threading.Thread(target=lambda: result.update(outcome=supervisor.run()), daemon=True)
+    return lake, supervisor, stop, thread, result
+
+
+def _first_driver(control):
+    return wait_for(lambda: (lease := read_lease(str(control))) and not lease.released
+                    and read_supervisor_state(str(control))["state"] == "running" and lease, 60, "the first driver running")
+
+
+def test_a_version_that_crashes_the_moment_it_takes_the_lease_at_the_handover_is_rolled_back(tmp_path, monkeypatch):
+    lake, supervisor, stop, thread, result = _supervising(tmp_path, monkeypatch, LEASE_HOLDER_CRASH_VERSION="v4")
+    control = lake.control_path(JOB.name)
+    thread.start()
+    try:
+        first = _first_driver(control)
+        asked = request_rollout(str(control), JOB.name, "v4", first.details["version"], "alice", "a bug")
+        ended = wait_for(lambda: (found := read_rollout(str(control))) and found["phase"] not in (
+            "requested", "preflight", "handover", "probation") and found, 60, "the rollout's end")
+        again = wait_for(lambda: (lease := read_lease(str(control))) and not lease.released
+                         and lease.pid not in (first.pid,) and lease.details.get("version") == first.details["version"]
+                         and lease, 60, "the checkout's code running again")
+
+        assert [h["phase"] for h in ended["history"]] == ["requested", "preflight", "handover", "probation",
+                                                          "rolled_back"], ended
+        assert ended["id"] == asked["id"] and ended["outcome"].startswith(
+            "version v4 failed on probation: the driver exited with status 1: error: version v4 crashes in its first "
+            "batch; ")
+        # generations: the first driver's, v4's (taken, then gone with it), the checkout's code again
+        assert again.generation == first.generation + 2
+        kinds = [e["kind"] for e in read_events(str(control)) if e["kind"] != "standby"]
+        assert kinds == ["start", "rollout", "handover", "rollback"], kinds
+        assert job_version(str(control)) is None
+        assert read_supervisor_state(str(control))["restarts_total"] == 0
+    finally:
+        stop.set()
+        thread.join(timeout=60)
+    assert result == {"outcome": "stopped"}
+    assert_no_process_left()
+
+
+def test_a_destructive_rollout_stops_moves_the_checkpoint_and_tables_aside_and_starts_the_version_new(
+        tmp_path, monkeypatch):
+    lake, supervisor, stop, thread, result = _supervising(tmp_path, monkeypatch, LEASE_HOLDER_COMMITTED="1")
     control = lake.control_path(JOB.name)
     checkpoint = lake.checkpoint_path(JOB.name)
     (checkpoint / "commits").mkdir(parents=True)
     (checkpoint / "commits" / "0").write_text("v1")
     write_deltalake(str(lake.table_path("cloudtrail_events")), pa.table({"eventID": ["a", "b"]}))
-    stop = threading.Event()
-    supervisor = Supervisor(JOB, lake, lease_holder(control, hold_seconds=-1, exit_code=0, ttl=2), FAST,
-                            should_stop=stop.is_set, input_path=str(tmp_path),
-                            env={**os.environ, "LEASE_HOLDER_COMMITTED": "1"})
-    result: dict = {}
-    thread = threading.Thread(target=lambda: result.update(outcome=supervisor.run()), daemon=True)
     thread.start()
     try:
-        first = wait_for(lambda: (lease := read_lease(str(control))) and not lease.released
-                         and read_supervisor_state(str(control))["state"] == "running" and lease, 60,
-                         "the first driver running")
+        first = _first_driver(control)
         assert first.details["version"].startswith("code-")  # the checkout's code
         write_preflight(str(control), "v3", "c0de", [{"code": "output_schema_changed", "explanation": "a column type",
                                                       "action": "a destructive rollout"}], ["outputs"], 1.0)
