@@ -60,7 +60,7 @@ def check_destructive_rollout(job: JobSpec, lake: Lake, version: str) -> dict:
         raise UsageError(f"table {table} of {job.name} is also written by {other} (its checkpoint is in this lake): "
                          f"moving it aside would drop {other}'s rows, which the input of {job.name} cannot rebuild; "
                          "roll out a version that keeps the table's schema instead, or move the jobs by hand "
-                         "(docs/deploying.md#safety)")
+                         "(docs/deploying.md#a-destructive-rollout)")
     verdict = read_preflight(control)
     if verdict is None or verdict.get("version") != version:
         raise RolloutRefused(f"version {version} has no pre-flight verdict for {job.name}: ask "
