@@ -131,3 +131,31 @@ def test_a_destructive_rollout_stops_moves_the_checkpoint_and_tables_aside_and_s
         thread.join(timeout=60)
     assert result == {"outcome": "stopped"}
     assert_no_process_left()
+
+
+def test_a_supervisor_that_starts_after_the_stop_of_a_destructive_rollout_carries_the_move_on(tmp_path, monkeypatch):
+    from spark_jobs.control.checkpoint.lease import Lease
+    from spark_jobs.control.rollout.request import update_rollout
+
+    lake, supervisor, stop, thread, result = _supervising(tmp_path, monkeypatch, LEASE_HOLDER_COMMITTED="1")
+    control = lake.control_path(JOB.name)
+    checkpoint = lake.checkpoint_path(JOB.name)
+    (checkpoint / "commits").mkdir(parents=True)
+    Lease.acquire(str(control), JOB.name, 2, details={"trigger": "processing-time:1s"}).release()  # stopped
+    asked = request_rollout(str(control), JOB.name, "v3", None, "alice", "a column type", destructive=True)
+    update_rollout(str(control), asked, "resetting")  # the supervisor was killed here, before the move
+    thread.start()
+    try:
+        done = wait_for(lambda: (found := read_rollout(str(control))) and found["phase"] in ("done", "failed")
+                        and found, 60, "the destructive rollout's end")
+        assert [h["phase"] for h in done["history"]] == ["requested", "resetting", "rebuilding", "done"], done
+        backup = control / "backups" / f"rollout-{asked['id']}"
+        assert (backup / "checkpoint" / "commits").is_dir() and not checkpoint.exists()
+        assert read_lease(str(control)).details["version"] == "v3"
+        kinds = [e["kind"] for e in read_events(str(control)) if e["kind"] != "standby"]
+        assert kinds == ["rollout_reset", "start", "rollout_done"], kinds
+    finally:
+        stop.set()
+        thread.join(timeout=60)
+    assert result == {"outcome": "stopped"}
+    assert_no_process_left()
