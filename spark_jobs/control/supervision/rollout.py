@@ -198,6 +198,11 @@ class RolloutSteps:
         last = lease.details.get("last_committed_batch") if lease is not None else None
         update_rollout(self.control, rollout, "handover", preflight=read_preflight(self.control),
                        batch_before=last, old_driver_pid=self.state.driver_pid)
+        return self._stop_driver_for(f"handover to version {rollout['version']}", lease, handover=True)
+
+    def _stop_driver_for(self, what: str, lease: LeaseInfo | None, **kind) -> DriverEnd:
+        """The driver asked to stop after its micro-batch (its process group killed after the grace): the
+        ``DriverEnd`` of ``what`` (``kind``: ``handover`` or ``destructive``)."""
         driver_pid = lease.pid if lease is not None and not lease.released else None
         started = time.monotonic()
         code, in_time = self.driver.stop(self.policy.stop_grace_seconds, driver_pid=driver_pid)
@@ -205,8 +210,7 @@ class RolloutSteps:
                f"{time.monotonic() - started:.1f} s" if in_time else
                f"the driver (pid {self.state.driver_pid}) did not stop within {self.policy.stop_grace_seconds:g} s; "
                "its process group was killed")
-        return DriverEnd(f"handover to version {rollout['version']}: {how}", code,
-                        self.driver.log_tail(LOG_TAIL_LINES), handover=True)
+        return DriverEnd(f"{what}: {how}", code, self.driver.log_tail(LOG_TAIL_LINES), **kind)
 
     def hand_over(self, failure) -> None:
         """The new version's standby holds the lease: it is the driver now, on probation."""
@@ -329,15 +333,7 @@ class RolloutSteps:
                     outcome=f"the driver (pid {self.state.driver_pid}) stops after its micro-batch; its checkpoint and "
                             f"tables are moved aside; {rollout['version']} starts on a new checkpoint and rebuilds them",
                     rollout=rollout["id"], version=rollout["version"], asked_by=rollout.get("by"), destructive=True)
-        driver_pid = lease.pid if lease is not None and not lease.released else None
-        started = time.monotonic()
-        code, in_time = self.driver.stop(self.policy.stop_grace_seconds, driver_pid=driver_pid)
-        how = (f"the driver (pid {self.state.driver_pid}) stopped after its micro-batch in "
-               f"{time.monotonic() - started:.1f} s" if in_time else
-               f"the driver (pid {self.state.driver_pid}) did not stop within {self.policy.stop_grace_seconds:g} s; "
-               "its process group was killed")
-        return DriverEnd(f"destructive rollout to version {rollout['version']}: {how}", code,
-                         self.driver.log_tail(LOG_TAIL_LINES), destructive=True)
+        return self._stop_driver_for(f"destructive rollout to version {rollout['version']}", lease, destructive=True)
 
     def reset_for_version(self, failure) -> None:
         """The driver is stopped: its checkpoint and tables are moved aside under the lease, and the new version becomes

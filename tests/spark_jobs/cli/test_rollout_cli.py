@@ -11,6 +11,9 @@ from spark_jobs.model.lake import Lake
 from spark_jobs.registry import get_job
 from tests.helpers.project import PROJECT_ROOT, run_cli
 
+# JVM-free, yet out of the fast tier: four runs of the command line, each asking the release's registry in a Python of
+# its own (about 8 s).
+NOT_IN_THE_FAST_TIER = "runs the command line four times, each with a Python of its own for the release (about 8 s)"
 JOB = get_job("cloudtrail_etl")
 
 
