@@ -309,7 +309,6 @@ class RolloutSteps:
                        batches_on_probation=rollout.get("batches_on_probation", 0))
         return warm
 
-
     # -- a destructive rollout: stop, reset, the new version on a new checkpoint ----------------------------------
 
     def _stop_for_reset(self, lease: LeaseInfo | None):
