@@ -11,7 +11,10 @@ order on it, through ``ask_for_rollout`` as the CLI and the on-call action ask:
   restart budget untouched;
 - version 5 is v2 with a parser that quarantines every event: handed over, it is rolled back to v2 by the
   quarantine rule of its probation. What its committed batches wrote stays (a rollback does not rewrite tables:
-  ``reprocess_from`` does): exactly the events of the files v5 read are in the quarantine, as bad_event_time.
+  ``reprocess_from`` does): exactly the events of the files v5 read are in the quarantine, as bad_event_time;
+- version 6 changes a column's type as version 3 does: refused in pre-flight, then deployed by a destructive rollout:
+  the driver stopped, the checkpoint and tables moved aside, v6 on a new checkpoint rebuilds the tables from the
+  whole input with the new type, every good event once (v5's quarantine gone with the old tables).
 
 The module ends with the exact table (every good event once, the quarantine exactly the bad items, every planned
 batch committed) and no process left.
@@ -65,6 +68,8 @@ class Deployed:
         self.control = str(Lake(self.lake).control_path(JOB.name))
         self.good: list[str] = []
         self.bad: list[tuple] = []
+        self.landed_good: list[str] = []  # every good event landed, and every bad item: what a rebuild holds
+        self.landed_bad: list[tuple] = []
         self.by_file: dict[str, list[str]] = {}  # a landed file's good events
         self.events: list[dict] = []
         self.seed = 70
@@ -84,6 +89,8 @@ class Deployed:
                                         include_bad_files=bad)
         self.good += manifest.good_event_ids
         self.bad += [(b.path.name, b.record_index, b.reason) for b in manifest.bad]
+        self.landed_good += manifest.good_event_ids
+        self.landed_bad += [(b.path.name, b.record_index, b.reason) for b in manifest.bad]
         if not bad:
             [written] = manifest.files_written
             self.by_file[written.name] = list(manifest.good_event_ids)
@@ -104,9 +111,12 @@ class Deployed:
     def wait_caught_up(self) -> None:
         wait_for(self.caught_up, START_SECONDS, "every landed file committed")
 
-    def rollout(self, version: str, timeout: float = 2 * START_SECONDS) -> dict:
+    def rollout(self, version: str, timeout: float = 2 * START_SECONDS, destructive: bool = False) -> dict:
         """Ask for a rollout as the CLI does, landing a file every second meanwhile; the rollout once it ended."""
-        asked = ask_for_rollout(JOB, Lake(self.lake), version, "alice", f"deploy {version}")
+        from spark_jobs.control.rollout.destructive import ask_for_destructive_rollout
+
+        ask = ask_for_destructive_rollout if destructive else ask_for_rollout
+        asked = ask(JOB, Lake(self.lake), version, "alice", f"deploy {version}")
         done = threading.Event()
 
         def keep_landing() -> None:
@@ -274,3 +284,35 @@ def test_a_version_that_quarantines_far_more_is_rolled_back_by_its_probation(dep
     for name in by_v5:
         for event_id in deployed.by_file[name]:
             deployed.good.remove(event_id)
+
+
+def test_a_version_refused_in_preflight_is_deployed_by_a_destructive_rollout_that_rebuilds_the_tables(deployed):
+    import pyarrow as pa
+    from deltalake import DeltaTable
+
+    release_with(Path(os.environ[RELEASES_ENV]), "v6", {"transforms/cloudtrail/parse.py": [
+        PARSER_FIX, ('rec["readOnly"].try_cast("boolean")', 'rec["readOnly"].try_cast("string")')]})
+    refused = deployed.rollout("v6")
+    assert refused["phase"] == "refused", refused
+    before = deployed.holder()
+
+    rollout = deployed.rollout("v6", destructive=True)
+    deployed.land(bad=True)
+    deployed.wait_caught_up()
+
+    assert [h["phase"] for h in rollout["history"]] == ["requested", "resetting", "rebuilding", "done"], rollout
+    assert [e["kind"] for e in deployed.since(rollout)][:3] == ["rollout", "rollout_reset", "rollout_done"]
+    deployed.not_counted(rollout)
+    assert deployed.holder()["version"] == "v6" and deployed.holder()["pid"] != before["pid"]
+    assert job_version(deployed.control) == "v6"
+    backup = Path(rollout["backup"])
+    old = DeltaTable(str(backup / "tables" / "cloudtrail_events")).to_pyarrow_dataset()
+    new = DeltaTable(str(deployed.lake / "tables" / "cloudtrail_events")).to_pyarrow_dataset()
+    assert old.schema.field("readOnly").type == pa.bool_()
+    assert pa.types.is_string(new.schema.field("readOnly").type) or pa.types.is_large_string(
+        new.schema.field("readOnly").type)
+    assert {c["version"] for c in deployed.commits()} == {"v6"}  # the new tables hold v6's batches only
+    assert (backup / "checkpoint" / "commits").is_dir()
+    # Rebuilt from the whole input: every good event landed once, the quarantine exactly the bad items landed (what
+    # v5 quarantined is in the backup only); the module's final check holds them.
+    deployed.good, deployed.bad = list(deployed.landed_good), list(deployed.landed_bad)
