@@ -28,9 +28,10 @@ class OncallActionOperator(HITLOperator):
     2. The plan (:meth:`~spark_jobs.control.oncall.requests.OncallRequest.plan`) goes to the log and to XCom ``plan``;
        a dry run ends there.
     3. An action that destroys or rewrites data (the registry's ``needs_approval``: ``reset_checkpoint``,
-       ``rollback_table``, ``reprocess_from``, ``rollout_destructive``) waits for a second user: Airflow's human-in-the-loop (this operator is
-       an :class:`HITLOperator`: Browse > Required Actions, or the REST API's ``hitlDetails``) shows the plan and
-       offers ``Approve`` / ``Reject``; the request expires after the registry's time
+       ``rollback_table``, ``reprocess_from``, ``rollout_destructive``) waits for a second user: Airflow's
+       human-in-the-loop (this operator is an :class:`HITLOperator`: Browse > Required Actions, or the REST API's
+       ``hitlDetails``) shows the plan and offers ``Approve`` / ``Reject``; the request expires after the registry's
+       time
        (:func:`spark_jobs.control.oncall.approval.approval_expiry`). With the simple auth manager the request is
        assigned to every other user who may answer (:func:`~spark_jobs.control.oncall.approval.approvers`), so
        Airflow refuses the requester's own answer; none: refused at once. With FAB (``make airflow``'s) only the approver
@@ -281,18 +282,13 @@ class OncallActionOperator(HITLOperator):
 
             return {"settings": set_warm_standby(control, request.warm_standby, record.triggered_by or "unknown",
                                                  record.audit_id)}
-        if action == "rollout":  # the supervisor carries it out; this run only asks (docs/deploying.md)
+        if action in ("rollout", "rollout_destructive"):  # the supervisor carries it out (docs/deploying.md)
             from spark_jobs.control.rollout.ask import running_version
             from spark_jobs.control.rollout.request import request_rollout
 
             return {"rollout": request_rollout(control, request.job.name, request.version, running_version(control),
-                                               record.triggered_by or "unknown", request.reason)}
-        if action == "rollout_destructive":  # approved: the supervisor stops, moves aside, starts the new version
-            from spark_jobs.control.rollout.ask import running_version
-            from spark_jobs.control.rollout.request import request_rollout
-
-            return {"rollout": request_rollout(control, request.job.name, request.version, running_version(control),
-                                               record.triggered_by or "unknown", request.reason, destructive=True)}
+                                               record.triggered_by or "unknown", request.reason,
+                                               destructive=action == "rollout_destructive")}
         if action == "resume_supervision":
             from spark_jobs.control.supervision.hold import lift_hold
 
