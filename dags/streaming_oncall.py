@@ -13,12 +13,14 @@ missing or wrong. The DAG is unpaused when it is created (it runs only when trig
 | `pause_supervision` | the supervisor keeps the driver running but stops restarting it or killing it when it stalls |
 | `resume_supervision` | lifts that hold, and unpauses `<job>_continuous` if it is paused (the job starts again) |
 | `set_warm_standby` | keeps the job's warm standby on or off (or the registry's default) for every later run; the running supervisor follows within seconds |
+| `rollout` | moves the running job to a new version (*Version*, a release): the supervisor checks it in pre-flight while the old driver runs, hands over, watches it on probation and rolls it back by itself (docs/deploying.md) |
+| `rollout_destructive` | deploys a version that pre-flight refused (*Version*; a changed stateful operator or column type): the supervisor stops the driver after its micro-batch, moves its checkpoint and tables to a backup, starts the version on a new checkpoint, which rebuilds every table from the input (empty tables filling up meanwhile; docs/deploying.md) |
 | `reprocess_from` | replays the input delivered from **From time** on; each table's affected partitions rebuilt in one Delta commit (no duplicates, no holes; readers see old or new rows, never a mix) |
 | `reset_checkpoint` | (job stopped) moves the checkpoint to a backup; the next run starts fresh, the tables stay exact |
 | `rollback_table` | restores **Table** to **Table version** (`lake restore`: a new version, itself undoable) |
 
-**Four eyes**: `reprocess_from`, `reset_checkpoint` and `rollback_table` (not their dry runs) wait for a second
-user's approval: the task shows the dry run's plan as a required action (**Browse > Required Actions**, or the REST
+**Four eyes**: `reprocess_from`, `reset_checkpoint`, `rollback_table` and `rollout_destructive` (not their dry runs)
+wait for a second user's approval: the task shows the dry run's plan as a required action (**Browse > Required Actions**, or the REST
 API `PATCH /api/v2/dags/streaming_oncall/dagRuns/<run>/taskInstances/act/-1/hitlDetails` with
 `{"chosen_options": ["Approve"]}`), and runs only after another user than the requester chose **Approve**. With the
 simple auth manager the request is assigned to every other user allowed to answer ("May approve" in it): Airflow
@@ -28,7 +30,7 @@ task resumes (nothing runs; the task fails with "refused: the requester cannot a
 **Reject** runs nothing (the task is skipped); a request nobody answers expires after the registry's time
 (`ONCALL_ACTION_SPECS[...].approval_expires_after_seconds`, 4 h) and runs nothing (the task fails). An approved
 request is checked again against the job's state of that moment before it runs. `restart`, `stop`,
-`pause_supervision`, `resume_supervision` and `set_warm_standby` run at once.
+`pause_supervision`, `resume_supervision`, `set_warm_standby` and `rollout` run at once.
 
 Every field is checked before anything runs (`spark_jobs.control.oncall.requests.check_request`); a refusal ends the
 run as refused, not failed: the task is skipped with one log line naming the field, and the audit row says
@@ -84,6 +86,10 @@ def oncall_params() -> dict[str, Param]:
                               values_display={"null": "(none: set_warm_standby only)"}, title="Warm standby",
                               description="set_warm_standby only: on, off, or default (the registry's); kept for "
                                           "every later run of the continuous DAG."),
+        "version": Param(None, type=["null", "string"], pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$", title="Version",
+                         description="rollout and rollout_destructive only: the release to roll out (python -m spark_jobs "
+                                     "release list); rollout checks it in pre-flight, watches it on probation and "
+                                     "rolls it back by itself; rollout_destructive takes a version pre-flight refused."),
         "reason": Param(None, type=["null", "string"], minLength=1, maxLength=2000, title="Reason",
                         description="Required: why (kept in the audit table ops_audit)."),
         "dry_run": Param(False, type="boolean", title="Dry run",

@@ -307,6 +307,9 @@ ONCALL_ACTION_SPECS: Mapping[str, OncallAction] = check_actions((
     OncallAction("pause_supervision", "pause supervision: no restart, no stall kill (the driver keeps running)"),
     OncallAction("resume_supervision", "resume supervision (and unpause the continuous DAG)"),
     OncallAction("set_warm_standby", "warm standby on or off from now on (needs Warm standby; kept for every later run)"),
+    OncallAction("rollout", "roll out a new version (needs Version): pre-flight, handover, probation, rollback"),
+    OncallAction("rollout_destructive", "roll out a version pre-flight refused (needs Version): new checkpoint, "
+                 "tables rebuilt", needs_approval=True, approval_expires_after_seconds=4 * 3600),
     OncallAction("reprocess_from", "reprocess from a time (needs From time)",
                  needs_approval=True, approval_expires_after_seconds=4 * 3600),
     OncallAction("reset_checkpoint", "reset the checkpoint (job stopped; backed up first)",

@@ -14,7 +14,8 @@ Routes (under the prefix):
   and the oldest waiting file's age, the warm standby (off, absent, warming, warm; its last take-over), restarts
   (this supervision run, the budget's window, all time: an on-call restart does not reset them), the driver that
   owns the checkpoint now
-  (the continuous driver or a catch-up run: pid, host, uptime), restarts and what the supervisor does (running,
+  (the continuous driver or a catch-up run: pid, host, uptime), a continuous job's versions (the running one, the one
+  on probation and how far, a rollout under way, the last rollout or rollback), restarts and what the supervisor does (running,
   backing off, waiting for a catch-up run's lease), the alert conditions with what to do, per job the plots of its
   ``streaming_progress`` history (server-rendered SVG: no JavaScript, nothing fetched from the internet; the
   current checkpoint's micro-batches only; refreshes every 30 s) and its timeline: catch-up and backfill runs with
@@ -178,6 +179,22 @@ def _timeline(entries: list) -> str:
             f'oldest first)</small></h4><ol class="timeline">{items}</ol>')
 
 
+def _versions(view: dict | None) -> str:
+    """A continuous job's version lines: the running version, the one on probation and how far, a rollout under way,
+    the last rollout or rollback (:mod:`spark_jobs.control.rollout.versions`), their values as data attributes."""
+    from spark_jobs.control.rollout.versions import version_lines
+
+    if not view:
+        return ""
+    probation, last = view.get("probation") or {}, view.get("last") or {}
+    return (f'<p class="owner versions" data-version="{_data(view.get("running"))}" '
+            f'data-probation-version="{_data(probation.get("version"))}" '
+            f'data-probation-batches="{_data(probation.get("batches"))}" '
+            f'data-last-rollout-version="{_data(last.get("version"))}" '
+            f'data-last-rollout-phase="{_data(last.get("phase"))}">'
+            + "<br>".join(escape(line) for line in version_lines(view)) + "</p>")
+
+
 def _section(health, rows: list[dict], tables: list[str], timeline: list | None = None) -> str:
     from spark_jobs.control.monitoring.plots import current_generation, job_charts, render
     from spark_jobs.control.monitoring.quarantine_reasons import reasons_text
@@ -205,6 +222,7 @@ def _section(health, rows: list[dict], tables: list[str], timeline: list | None 
         owner += f'<p class="owner" data-discovery="1">Input: {escape(health.discovery)}</p>'
     owner += ('<p class="owner" data-lineage="1">Lineage (the runs that wrote each table, OpenLineage): '
               + ", ".join(f'<a href="{URL_PREFIX}/lineage/{escape(t)}">{escape(t)}</a>' for t in tables) + "</p>")
+    owner += _versions(health.version)
     quarantined = reasons_text(health.quarantine_reasons)
     if quarantined:  # what the quarantine tables hold, by reason (the metric streaming_quarantined_records)
         owner += (f'<p class="owner" data-quarantine-reasons="{escape(json.dumps(health.quarantine_reasons))}">'

@@ -21,6 +21,8 @@ Examples::
     python -m spark_jobs reconcile cloudtrail_etl [--dry-run]                 # what the discovery window missed
     python -m spark_jobs supervise cloudtrail_etl --input landing/cloudtrail  # always on, until SIGTERM
     python -m spark_jobs standby cloudtrail_etl off                           # the warm standby, for every later run
+    python -m spark_jobs release add v2 --git v2                              # a version kept for rollouts
+    python -m spark_jobs rollout cloudtrail_etl v2 --wait 900                 # pre-flight, handover, probation
     python -m spark_jobs sample-data --out landing/cloudtrail                 # tools: generated input
     python -m spark_jobs bench --quick                                        # tools: JSON report on stdout
     python -m spark_jobs trial recovery --kills 5                             # tools: kill -9, time recovery
@@ -37,8 +39,8 @@ import argparse
 import sys
 from types import ModuleType
 
-from spark_jobs.cli import (backfill, checkpoint, forward, lake, lineage, list_jobs, metrics, reconcile, reprocess, run,
-                            sql, standby, state, status, supervise)
+from spark_jobs.cli import (backfill, checkpoint, forward, lake, lineage, list_jobs, metrics, reconcile, release,
+                            reprocess, rollout, run, sql, standby, state, status, supervise)
 from spark_jobs.cli.tools import TOOL_COMMANDS, run_tool
 from spark_jobs.cli.tools import add_parsers as add_tool_parsers
 from spark_jobs.model.errors import UsageError
@@ -47,7 +49,8 @@ from spark_jobs.model.errors import UsageError
 COMMANDS: dict[str, ModuleType] = {
     "list": list_jobs, "run": run, "sql": sql, "lake": lake, "supervise": supervise, "backfill": backfill,
     "reprocess": reprocess, "checkpoint": checkpoint, "status": status, "state": state, "forward": forward,
-    "reconcile": reconcile, "standby": standby, "metrics": metrics, "lineage": lineage,
+    "reconcile": reconcile, "standby": standby, "metrics": metrics, "lineage": lineage, "release": release,
+    "rollout": rollout,
 }
 
 
@@ -79,6 +82,12 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(exc, LeaseHeld):  # another live driver writes through this checkpoint
             print(f"error: {exc}", file=sys.stderr)
             return LEASE_HELD_EXIT_STATUS
+        from spark_jobs.control.rollout.preflight_state import PREFLIGHT_REFUSED_EXIT_STATUS
+        from spark_jobs.driver.preflight import PreflightRefused
+
+        if isinstance(exc, PreflightRefused):  # a new version that does not fit the live checkpoint or tables
+            print(f"error: {exc}", file=sys.stderr)
+            return PREFLIGHT_REFUSED_EXIT_STATUS
         if isinstance(exc, JobFailed):
             print(f"error: {exc}", file=sys.stderr)
             return 1

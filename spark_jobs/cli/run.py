@@ -29,6 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "delivery (e.g. '6 hours'; default: $<JOB>_LOOKBACK, else the key layout's)")
     parser.add_argument("--standby", action="store_true", help="a continuous run: start, warm up, wait for the "
                         "checkpoint's lease and take over the moment it is free (a warm standby of a running driver)")
+    parser.add_argument("--preflight", action="store_true", help="with --standby: a new version's standby, checked "
+                        "against the live checkpoint and tables first (sources, state, output schema, stored "
+                        "options); refused with exit status 4 and the reason, touching nothing (docs/deploying.md)")
     parser.add_argument("--queue-url", help="a file job on a bucket: read its S3 event notifications from this SQS "
                         "queue instead of listing (default: $<JOB>_QUEUE_URL)")
 
@@ -57,10 +60,13 @@ def run(args: argparse.Namespace) -> int:
 
     from spark_jobs.driver.runner import resolve_input, run_streaming
 
+    if args.preflight and not args.standby:
+        raise UsageError("--preflight checks a new version's standby: give --standby too")
     if args.lease_ttl is not None and args.lease_ttl <= 0:
         raise UsageError(f"--lease-ttl must be a number of seconds > 0, got {args.lease_ttl:g}")
     run_options = RunOptions(resolve_input(job, args.input, args.lake), Lake.at(args.lake), trigger, options,
-                             lease_ttl_seconds=args.lease_ttl, standby=args.standby, **discovery_arguments(job, args))
+                             lease_ttl_seconds=args.lease_ttl, standby=args.standby, preflight=args.preflight,
+                             **discovery_arguments(job, args))
     configure_logging()
     summary = run_streaming(job, run_options)
     print(summary.to_json())

@@ -5,6 +5,7 @@ The same summary as the health page in the Airflow UI (both call
 driver that holds the checkpoint (pid, host, uptime, and whether it is the continuous driver or a catch-up
 run), the last batch's freshness (landing to commit), the oldest waiting file's age, the restarts (within the
 budget's window and in all, over every supervisor), the warm standby (off, absent, warming, warm; its last take-over),
+a continuous job's versions (the running one, the one on probation, the last rollout),
 what the supervisor does, the conditions that raise alerts (with what to do) and the
 open incidents. No Spark and no Airflow: it reads the checkpoint, the control files and
 ``streaming_progress`` (delta-rs), in about a second. Exit status 0 whatever the health (it is a
@@ -15,6 +16,9 @@ Example::
     JOB             STATE    LAST COMMIT          FRESHNESS  BACKLOG                          DRIVER                        RESTARTS        STANDBY          SUPERVISOR
     cloudtrail_etl  lagging  12 s ago (batch 41)  14 s       312 files, the oldest waited 3 min  pid 4711 on etl-1, up 3 h 5 min (continuous)  1/5 (3 in all)  warm (pid 4790)  running; ...
       owner: the continuous driver pid 4711 on host etl-1 since 2026-11-27T00:02:11.120+00:00 (run ... of ...)
+      version: v3
+      on probation: v3 (from v2), 1 of 3 batches, 40 of 300 s, since 2026-11-27T03:10:02.114+00:00
+      last rollout: v2 -> v4, rolled back at 2026-11-27T02:55:41.020+00:00: version v4 failed on probation: ...
       falling_behind [warning] cloudtrail_etl is falling behind: its last 5 micro-batches processed ...
           do: see which part of the batch duration grew (health page); ...
 """
@@ -26,6 +30,7 @@ import json
 from datetime import datetime, timezone
 
 from spark_jobs.control.monitoring.health import standby_text
+from spark_jobs.control.rollout.versions import version_lines
 from spark_jobs.control.monitoring.status import (backlog_text, collect, commit_text, driver_text, freshness_text,
                                                   restarts_text)
 
@@ -53,6 +58,7 @@ def format_table(jobs: list, lake: str) -> str:
             out.append(f"  {health.reason}")
         if health.driver and not health.driver.get("expired"):
             out.append(f"  owner: {health.owner}")
+        out += [f"  {line}" for line in version_lines(health.version)]
         for condition in health.conditions:
             out.append(f"  {condition.code} [{condition.severity}] {condition.summary}")
             out.append(f"      do: {condition.action}")

@@ -28,6 +28,7 @@ from spark_jobs.model.lake import Lake, as_path
 from spark_jobs.model.runs import RunOptions
 from spark_jobs.control.monitoring.progress import executed
 from spark_jobs.driver import lineage, progress_updates
+from spark_jobs.launch.version import USER_METADATA_CONF, current as current_version
 from spark_jobs.driver.job_modules import job_module, output_schemas, table_targets
 from spark_jobs.driver.session import snapshot_partitions_per_core
 from spark_jobs.driver.source_readers import read_input
@@ -247,7 +248,8 @@ def run_streaming(job: JobSpec, options: RunOptions, spark: SparkSession | None 
     from spark_jobs.control.checkpoint.lease import Lease
 
     started = time.monotonic()
-    details = {"checkpoint": str(options.checkpoint_path(job.name)), "trigger": options.trigger.spec}
+    details = {"checkpoint": str(options.checkpoint_path(job.name)), "trigger": options.trigger.spec,
+               "version": current_version().name}  # the lease says which version holds the job
 
     def acquire() -> Lease:
         return Lease.acquire(str(options.control_path(job.name)), options.stream_name(job.name),
@@ -293,10 +295,14 @@ def _run_standby(job: JobSpec, options: RunOptions, spark: SparkSession | None, 
     stopper.install()  # until the query starts, a signal exits at once: a standby holds nothing
     try:
         spark = spark or build_session(job.name, ui=True, long_running=True)
+        if options.preflight:  # a new version: checked against the live checkpoint and tables before anything
+            from spark_jobs.driver.preflight import run_preflight
+
+            run_preflight(spark, job, options, source=lambda: prepare_query(job, options, spark).source)
         prepared = prepare_query(job, options, spark)  # all but the query's start: nothing touches the checkpoint
         standby.warm_up(spark, job, options)  # under the settings prepare_query gave the session
         warm = time.monotonic() - started
-        announce_standby(control, warm)
+        announce_standby(control, warm, current_version().name)
         log.info("standby for %s: warm in %.1f s; waiting for the checkpoint's lease", job.name, warm)
         lease = standby.wait_for_lease(acquire, stopped=lambda: stopper.signal_name is not None,
                                        held=lambda: read_hold(control) is not None,
@@ -446,8 +452,10 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
     # callbacks into Python can arrive after the query, and this process, have ended).
     logged = -1
     stopper.query_started = True  # from here on a signal stops the query after its micro-batch
+    # Every Delta commit of the query's batches names the code version (its commit info's userMetadata).
+    conf = {**job.spark_conf, USER_METADATA_CONF: current_version().user_metadata()}
     try:
-        with session_conf(spark, job.spark_conf):  # the query keeps them (a started query has its own session)
+        with session_conf(spark, conf):  # the query keeps them (a started query has its own session)
             query = (prepared.source.writeStream.queryName(options.stream_name(job.name))
                      .outputMode(job.output_mode)
                      .foreachBatch(on_batch)
@@ -466,10 +474,13 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
                           interval=lineage_interval) as run_lineage:
         history = start_recorder(job, options)  # each executed batch's progress -> streaming_progress
         recorded = -1
+        logged_batch, stop_after = -1, None  # the newest batch that ran; the last one to run after a stop signal
         updates = progress_updates.NewProgress(query)
         while True:
             active = query.isActive
             for progress in updates.read():  # each update once
+                if executed(progress):
+                    logged_batch = max(logged_batch, progress.batchId)
                 if progress.batchId > logged and progress.numInputRows > 0:
                     if progress.batchId not in batch_files:  # a stateful job's result: its input is the source rows
                         summary.input_files += progress.numInputRows
@@ -489,7 +500,12 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
                 break
             if keeper.lost is not None and not query.status["isTriggerActive"]:
                 query.stop()
-            if stopper.signal_name and not query.status["isTriggerActive"]:
+            if stopper.signal_name and stop_after is None:
+                stop_after = logged_batch  # the batch running now (if one is) is the last one
+            # Stop between batches; a stream that is never idle (one batch after the other) is stopped once the
+            # batch that ran at the signal is done: the next one may have started, and is re-run by the next driver
+            # exactly once.
+            if stopper.signal_name and (not query.status["isTriggerActive"] or logged_batch > stop_after):
                 query.stop()
                 summary.stopped_by = stopper.signal_name
             try:

@@ -61,9 +61,15 @@ def _hash(sources: list[tuple[str, bytes]]) -> str:
     return digest.hexdigest()
 
 
+def code_hash(package_dir: Path = PACKAGE_DIR) -> str:
+    """The sha256 of the package's code as it is on disk now (each ``*.py`` file's name and bytes), hex: what
+    names its zip, and a driver's version (:mod:`spark_jobs.launch.version`)."""
+    return _hash(_sources(package_dir))
+
+
 def zip_name(package_dir: Path = PACKAGE_DIR) -> str:
     """``<package>-<sha256[:16]>.zip`` for the code as it is on disk now (the hash covers each file's name and bytes)."""
-    return f"{package_dir.name}-{_hash(_sources(package_dir))[:16]}.zip"
+    return f"{package_dir.name}-{code_hash(package_dir)[:16]}.zip"
 
 
 def build(out_dir: Path | None = None, package_dir: Path = PACKAGE_DIR) -> Path:

@@ -22,7 +22,10 @@ from upath import UPath
 
 from spark_jobs.model.object_store import is_url
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
+# The project's home (the jars, the venv, the scratch folders): the checkout this package is in, or, for a driver
+# started from a release of another version (docs/deploying.md), the home that release runs in.
+HOME_ENV = "SPARK_JOBS_HOME"
+PROJECT_ROOT = Path(os.environ.get(HOME_ENV) or Path(__file__).resolve().parents[2])
 
 
 def resolve_lake_root(lake: str | os.PathLike | None = None) -> Path:

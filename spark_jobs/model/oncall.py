@@ -1,8 +1,8 @@
 """The on-call actions of ``streaming_oncall`` as declarations: what each is called, and whether a second person
 must approve it before it runs (no pyspark, no Airflow).
 
-An action that destroys or rewrites data (``reset_checkpoint``, ``rollback_table``, ``reprocess_from``) waits for
-the approval of a second user (four eyes, Airflow's human-in-the-loop); its request expires after
+An action that destroys or rewrites data (``reset_checkpoint``, ``rollback_table``, ``reprocess_from``,
+``rollout_destructive``) waits for the approval of a second user (four eyes, Airflow's human-in-the-loop); its request expires after
 :attr:`OncallAction.approval_expires_after_seconds` and then runs nothing. The registry
 (:data:`spark_jobs.registry.ONCALL_ACTION_SPECS`) holds the declarations; :func:`check_actions` refuses one that
 contradicts itself when the registry loads.

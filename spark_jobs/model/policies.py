@@ -93,6 +93,12 @@ class RestartPolicy:
     :param warm_standby: keep a second, warmed-up driver waiting on the checkpoint's lease, which takes the
         job over the moment the running driver dies or is killed (:mod:`spark_jobs.driver.standby`). It costs
         a second driver's memory for as long as the job runs (docs/continuous-jobs.md has the figure).
+    :param probation_batches: a new version rolled out (docs/deploying.md) is on probation until it has committed
+        this many batches ...
+    :param probation_seconds: ... and this long has passed (a quiet stream: three times as long, whatever it
+        committed); a crash or a stall on probation rolls it back to the version before.
+    :param quarantine_factor: ... and so does a quarantine share above this many times the previous version's ...
+    :param quarantine_margin: ... and above it by more than this (:mod:`spark_jobs.control.rollout.probation`).
     """
 
     initial_backoff_seconds: float = 2.0
@@ -105,3 +111,7 @@ class RestartPolicy:
     stop_grace_seconds: float = 45.0
     stall_after_seconds: float | None = None
     warm_standby: bool = False
+    probation_batches: int = 3
+    probation_seconds: float = 300.0
+    quarantine_factor: float = 3.0
+    quarantine_margin: float = 0.1

@@ -45,6 +45,8 @@ class RunOptions:
     :param file_list: a JSON file of the exact files to read (a reconcile); ``None``: discover them.
     :param standby: start, warm up and wait for the checkpoint's lease, then take over
         (:mod:`spark_jobs.driver.standby`); a continuous run only.
+    :param preflight: a standby of a new version: checked against the live checkpoint and tables before it warms
+        up (:mod:`spark_jobs.driver.preflight`), refused without touching them when it does not fit.
     """
 
     input_path: Path
@@ -62,6 +64,7 @@ class RunOptions:
     queue_url: str | None = None
     file_list: str | None = None
     standby: bool = False
+    preflight: bool = False
 
     @property
     def delivered(self) -> tuple[dt.datetime, dt.datetime] | None:

@@ -337,7 +337,7 @@ def test_oncall_form_offers_the_registrys_jobs_actions_and_tables(dagbag):
     # No default job or action: the person chooses; an empty choice reads as such, never as "null".
     defaults = {name: param.value for name, param in dag.params.items()}
     assert defaults == {"job": None, "action": None, "from_time": None, "table": None, "table_version": None,
-                        "warm_standby": None, "reason": None, "dry_run": False}
+                        "warm_standby": None, "version": None, "reason": None, "dry_run": False}
     assert schema["warm_standby"]["enum"] == [None, "on", "off", "default"]
     assert {name: schema[name]["values_display"]["null"] for name in ("job", "action", "table", "warm_standby")} == {
         "job": "(choose)", "action": "(choose)", "table": "(none: rollback_table only)",
@@ -348,6 +348,7 @@ def test_oncall_form_offers_the_registrys_jobs_actions_and_tables(dagbag):
 @pytest.mark.parametrize("name, value", [
     ("job", "no_such_job"), ("action", "reboot"), ("reason", ""),
     ("table", "../cloudtrail_events"), ("table_version", -1), ("table_version", "3"), ("dry_run", "yes"),
+    ("version", "../v2"), ("version", "v 2"),
 ])
 def test_oncall_form_refuses_bad_values_before_a_run(dagbag, name, value):
     from airflow.sdk.exceptions import ParamValidationError

@@ -6,9 +6,14 @@ when EXIT is 0). SIGTERM: release and exit 0, as a driver that stops after its m
 another live driver: exit 3 with the CLI's one-line error, as ``python -m spark_jobs run`` does. An optional fifth
 argument is the trigger it says it runs (the lease's ``details.trigger``; default a streaming one). A last argument
 ``--standby`` (what the supervisor appends for a warm standby) makes it one: it says so in ``standby.json`` and takes
-the lease the moment it is free (every 0.2 s), as ``run --standby`` does.
+the lease the moment it is free (every 0.2 s), as ``run --standby`` does. With ``$LEASE_HOLDER_COMMITTED`` set, its
+lease says, as a runner's does once its first batch is committed, ``last_committed_batch`` 0 and the code ``version``
+it runs (a release's name when the supervisor started it from one); a driver of the version named by
+``$LEASE_HOLDER_CRASH_VERSION`` exits 1 the moment it holds the lease (a new version crashing in its first batch). A
+``--preflight`` after ``--standby`` (a rollout's new version) is taken as a plain standby.
 """
 
+import os
 import signal
 import sys
 import time
@@ -17,22 +22,30 @@ from spark_jobs.control.checkpoint.lease import Lease, LeaseHeld
 from spark_jobs.control.supervision.ownership import LEASE_HELD_EXIT_STATUS
 from spark_jobs.control.supervision.standby_state import announce_standby, withdraw_standby
 
-standby = sys.argv[-1] == "--standby"
-args = sys.argv[1:-1] if standby else sys.argv[1:]
+standby = "--standby" in sys.argv[1:]  # with --preflight after it: a rollout's new version (no check made here)
+args = [arg for arg in sys.argv[1:] if arg not in ("--standby", "--preflight")]
 control, hold, code, ttl = args[0], float(args[1]), int(args[2]), float(args[3])
 trigger = args[4] if len(args) > 4 else "processing-time:1s"
+details = {"trigger": trigger}
+if os.environ.get("LEASE_HOLDER_COMMITTED") or os.environ.get("LEASE_HOLDER_CRASH_VERSION"):
+    from spark_jobs.launch.version import current
+
+    details.update(last_committed_batch=0, version=current().name)
 if standby:
     signal.signal(signal.SIGTERM, lambda *_: (withdraw_standby(control), sys.exit(143)))
     announce_standby(control, 0.0)
 while True:
     try:
-        lease = Lease.acquire(control, "cloudtrail_etl", ttl, details={"trigger": trigger})
+        lease = Lease.acquire(control, "cloudtrail_etl", ttl, details=details)
         break
     except LeaseHeld as held:
         if not standby:
             print(f"error: {held}", file=sys.stderr, flush=True)
             sys.exit(LEASE_HELD_EXIT_STATUS)
         time.sleep(0.2)
+if details.get("version") and details["version"] == os.environ.get("LEASE_HOLDER_CRASH_VERSION"):
+    print(f"error: version {details['version']} crashes in its first batch", file=sys.stderr, flush=True)
+    os._exit(1)  # the lease stays unreleased, its holder gone: as a driver that dies in its first batch
 if standby:
     withdraw_standby(control)
 lease.start_heartbeat()

@@ -76,9 +76,9 @@ class PlantedLake:
             os.utime(commit, (now - committed_ago, now - committed_ago))
 
     def hold_lease(self, started_ago: float = 0.0, pid: int | None = None, ttl: float = 3600.0,
-                   released: bool = False, trigger: str = "processing-time:10s") -> None:
+                   released: bool = False, trigger: str = "processing-time:10s", version: str | None = None) -> None:
         """A lease generation held by ``pid`` (default: this test process, which is alive), a driver of
-        ``trigger`` (the continuous one's by default)."""
+        ``trigger`` (the continuous one's by default) that names its code ``version`` when given."""
         pid = pid or os.getpid()
         lease_dir = self.control / "lease"
         lease_dir.mkdir(parents=True, exist_ok=True)
@@ -88,7 +88,7 @@ class PlantedLake:
                   "host": socket.gethostname(), "started_at": _iso(now - timedelta(seconds=started_ago)),
                   "heartbeat_at": _iso(now), "ttl_seconds": ttl, "released": released,
                   "details": {"query_id": QUERY_ID, "run_id": RUN_ID, "spark_ui": "http://127.0.0.1:4040",
-                              "trigger": trigger},
+                              "trigger": trigger, **({"version": version} if version else {})},
                   "pid_start": _process_start(pid)}
         (lease_dir / f"{generation:010d}.json").write_text(json.dumps(record))
 
@@ -213,6 +213,23 @@ class PlantedLake:
         self.hold_lease(started_ago=60)
         self.supervisor()
         self.progress([(0.4, 3.0), (0.4, 3.2), (0.4, 2.9), (0.4, 3.1)], backlog=[0, 0, 0, 0])
+
+    def deploying(self) -> None:
+        """Healthy, on version v3 on probation (from v2, handed over 40 s ago after batch 1: batches 2 and 3 since),
+        after a rollout to v4 that was rolled back; written by the rollout's own functions."""
+        from spark_jobs.control.rollout.request import request_rollout, update_rollout
+
+        self.healthy()
+        self.hold_lease(started_ago=40, version="v3")
+        control = str(self.control)
+        bad = request_rollout(control, self.job.name, "v4", "v2", "alice", "a new field")
+        for phase in ("preflight", "handover", "probation"):
+            update_rollout(control, bad, phase)
+        update_rollout(control, bad, "rolled_back", ended_at="2026-12-07T10:04:37.000+00:00",
+                       outcome="version v4 failed on probation: the driver exited with status 1; v2 starts again")
+        good = request_rollout(control, self.job.name, "v3", "v2", "bob", "parser fix")
+        handed_over = _iso(datetime.now(timezone.utc) - timedelta(seconds=40))
+        update_rollout(control, good, "probation", batch_before=1, previous_version="v2", handed_over_at=handed_over)
 
     def catch_up(self) -> None:
         """The stalled driver committed again and nothing waits any more."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -212,6 +213,26 @@ def test_a_lagging_job_and_its_plots_carry_the_real_numbers(ui):
     tab = ui.frame(DAG_TAB, "Stream health", "dag-tab")
     assert tab.locator(f"tr[data-job='{JOB.name}']").get_attribute("data-state") == "lagging"
     assert len(series(tab, "rates", "input")) == 20
+
+
+def test_the_running_version_the_one_on_probation_and_the_last_rollback_are_on_the_page(ui):
+    planted = ui.plant("deploying")
+    frame = ui.frame(NAV, "Streaming health", "deploying")
+
+    versions = frame.locator(f"section[data-job='{JOB.name}'] p.versions")
+    assert [versions.get_attribute(f"data-{name}") for name in ("version", "probation-version", "probation-batches",
+                                                                 "last-rollout-version", "last-rollout-phase")] == [
+        "v3", "v3", "2", "v4", "rolled_back"]
+    running, probation, last = versions.inner_text().splitlines()
+    assert running == "version: v3"
+    assert re.fullmatch(r"on probation: v3 \(from v2\), 2 of 3 batches, \d+ of 300 s, since \S+", probation), probation
+    assert last == ("last rollout: v2 -> v4, rolled back at 2026-12-07T10:04:37.000+00:00: version v4 failed on "
+                    "probation: the driver exited with status 1; v2 starts again")
+    # The terminal view says the same, under the job's line.
+    done = run_cli("status", "--lake", str(planted.lake), env={JOB.input_env_var: str(planted.landing)})
+    lines = done.stdout.splitlines()
+    at = lines.index("  version: v3")
+    assert lines[at + 1].startswith("  on probation: v3 (from v2), 2 of 3 batches, ") and lines[at + 2] == f"  {last}"
 
 
 def test_a_dag_that_runs_no_job_says_so(ui):

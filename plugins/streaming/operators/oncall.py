@@ -14,7 +14,7 @@ from spark_jobs.launch.submit import SPARK_CONN_ID
 from streaming.hooks.airflow_api import API_CONN_ID
 
 # Fields of the form, in the order the audit row keeps them.
-FORM_FIELDS = ("job", "action", "from_time", "table", "table_version", "warm_standby", "reason", "dry_run")
+FORM_FIELDS = ("job", "action", "from_time", "table", "table_version", "warm_standby", "version", "reason", "dry_run")
 # Actions that read or change the continuous DAG's state in Airflow.
 NEEDS_AIRFLOW = ("restart", "stop", "resume_supervision")
 
@@ -28,9 +28,10 @@ class OncallActionOperator(HITLOperator):
     2. The plan (:meth:`~spark_jobs.control.oncall.requests.OncallRequest.plan`) goes to the log and to XCom ``plan``;
        a dry run ends there.
     3. An action that destroys or rewrites data (the registry's ``needs_approval``: ``reset_checkpoint``,
-       ``rollback_table``, ``reprocess_from``) waits for a second user: Airflow's human-in-the-loop (this operator is
-       an :class:`HITLOperator`: Browse > Required Actions, or the REST API's ``hitlDetails``) shows the plan and
-       offers ``Approve`` / ``Reject``; the request expires after the registry's time
+       ``rollback_table``, ``reprocess_from``, ``rollout_destructive``) waits for a second user: Airflow's
+       human-in-the-loop (this operator is an :class:`HITLOperator`: Browse > Required Actions, or the REST API's
+       ``hitlDetails``) shows the plan and offers ``Approve`` / ``Reject``; the request expires after the registry's
+       time
        (:func:`spark_jobs.control.oncall.approval.approval_expiry`). With the simple auth manager the request is
        assigned to every other user who may answer (:func:`~spark_jobs.control.oncall.approval.approvers`), so
        Airflow refuses the requester's own answer; none: refused at once. With FAB (``make airflow``'s) only the approver
@@ -116,7 +117,7 @@ class OncallActionOperator(HITLOperator):
             airflow = self._airflow_view(form["job"]) if form["action"] in NEEDS_AIRFLOW else None
             request = check_request(form["job"], form["action"], form["reason"], form["dry_run"],
                                     form["from_time"], form["table"], form["table_version"],
-                                    form["warm_standby"], lake=lake,
+                                    form["warm_standby"], form["version"], lake=lake,
                                     airflow=airflow, requested_at=record.time)
         except OncallRefused as exc:
             record.outcome, record.message = "refused", str(exc)
@@ -281,6 +282,13 @@ class OncallActionOperator(HITLOperator):
 
             return {"settings": set_warm_standby(control, request.warm_standby, record.triggered_by or "unknown",
                                                  record.audit_id)}
+        if action in ("rollout", "rollout_destructive"):  # the supervisor carries it out (docs/deploying.md)
+            from spark_jobs.control.rollout.ask import running_version
+            from spark_jobs.control.rollout.request import request_rollout
+
+            return {"rollout": request_rollout(control, request.job.name, request.version, running_version(control),
+                                               record.triggered_by or "unknown", request.reason,
+                                               destructive=action == "rollout_destructive")}
         if action == "resume_supervision":
             from spark_jobs.control.supervision.hold import lift_hold
 

@@ -3,7 +3,8 @@ trigger, ``python -m spark_jobs status`` and the health page, so all three alway
 
 :func:`check_job` reads the checkpoint (:func:`spark_jobs.control.checkpoint.inspect.inspect_checkpoint`:
 status, last commit, backlog, the driver's lease, the supervisor's state), the job's newest rows of
-``streaming_progress`` and its open incidents, and returns a :class:`JobHealth`: a state for people,
+``streaming_progress``, its open incidents and a continuous job's versions (the running one, the one on probation,
+the last rollout: :mod:`spark_jobs.control.rollout.versions`), and returns a :class:`JobHealth`: a state for people,
 the numbers behind it, and the :class:`Condition`\\ s the registry's ``AlertThresholds`` raise.
 
 States (``JobHealth.state``):
@@ -68,6 +69,7 @@ class JobHealth:
     owner: str | None = None
     discovery: str | None = None
     last_batch: dict | None = None
+    version: dict | None = None
     conditions: list[Condition] = field(default_factory=list)
     incidents: list[dict] = field(default_factory=list)
     report: dict = field(default_factory=dict, repr=False)
@@ -313,6 +315,7 @@ def check_job(job: JobSpec, lake_root: str | Path | None, input_path: str | None
     from spark_jobs.control.monitoring.quarantine_reasons import quarantine_reasons
     from spark_jobs.model.lake import Lake
     from spark_jobs.control.monitoring.restarts import restart_counts
+    from spark_jobs.control.rollout.versions import version_view
     from spark_jobs.control.supervision.state import read_events
 
     now = now or datetime.now(timezone.utc)
@@ -362,4 +365,5 @@ def check_job(job: JobSpec, lake_root: str | Path | None, input_path: str | None
         discovery=discovery_text(report.get("discovery")),
         last_batch={**last, "timestamp": last["timestamp"].isoformat(),
                     "event_time_max": last["event_time_max"] and last["event_time_max"].isoformat()} if last else None,
+        version=version_view(job, report["control"], report.get("driver"), report.get("latest_commit_batch"), now),
         conditions=conditions, incidents=incidents, report=report)

@@ -104,6 +104,7 @@ SCHEMA = pa.schema([
     ("sources", pa.list_(SOURCE)),
     ("sink", SINK),
     ("recorded_at", _UTC),
+    ("version", pa.string()),                  # the code version that ran the batch (spark_jobs.launch.version)
 ])
 PARTITION_BY = ("date",)
 
@@ -153,7 +154,7 @@ def quarantine_rate(job: JobSpec, rows: dict[str, int] | None) -> float | None:
 def progress_row(progress, *, job: JobSpec, stream: str, rates: tuple[float, float] | None = None,
                  rows: dict[str, int] | None = None, rows_inserted: dict[str, int] | None = None,
                  input_files: int | None = None, backlog_files: int | None = None,
-                 recorded_at: datetime | None = None) -> dict:
+                 recorded_at: datetime | None = None, version: str | None = None) -> dict:
     """One row of :data:`SCHEMA` from Spark's typed progress object (its fields).
 
     :param progress: a ``StreamingQueryProgress``.
@@ -165,6 +166,7 @@ def progress_row(progress, *, job: JobSpec, stream: str, rates: tuple[float, flo
     :param rows_inserted: rows new to each table.
     :param input_files: the batch's input files.
     :param backlog_files: input files waiting (sampled by the recorder).
+    :param version: the name of the code version that ran the batch (:mod:`spark_jobs.launch.version`).
     """
     started = _time(progress.timestamp)
     operators = list(progress.stateOperators or [])
@@ -213,6 +215,7 @@ def progress_row(progress, *, job: JobSpec, stream: str, rates: tuple[float, flo
         "sink": {"description": sink.description, "num_output_rows": sink.numOutputRows,
                  "metrics": {str(k): str(v) for k, v in (sink.metrics or {}).items()}} if sink is not None else None,
         "recorded_at": recorded_at or datetime.now(timezone.utc),
+        "version": version,
     }
 
 
@@ -269,10 +272,14 @@ class ProgressRecorder:
     :param stream: ``job`` or ``job@writer``.
     :param input_path: the stream's input folder, for the backlog samples; None: no samples.
     :param settings: default: the job's ``ProgressHistory``.
+    :param version: the code version every row names (default: this process's, :mod:`spark_jobs.launch.version`).
     """
 
     def __init__(self, lake_root: str | Path, job: JobSpec, stream: str, input_path: str | None = None,
-                 settings: ProgressHistory | None = None) -> None:
+                 settings: ProgressHistory | None = None, version: str | None = None) -> None:
+        from spark_jobs.launch.version import current
+
+        self.version = version or current().name
         self.lake_root = _root(lake_root)
         self.job = job
         self.stream = stream
@@ -291,7 +298,7 @@ class ProgressRecorder:
         """Take one finished micro-batch's progress (cheap: the row is built here, written later);
         the arguments are :func:`progress_row`'s."""
         row = progress_row(progress, job=self.job, stream=self.stream, rates=rates, rows=rows,
-                           rows_inserted=rows_inserted, input_files=input_files)
+                           rows_inserted=rows_inserted, input_files=input_files, version=self.version)
         self._queue.put(_Entry(row, sample_backlog=self.input_path is not None))
 
     def close(self, timeout: float = 60.0) -> None:

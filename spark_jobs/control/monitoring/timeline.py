@@ -35,7 +35,9 @@ class TimelineEntry:
 
     :param at: when (UTC).
     :param kind: ``catch-up`` | ``backfill`` (a run) | ``incident`` | ``resolved`` | ``start`` | ``restart`` |
-        ``give_up`` | ``stop`` | ``held`` | ``resume`` | ``lease_wait`` | ``lease_free`` | ``standby`` | ``oncall`` (a
+        ``give_up`` | ``stop`` | ``held`` | ``resume`` | ``lease_wait`` | ``lease_free`` | ``standby`` | ``rollout`` |
+        ``rollout_refused`` | ``rollout_failed`` | ``handover`` | ``probation_passed`` | ``rollback`` |
+        ``rollout_reset`` | ``rollout_done`` (a destructive rollout's) | ``oncall`` (a
         supervisor event's own kind for the supervisor's; a standby's take-over is a ``restart`` that says so).
     :param summary: one line for people.
     :param requested_by: who asked: an on-call action's requester, the Airflow user who triggered a run.

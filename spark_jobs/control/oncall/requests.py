@@ -30,6 +30,11 @@ action               fits when                                    does
                                                                   holding the job's lease; the next run starts
                                                                   fresh and re-reads every input file, which
                                                                   adds nothing (one row per key)
+``rollout_destructive`` its last pre-flight                       asks the supervisor to stop the driver after its
+                     refused ``version`` (and ``rollout``'s       micro-batch, move the checkpoint and tables to a
+                     checks pass)                                 backup under the lease and start ``version`` on
+                                                                  a new checkpoint: it rebuilds every table from
+                                                                  the input (:mod:`spark_jobs.control.rollout.destructive`)
 ``rollback_table``   ``table_version`` is an earlier version of   ``lake restore``: a new version with that
                      ``table`` whose files are all still there    version's rows (itself undoable)
 ==================== ============================================ ==============================================
@@ -48,12 +53,11 @@ No pyspark: Airflow's task imports this; the Spark actions run as ``spark-submit
 from __future__ import annotations
 
 import datetime as dt
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from spark_jobs.control.catchup.backfill import BackfillRefused, BackfillRequest, FileListing, list_files, parse_time
-from spark_jobs.control.checkpoint.lease import Lease, LeaseHeld, LeaseInfo, read_lease
+from spark_jobs.control.checkpoint.lease import LeaseInfo, read_lease
 from spark_jobs.model.errors import UsageError
 from spark_jobs.model.lake import Lake
 from spark_jobs.model.jobs import JobSpec
@@ -67,7 +71,7 @@ from spark_jobs.control.supervision.state import read_supervisor_state
 ACTIONS = tuple(ONCALL_ACTIONS)
 # Fields only some actions take: a value for another action is refused (it was meant for something else).
 ACTION_FIELDS = {"from_time": ("reprocess_from",), "table": ("rollback_table",), "table_version": ("rollback_table",),
-                 "warm_standby": ("set_warm_standby",)}
+                 "warm_standby": ("set_warm_standby",), "version": ("rollout", "rollout_destructive")}
 MAX_REASON_CHARS = 2000
 # Files delivered at or after from_time, however late their names say they were delivered.
 END_OF_TIME = dt.datetime(9999, 1, 1, tzinfo=dt.timezone.utc)
@@ -229,6 +233,8 @@ class OncallRequest:
     table: str | None = None
     table_version: int | None = None
     warm_standby: bool | None = None  # set_warm_standby: on, off, or None for the registry's default
+    version: str | None = None  # rollout, rollout_destructive: the release to roll out (docs/deploying.md)
+    preflight: dict | None = None  # rollout_destructive: the pre-flight verdict that refused the version
     replay: ReplayPlan | None = None
     restore: object | None = None  # spark_jobs.control.lake.delta_log.RestorePlan
     airflow: AirflowView | None = None
@@ -249,6 +255,8 @@ class OncallRequest:
             values.update(table=self.table, table_version=self.table_version)
         if self.action == "set_warm_standby":
             values["warm_standby"] = {True: "on", False: "off"}.get(self.warm_standby, "default")
+        if self.version is not None:
+            values["version"] = self.version
         return values
 
     def spark_args(self, audit_id: str) -> list[str] | None:
@@ -298,6 +306,23 @@ class OncallRequest:
                     "too; a run's own warm_standby param still overrides it for that run",
                     "the running supervisor (if any) reads it within 5 s: it starts a standby once the driver has "
                     "committed, or stops the one that waits (the driver runs on either way)"]
+        if self.action == "rollout":
+            from spark_jobs.control.rollout.ask import running_version
+
+            running = running_version(str(control)) or "the checkout's code"
+            return [f"write the rollout request {control}/rollout.json: {job.name} from {running} to {self.version}",
+                    f"pre-flight: the supervisor starts {self.version} as a standby beside the driver "
+                    f"({state.driver()}) and checks it against the live checkpoint and tables; a misfit is refused "
+                    "there and nothing stops",
+                    "handover: the driver stops after its micro-batch, the new version's standby takes the lease "
+                    "(not a restart)",
+                    f"probation: {job.restart.probation_batches} batches and {job.restart.probation_seconds:g} s; a "
+                    f"crash or a stall rolls it back to {running} by itself",
+                    f"follow it: python -m spark_jobs rollout {job.name} --status (and the health page's timeline)"]
+        if self.action == "rollout_destructive":
+            from spark_jobs.control.rollout.destructive import destructive_plan
+
+            return destructive_plan(job, self.lake, self.version, self.preflight, state.driver())
         if self.action == "reset_checkpoint":
             return [f"take the job's lease (no driver can start meanwhile; {state.driver()})",
                     f"move the checkpoint {state.checkpoint} to {self.backup} (the backup; move it back to undo, "
@@ -346,7 +371,7 @@ class OncallRequest:
 
 
 def check_request(job, action, reason, dry_run=False, from_time=None, table=None, table_version=None,
-                  warm_standby=None, *, lake: Lake, airflow: AirflowView | None = None, input_path: str | None = None,
+                  warm_standby=None, version=None, *, lake: Lake, airflow: AirflowView | None = None, input_path: str | None = None,
                   now: dt.datetime | None = None, requested_at: dt.datetime | None = None) -> OncallRequest:
     """Check every field and the job's state; the first problem is refused.
 
@@ -358,6 +383,8 @@ def check_request(job, action, reason, dry_run=False, from_time=None, table=None
     :param table: ``rollback_table`` only: one of the job's tables.
     :param table_version: ``rollback_table`` only: an earlier version of ``table``.
     :param warm_standby: ``set_warm_standby`` only: ``on``, ``off`` or ``default``.
+    :param version: ``rollout`` and ``rollout_destructive`` only: a release's name (``python -m spark_jobs release
+        list``); a destructive one must have been refused by its pre-flight.
     :param lake: the lake.
     :param airflow: the continuous DAG's state (needed by ``restart``, ``stop``, and ``resume_supervision``
         of a stopped job).
@@ -385,7 +412,8 @@ def check_request(job, action, reason, dry_run=False, from_time=None, table=None
         raise OncallRefused("reason", f"is {len(reason)} characters; at most {MAX_REASON_CHARS}")
     if not isinstance(dry_run, bool):
         raise OncallRefused("dry_run", f"{dry_run!r} is not true or false")
-    given = {"from_time": from_time, "table": table, "table_version": table_version, "warm_standby": warm_standby}
+    given = {"from_time": from_time, "table": table, "table_version": table_version, "warm_standby": warm_standby,
+             "version": version}
     for name, value in given.items():
         if value not in (None, "") and action not in ACTION_FIELDS[name]:
             raise OncallRefused(name, f"is only for {', '.join(ACTION_FIELDS[name])}, not {action}: leave it empty "
@@ -398,6 +426,8 @@ def check_request(job, action, reason, dry_run=False, from_time=None, table=None
         values.update(_check_rollback(spec, lake, table, table_version))
     elif action == "set_warm_standby":
         values["warm_standby"] = _check_warm_standby(spec, warm_standby)
+    elif action in ("rollout", "rollout_destructive"):
+        values.update(_check_rollout(spec, lake, version, destructive=action == "rollout_destructive"))
     _check_state(spec, action, state, airflow)
     return OncallRequest(spec, action, reason.strip(), dry_run, lake, state, airflow=airflow,
                          requested_at=requested_at or now, **values)
@@ -449,6 +479,25 @@ def _check_warm_standby(job: JobSpec, value) -> bool | None:
         return parse_switch(value)
     except ValueError as exc:
         raise OncallRefused("warm_standby", str(exc)) from None
+
+
+def _check_rollout(job: JobSpec, lake: Lake, version, destructive: bool) -> dict:
+    """The version to roll out, checked as ``python -m spark_jobs rollout [--destructive]`` checks it (nothing is
+    written yet); a destructive one with the pre-flight verdict that refused it."""
+    from spark_jobs.control.rollout.ask import check_rollout
+    from spark_jobs.control.rollout.destructive import check_destructive_rollout
+
+    action = "rollout_destructive" if destructive else "rollout"
+    if version in (None, ""):
+        raise OncallRefused("version", f"is required for {action}: a release's name (python -m spark_jobs release "
+                                       "list)")
+    try:
+        if destructive:
+            return {"version": str(version), "preflight": check_destructive_rollout(job, lake, str(version))}
+        check_rollout(job, lake, str(version))
+    except UsageError as exc:
+        raise OncallRefused("version", str(exc)) from None
+    return {"version": str(version)}
 
 
 def _check_rollback(job: JobSpec, lake: Lake, table, table_version) -> dict:
@@ -545,26 +594,17 @@ def reset_checkpoint(request: OncallRequest, now: dt.datetime | None = None) -> 
 
     :param now: names the backup when the request has no ``requested_at``.
     :returns: the checkpoint and its backup.
-    :raises OncallRefused: a driver took the lease since the check, or the backup exists already.
+    :raises OncallRefused: a driver took the lease since the check, or the backup exists already
+        (:func:`~spark_jobs.control.checkpoint.move_aside.move_under_lease`).
     """
+    from spark_jobs.control.checkpoint.move_aside import MoveRefused, move_under_lease
+
     job, lake = request.job, request.lake
-    control = lake.control_path(job.name)
     backup = backup_path(lake, job, request.requested_at or now or dt.datetime.now(dt.timezone.utc))
-    if backup.exists():
-        raise OncallRefused("action", f"the backup {backup} exists already: this request was carried out before")
     try:
-        lease = Lease.acquire(str(control), job.name, job.health.lease_ttl_seconds,
-                              details={"holder": "streaming_oncall reset_checkpoint"})
-    except LeaseHeld as held:
-        raise OncallRefused("action", f"a driver took the checkpoint since the check: {held.holder.describe()}; "
-                                      "stop the job first") from None
-    try:
-        lease.start_heartbeat()
-        backup.parent.mkdir(parents=True, exist_ok=True)
-        lease.check()
-        shutil.move(str(request.state.checkpoint), str(backup))
-    finally:
-        lease.release()
+        move_under_lease(lake, job, [(request.state.checkpoint, backup)], "streaming_oncall reset_checkpoint")
+    except MoveRefused as exc:
+        raise OncallRefused("action", str(exc)) from None
     return {"checkpoint": str(request.state.checkpoint), "backup": str(backup)}
 
 

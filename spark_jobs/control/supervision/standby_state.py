@@ -2,8 +2,8 @@
 
 The standby (:mod:`spark_jobs.driver.standby`) writes it once it has warmed up and starts waiting for the lease, and
 removes it when it takes the lease or stops; the supervisor reads it to tell a warm standby (which takes a freed
-lease within its poll) from one still starting. It holds the standby's pid, host, since when and how long its
-warm-up took. Written atomically (temp file + rename; on an object store, one put); no pyspark.
+lease within its poll) from one still starting. It holds the standby's pid, host, code version, since when and how long
+its warm-up took. Written atomically (temp file + rename; on an object store, one put); no pyspark.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ def _where(control: str):
     return fs, path.rstrip("/"), f"{path.rstrip('/')}/{STANDBY_FILE}"
 
 
-def announce_standby(control: str, warm_seconds: float) -> dict:
-    """Say that this process is a warm standby waiting for the lease; returns what was written."""
+def announce_standby(control: str, warm_seconds: float, version: str | None = None) -> dict:
+    """Say that this process is a warm standby of code ``version`` waiting for the lease; returns what was written."""
     said = {"pid": os.getpid(), "host": socket.gethostname(), "warm_seconds": round(warm_seconds, 2),
-            "since": utc_iso(dt.datetime.now(dt.timezone.utc))}
+            "since": utc_iso(dt.datetime.now(dt.timezone.utc)), "version": version}
     fs, base, path = _where(control)
     fs.makedirs(base, exist_ok=True)
     temp = f"{base}/.{STANDBY_FILE}.{os.getpid()}.tmp"

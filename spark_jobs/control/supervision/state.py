@@ -36,8 +36,11 @@ ENDING_SUPERVISOR_STATES = frozenset({"stopping", "stopped", "given_up"})
 # "standby": a warm standby started, or one that died while it waited was replaced (not a restart); a standby's
 # take-over is a "restart" with take_over true (spark_jobs.control.supervision.supervisor); "take_over_failed": the
 # driver ended while a standby ran, and the standby did not take the lease (a new driver is started instead).
+# "rollout" ... "rollback": a rollout of a new version (spark_jobs.control.supervision.rollout, docs/deploying.md): its
+# pre-flight started, refused or failed, the handover, the probation passed, a rollback (none of them a restart).
 EVENT_KINDS = ("start", "restart", "give_up", "stop", "held", "resume", "lease_wait", "lease_free", "standby",
-               "take_over_failed")
+               "take_over_failed", "rollout", "rollout_refused", "rollout_failed", "handover", "probation_passed",
+               "rollback", "rollout_reset", "rollout_done")
 #: What ``supervisor.json``'s ``standby`` says: ``off`` (the job keeps none), ``absent`` (asked for, none runs
 #: yet: it starts once the driver has committed), ``warming`` (started, not yet waiting), ``warm`` (waiting on the
 #: lease, ready to take over).

@@ -48,6 +48,10 @@ the job's driver, so that is no restart and uses none of the budget (standbys dy
 The lease and its fencing are the same for a standby as for any driver. While supervision is paused, and on a stop,
 the standby is stopped first, so it never takes over a driver a person stopped.
 
+**A rollout** of a new version (``rollout.json``, docs/deploying.md) is carried out while the driver runs:
+pre-flight of the new version as a standby, handover, probation, rollback (:mod:`spark_jobs.control.supervision.rollout`);
+the version it starts is the job's version setting.
+
 After a failure it restarts the driver from the same checkpoint: at once after a first failure, then after
 ``initial_backoff_seconds * multiplier ** (consecutive_failures - 2)`` (capped), unless ``max_restarts`` restarts happened within
 ``window_seconds``: then it gives up (state ``given_up``) and notifies once. A run healthy for
@@ -62,7 +66,6 @@ import logging
 import os
 import signal
 import time
-from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Callable
@@ -73,9 +76,11 @@ from spark_jobs.model.object_store import is_url
 from spark_jobs.model.policies import RestartPolicy
 from spark_jobs.control.checkpoint.lease import LeaseInfo, read_lease
 from spark_jobs.control.supervision.child import ChildProcess, error_line
+from spark_jobs.control.supervision.failure import LOG_TAIL_LINES, DriverEnd as _Failure
 from spark_jobs.control.supervision.hold import read_hold
 from spark_jobs.control.supervision.ownership import LEASE_HELD_EXIT_STATUS, lease_owner, live_lease
 from spark_jobs.control.supervision.policy import RestartBudget, backoff_seconds, healthy_long_enough
+from spark_jobs.control.supervision.rollout import RolloutSteps
 from spark_jobs.control.supervision.state import SupervisorState, append_event, utc_iso, write_supervisor_state
 
 log = logging.getLogger("spark_jobs.control.supervision")
@@ -102,20 +107,12 @@ STANDBY_AFTER_SECONDS = 10.0
 STANDBY_COMMIT_WAIT_FACTOR = 6
 # supervisor.json's updated_at is refreshed this often while nothing changes (a sign of life).
 REFRESH_EVERY_SECONDS = 30.0
-LOG_TAIL_LINES = 20
 _SIGNALS = {int(s) for s in signal.Signals}
 
 
-@dataclass
-class _Failure:
-    reason: str
-    exit_code: int | None
-    log_tail: str
-    taken_over: bool = False  # the warm standby already holds the lease: adopt it
-
-
-class Supervisor:
-    """Keeps the driver of one continuous job running (see the module docstring).
+class Supervisor(RolloutSteps):
+    """Keeps the driver of one continuous job running (see the module docstring), and carries out a rollout of a new
+    version (:mod:`spark_jobs.control.supervision.rollout`).
 
     :param job: the job's registry entry (its ``restart`` policy and ``health`` thresholds apply).
     :param lake: the lake; the state, events and driver log go to ``lake.control_path(job.name)``.
@@ -152,7 +149,14 @@ class Supervisor:
         self.on_state = on_state
         self.input_path = input_path
         self.control = str(lake.control_path(job.name))
-        self.driver = ChildProcess(self.command, log_path or _driver_log(self.control, job.name), env=env, cwd=cwd)
+        self.base_env = env
+        self.rollout: dict | None = None  # the rollout under way (spark_jobs.control.rollout.request)
+        self._standby_version: str | None = None  # the running standby's code version
+        self._probation_since: float | None = None
+        self._preflight_started: float | None = None
+        self.version = self._job_version()
+        self.driver = ChildProcess(self.command, log_path or _driver_log(self.control, job.name),
+                                   env=self.driver_env(self.version), cwd=cwd)
         self._logs = (self.driver.log_path, self.driver.log_path.with_name("standby.log"))
         self.standby: ChildProcess | None = None  # the warm standby, while one runs (RestartPolicy.warm_standby)
         self._standby_this_run = warm_standby
@@ -161,6 +165,7 @@ class Supervisor:
         self._standby_was_warm = False  # the running standby said it is warm (it withdraws that when it takes over)
         self.standby_after_seconds = STANDBY_AFTER_SECONDS
         self._driver_committed = False  # the running driver's lease says it committed a batch
+        self._driver_generation: int | None = None  # the lease generation the running driver was last seen holding
         self._standby_failures = 0  # standbys that died in a row before they were warm
         self._standby_next = 0.0  # monotonic: no new standby before
         self.budget = RestartBudget(self.policy)
@@ -172,6 +177,20 @@ class Supervisor:
         self._last_save = 0.0
         self._held_warned = False  # a stall seen while supervision is paused was logged once
         self._refused: str | None = None  # the last driver's refusal by the lease (exit 3), until the next wait
+
+    def _job_version(self) -> str | None:
+        """The version to start: the job's version setting when its release is there, else the checkout's code."""
+        from spark_jobs.control.rollout.request import job_version
+        from spark_jobs.model.errors import UsageError
+
+        version = job_version(self.control)
+        try:
+            self.driver_env(version)
+        except UsageError as exc:
+            log.warning("%s: the job's version %s cannot start (%s); starting the checkout's code", self.job.name,
+                        version, exc)
+            return None
+        return version
 
     # -- state and events ------------------------------------------------------------------------
 
@@ -209,6 +228,7 @@ class Supervisor:
         No driver process outlives this call.
         """
         self.state.started_at = utc_iso()
+        self.resume_rollout()
         self._wants_standby()
         self._save()
         self._event("start", reason="supervision started", outcome=f"starting the driver: {' '.join(self.command)}")
@@ -228,6 +248,8 @@ class Supervisor:
                     return outcome
                 ended = failure or ended
         finally:
+            self.interrupt_rollout("the supervisor stopped before the handover; the version before runs again when it "
+                                   "starts")
             self._drop_standby()
             if self.driver.poll() is None or self.driver.members():
                 self.driver.kill()
@@ -242,6 +264,21 @@ class Supervisor:
             if failure.exit_code == LEASE_HELD_EXIT_STATUS:  # another driver took the lease first: wait for it
                 self._refused = failure.reason
                 return None, None
+            if failure.handover:  # a rollout stopped the driver: the new version's standby takes over
+                if self._standby_took_over(failure):
+                    self.hand_over(failure)
+                    continue
+                self.handover_failed(failure)
+                return None, None  # the old version starts again: not a failure of it
+            if failure.destructive:  # a destructive rollout stopped the driver: move aside, start the new version
+                self.reset_for_version(failure)
+                return None, None
+            if self.rebuilding():
+                self.rebuild_failed(failure)
+            if self.on_probation():  # the new version failed on probation: back to the one before, not counted
+                if self.roll_back(failure):
+                    continue
+                return None, None
             if read_hold(self.control) is not None:
                 return None, failure  # supervision is paused: not a failure, nothing restarted until it resumes
             if not self.budget.exhausted() and (failure.taken_over or self._standby_took_over(failure)):
@@ -254,6 +291,15 @@ class Supervisor:
             return None, failure
 
     def _start_driver(self) -> None:
+        from spark_jobs.model.errors import UsageError
+
+        self.driver.command = list(self.command)  # a plain driver, also where an adopted standby ran before
+        try:
+            self.driver.env = self.driver_env(self.version)
+        except UsageError as exc:  # its release is gone: the checkout's code rather than no driver at all
+            log.error("%s: version %s cannot start (%s); starting the checkout's code", self.job.name, self.version, exc)
+            self.version = None
+            self.driver.env = self.driver_env(None)
         self.state.attempt += 1
         self.state.driver_pid = self.driver.start()
         self.state.state = "starting"
@@ -288,6 +334,9 @@ class Supervisor:
             elif problem is not None:
                 code = self.driver.kill()
                 return _Failure(problem, code, self.driver.log_tail(LOG_TAIL_LINES))
+            handover = self.rollout_tick(lease)
+            if handover is not None:
+                return handover
             self._maybe_reset()
             self._keep_standby()
             if time.monotonic() - self._last_save >= REFRESH_EVERY_SECONDS:
@@ -304,6 +353,7 @@ class Supervisor:
                         f"{START_TIMEOUT_SECONDS:g} s of starting")
             return None
         self._driver_committed = "last_committed_batch" in lease.details
+        self._driver_generation = lease.generation
         limit = self.policy.stall_after_seconds or lease.ttl_seconds
         age = lease.heartbeat_age()
         if age > limit:
@@ -459,6 +509,8 @@ class Supervisor:
 
     def _keep_standby(self) -> None:
         """While the driver runs: a standby beside it when the job wants one (started or replaced), none when not."""
+        if self.rollout_owns_standby():
+            return
         if not self._wants_standby():
             if self.standby is not None:
                 pid = self.standby.pid
@@ -502,7 +554,9 @@ class Supervisor:
                 not self._driver_committed and running < self.standby_after_seconds * STANDBY_COMMIT_WAIT_FACTOR):
             return
         log_path = self._logs[1] if self.driver.log_path == self._logs[0] else self._logs[0]
-        self.standby = ChildProcess([*self.command, "--standby"], log_path, env=self.driver.env, cwd=self.driver.cwd)
+        self._standby_version = self.standby_version()  # on probation: the version before (the way back)
+        self.standby = ChildProcess([*self.command, "--standby"], log_path, env=self.driver_env(self._standby_version),
+                                    cwd=self.driver.cwd)
         self._standby_was_warm = False
         self.state.standby_pid = self.standby.start()
         self.state.standby = "warming"
@@ -554,6 +608,8 @@ class Supervisor:
             self._drop_standby()
             return False
         code = standby.poll()
+        if code is not None and self._took_the_lease_then_ended():
+            return True  # adopted as the driver; its end is the next failure the watch sees
         tail = standby.log_tail(LOG_TAIL_LINES)
         if code is not None:
             said = error_line(tail)
@@ -569,17 +625,30 @@ class Supervisor:
                     f"start); read {standby.log_path}", standby_pid=standby.pid, exit_code=code, log_tail=tail)
         return False
 
-    def _adopt_standby(self, failure: _Failure) -> None:
-        """The standby holds the lease: it is the running driver now (a restart, without backoff or a new process)."""
+    def _took_the_lease_then_ended(self) -> bool:
+        """Whether the standby, ended now, took the lease before it ended: a generation newer than the driver's,
+        held by a continuous driver of this host whose process is gone. A standby that crashes within moments of its
+        take-over (a new version's first batch) ends before the loop above sees it hold the lease; it was the driver
+        all the same, and its end is that driver's failure (on probation: a rollback), not a failed take-over."""
+        lease = read_lease(self.control)
+        return (lease is not None and self._driver_generation is not None and lease.generation > self._driver_generation
+                and lease_owner(lease).kind == "continuous" and lease.alive_locally() is False)
+
+    def _adopt_standby(self, failure: _Failure, counted: bool = True, kind: str = "restart",
+                       outcome: str | None = None) -> None:
+        """The standby holds the lease: it is the running driver now (a restart, without backoff or a new process;
+        ``counted`` false for a rollout's handover or rollback, which use none of the budget)."""
         standby, old_log = self.standby, self.driver.log_path
         self.standby = None
         self._standby_was_warm = False
+        self._standby_version = None
         self.driver = standby
-        self.state.consecutive_failures += 1
         self.state.last_reason = failure.reason
         self.state.last_exit_code = failure.exit_code
-        self.budget.record()
-        self.state.restarts_total += 1
+        if counted:
+            self.state.consecutive_failures += 1
+            self.budget.record()
+            self.state.restarts_total += 1
         self.state.take_overs_total += 1
         self.state.last_take_over_at = utc_iso()
         self.state.last_take_over_failed = None
@@ -595,9 +664,9 @@ class Supervisor:
         self.state.log_path = str(standby.log_path)
         self._running_since = None
         self._save()
-        self._event("restart", reason=failure.reason,
-                    outcome=f"taken over by the warm standby (pid {standby.pid}), which holds the lease: it runs "
-                            f"from the same checkpoint, no backoff (restart {self.budget.count()} of "
+        self._event(kind, reason=failure.reason,
+                    outcome=outcome or f"taken over by the warm standby (pid {standby.pid}), which holds the lease: it "
+                            f"runs from the same checkpoint, no backoff (restart {self.budget.count()} of "
                             f"{self.policy.max_restarts} allowed within {self.policy.window_seconds:g} s)",
                     take_over=True, backoff_seconds=0, standby_pid=standby.pid, exit_code=failure.exit_code,
                     log_tail=failure.log_tail, log_path=str(old_log))
@@ -605,6 +674,7 @@ class Supervisor:
     def _drop_standby(self) -> None:
         """Stop the standby, if one runs (SIGTERM: it holds nothing and exits at once), and forget it."""
         standby, self.standby = self.standby, None
+        self._standby_version = None
         if standby is None:
             return
         self._standby_was_warm = False

@@ -15,6 +15,8 @@ from datetime import datetime, timezone
 import pytest
 from pyspark.sql.streaming import StreamingQueryListener
 
+from spark_jobs.launch import code_zip
+from spark_jobs.launch.version import current as current_version
 from spark_jobs.model.lake import Lake
 from spark_jobs.control.monitoring.history import read_progress
 from spark_jobs.control.monitoring.progress import PROGRESS_TABLE, apply_retention, progress_table_path
@@ -87,6 +89,21 @@ def test_one_row_per_micro_batch_with_the_numbers_spark_reported(catch_up):
         assert row["sink"]["description"] == progress.sink.description
         assert row["state_operators"] == [] and row["state_rows_total"] is None  # no stateful operator
         assert row["watermark"] is None
+
+
+def test_every_row_and_every_batch_commit_names_the_code_version(catch_up):
+    from deltalake import DeltaTable
+
+    version = current_version()
+    rows = catch_up["rows"]
+
+    assert version.code == code_zip.code_hash()[:16]
+    assert [row["version"] for row in rows] == [version.name] * catch_up["summary"].batches
+    for table in JOB.tables:
+        history = DeltaTable(str(Lake(catch_up["root"] / "lake").table_path(table.name))).history()
+        batches = [commit for commit in history if commit["operation"] != "CREATE TABLE"]
+        assert batches, table.name
+        assert {commit.get("userMetadata") for commit in batches} == {version.user_metadata()}, table.name
 
 
 def test_rows_per_table_add_up_to_what_the_run_wrote(catch_up):

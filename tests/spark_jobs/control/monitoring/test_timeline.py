@@ -172,3 +172,28 @@ def test_a_supervisor_stop_start_or_hold_says_who_asked(tmp_path):
     assert entries[2].summary == ("stop: asked to stop; asked from Airflow, not through on-call: a pause of "
                                   "cloudtrail_etl_continuous or a stop of its task (Browse > Audit Log names the user)")
     assert entries[3].summary == "start: start"
+
+
+def test_a_rollout_and_its_rollback_are_on_the_timeline_with_who_asked(tmp_path):
+    lake = Lake(tmp_path / "lake")
+    control = str(lake.control_path(JOB.name))
+    for minutes, kind, reason, outcome, extra in [
+            (1, "rollout", "rollout of cloudtrail_etl from v2 to v4 asked by alice: deploy v4", "pre-flight: ...",
+             {"asked_by": "alice", "version": "v4"}),
+            (2, "handover", "handover to version v4: the driver (pid 7) stopped after its micro-batch in 2.4 s",
+             "version v4's standby (pid 9) holds the lease ...", {}),
+            (3, "rollback", "the driver exited with status 1: error: job cloudtrail_etl failed: RuntimeError: v4",
+             "rolled back to v2: version v2 starts again from the same checkpoint (not a restart: none of the budget)",
+             {})]:
+        append_event(control, {"time": iso(T0 + timedelta(minutes=minutes)), "job": JOB.name, "kind": kind,
+                               "reason": reason, "outcome": outcome, **extra})
+
+    entries = job_timeline(JOB, lake)
+
+    assert [(e.kind, e.requested_by) for e in entries] == [("rollout", "alice"), ("handover", None),
+                                                           ("rollback", None)]
+    assert entries[0].summary == ("rollout: rollout of cloudtrail_etl from v2 to v4 asked by alice: deploy v4; asked "
+                                  "by alice")
+    assert entries[2].summary == ("rollback: the driver exited with status 1: error: job cloudtrail_etl failed: "
+                                  "RuntimeError: v4")
+    assert entries[2].outcome.startswith("rolled back to v2")

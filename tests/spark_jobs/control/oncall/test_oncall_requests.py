@@ -101,6 +101,15 @@ def refused(lake, **request) -> OncallRefused:
     (dict(action="set_warm_standby"), "warm_standby", "is required for set_warm_standby: on, off, or default"),
     (dict(action="set_warm_standby", warm_standby="maybe"), "warm_standby", "'maybe' is not on, off or default"),
     (dict(action="stop", warm_standby="on"), "warm_standby", "is only for set_warm_standby, not stop"),
+    (dict(action="rollout"), "version", "is required for rollout: a release's name"),
+    (dict(action="rollout", version="v9"), "version", "unknown version 'v9' (releases in "),
+    (dict(action="stop", version="v2"), "version", "is only for rollout, rollout_destructive, not stop"),
+    (dict(action="rollout_destructive"), "version", "is required for rollout_destructive: a release's name"),
+    (dict(action="rollout_destructive", version="v9"), "version", "unknown version 'v9' (releases in "),
+    (dict(action="rollout_destructive", version="v9", job="cloudtrail_kafka"), "version",
+     "cloudtrail_kafka reads the Kafka topics cloudtrail-events (connection cloudtrail_kafka): a destructive rollout "
+     "rebuilds the tables from the job's whole input on a new checkpoint, and a topic keeps only what its retention "
+     "holds; roll out a version that fits the checkpoint (rollout) instead"),
 ], ids=lambda v: v if isinstance(v, str) else None)
 def test_each_bad_field_is_refused_by_name(lake, request_, field, message):
     error = refused(lake, **request_)
@@ -265,3 +274,103 @@ def test_set_warm_standby_is_kept_for_every_later_run_and_says_so(lake):
     assert back.warm_standby is None and "the registry's default (on)" in back.plan()[0]
     set_warm_standby(control, back.warm_standby, by="bob")
     assert warm_standby(JOB, control).describe() == "on (the registry's default)"
+
+
+def test_rollout_destructive_takes_only_a_version_its_preflight_refused_and_waits_for_four_eyes(lake, tmp_path,
+                                                                                                 monkeypatch):
+    from spark_jobs.control.oncall.approval import needs_approval
+    from spark_jobs.control.rollout.preflight_state import write_preflight
+    from spark_jobs.control.rollout.request import request_rollout
+    from spark_jobs.launch.releases import RELEASES_ENV, add_release
+    from tests.helpers.project import PROJECT_ROOT
+
+    monkeypatch.setenv(RELEASES_ENV, str(tmp_path / "releases"))
+    add_release("v3", package_dir=PROJECT_ROOT / "spark_jobs", root=tmp_path / "releases")
+    control = lake.control_path(JOB.name)
+    assert needs_approval("rollout_destructive") and not needs_approval("rollout")
+    error = refused(lake, action="rollout_destructive", version="v3", airflow=None)
+    assert str(error).startswith("version: no supervisor runs cloudtrail_etl now (state none)")
+    _supervisor(lake)
+    lease = _hold_lease(lake)
+    try:
+        error = refused(lake, action="rollout_destructive", version="v3", airflow=None)
+        assert str(error) == ("version: version v3 has no pre-flight verdict for cloudtrail_etl: ask `python -m "
+                              "spark_jobs rollout cloudtrail_etl v3` (or the on-call action rollout) first; its "
+                              "pre-flight checks it against the live checkpoint and tables while the driver runs on, "
+                              "and only a version it refuses needs a destructive rollout")
+        write_preflight(str(control), "v3", "c0de", [], ["sources"], 1.0)
+        error = refused(lake, action="rollout_destructive", version="v3", airflow=None)
+        assert re.fullmatch(r"version: version v3 passed its pre-flight for cloudtrail_etl \(at \S+\): it runs on the "
+                            r"job's checkpoint and tables, without a new checkpoint or a rebuild; use rollout",
+                            str(error)), error
+        found = {"code": "output_schema_changed", "explanation": "table cloudtrail_events does not take what this "
+                 "version writes: column sourceIPAddress changes type from string to int", "action": "..."}
+        write_preflight(str(control), "v3", "c0de", [found], ["outputs"], 1.0)
+        (lake.checkpoint_path("cloudtrail_kafka") / "offsets").mkdir(parents=True)  # it shares cloudtrail_events
+        error = refused(lake, action="rollout_destructive", version="v3", airflow=None)
+        assert str(error).startswith("version: table cloudtrail_events of cloudtrail_etl is also written by "
+                                     "cloudtrail_kafka (its checkpoint is in this lake): moving it aside would drop "
+                                     "cloudtrail_kafka's rows")
+        (lake.checkpoint_path("cloudtrail_kafka") / "offsets").rmdir()
+        lake.checkpoint_path("cloudtrail_kafka").rmdir()
+
+        asked = check(lake, action="rollout_destructive", version="v3", airflow=None)
+        assert asked.parameters() == {"job": JOB.name, "action": "rollout_destructive", "dry_run": False,
+                                      "version": "v3"}
+        plan = asked.plan()
+        assert plan[0].startswith("pre-flight refused v3 for cloudtrail_etl at ") and plan[0].endswith(
+            ": table cloudtrail_events does not take what this version writes: column sourceIPAddress changes type "
+            "from string to int")
+        assert plan[1:] == [
+            f"write the rollout request {control}/rollout.json (destructive): cloudtrail_etl from the checkout's code "
+            "to v3; its supervisor carries it out",
+            f"stop: the supervisor stops the job's standby, then the driver ({asked.state.driver()}) after its "
+            "micro-batch",
+            f"reset: holding the job's lease, move the checkpoint {lake.checkpoint_path(JOB.name)} and the tables "
+            f"cloudtrail_events, cloudtrail_quarantine to {control}/backups/rollout-<the request's id>/ (checkpoint/, "
+            "tables/<table>/), kept for the record",
+            "start v3 on a new checkpoint (not a restart: none of the budget): it reads the whole input of "
+            "cloudtrail_etl again and writes every table anew with its code and schema, each record once",
+            "during the rebuild the tables hold only what the new version has written so far: readers see them fill "
+            "up from empty until its backlog is 0 (python -m spark_jobs checkpoint inspect cloudtrail_etl); input no "
+            "longer in the landing (deleted since) is only in the backup's tables",
+            "no probation and no rollback by itself (the old checkpoint does not fit the new tables): the way back is "
+            "a destructive rollout to the checkout's code, or the backup moved back while the job is stopped",
+            "then reset_checkpoint of cloudtrail_activity, cloudtrail_alerts, cloudtrail_ocsf (each reads one of "
+            "these tables as a stream; its checkpoint points into the tables moved aside)"]
+        request_rollout(str(control), JOB.name, "v2", None, "alice", "parser fix")
+        error = refused(lake, action="rollout_destructive", version="v3", airflow=None)
+        assert str(error).startswith("version: a rollout of cloudtrail_etl to v2 is under way (phase requested, "
+                                     "asked by alice)")
+    finally:
+        lease.release()
+
+
+def test_rollout_is_checked_like_the_cli_and_says_what_will_happen(lake, tmp_path, monkeypatch):
+    from spark_jobs.control.rollout.request import read_rollout, request_rollout
+    from spark_jobs.launch.releases import RELEASES_ENV, add_release
+    from tests.helpers.project import PROJECT_ROOT
+
+    monkeypatch.setenv(RELEASES_ENV, str(tmp_path / "releases"))
+    add_release("v2", package_dir=PROJECT_ROOT / "spark_jobs", root=tmp_path / "releases")
+    control = str(lake.control_path(JOB.name))
+
+    error = refused(lake, action="rollout", version="v2", airflow=None)
+    assert str(error).startswith("version: no supervisor runs cloudtrail_etl now (state none): a rollout needs the "
+                                 "running job; start it")
+    _supervisor(lake)
+    lease = _hold_lease(lake)
+    try:
+        asked = check(lake, action="rollout", version="v2", airflow=None)
+        assert asked.parameters() == {"job": JOB.name, "action": "rollout", "dry_run": False, "version": "v2"}
+        assert asked.plan()[0] == f"write the rollout request {control}/rollout.json: cloudtrail_etl from the " \
+                                  "checkout's code to v2"
+        assert asked.plan()[3] == ("probation: 3 batches and 300 s; a crash or a stall rolls it back to the "
+                                   "checkout's code by itself")
+        request_rollout(control, JOB.name, "v2", None, "alice", "parser fix")
+        error = refused(lake, action="rollout", version="v2", airflow=None)
+        assert str(error).startswith("version: a rollout of cloudtrail_etl to v2 is under way (phase requested, "
+                                     "asked by alice)")
+        assert read_rollout(control)["phase"] == "requested"
+    finally:
+        lease.release()
