@@ -40,6 +40,7 @@ from spark_jobs.control.rollout.request import RolloutRefused, request_rollout
 from spark_jobs.model.errors import UsageError
 from spark_jobs.model.jobs import JobSpec
 from spark_jobs.model.lake import Lake
+from spark_jobs.model.streams import DeltaTableSource, KafkaSource
 
 __all__ = ["MoveRefused", "ask_for_destructive_rollout", "backup_folder", "check_destructive_rollout",
            "destructive_plan", "move_aside"]
@@ -51,7 +52,7 @@ def check_destructive_rollout(job: JobSpec, lake: Lake, version: str) -> dict:
     :raises UsageError: naming what does not fit and the way out (the checks of ``rollout`` first: an unknown
         version, a version with no such job, no supervisor, a rollout under way, the version that runs).
     """
-    if job.source.kind == "kafka":
+    if isinstance(job.source, KafkaSource):
         raise UsageError(f"{job.name} reads {job.source.describe()}: a destructive rollout rebuilds the tables from the "
                          "job's whole input on a new checkpoint, and a topic keeps only what its retention holds; "
                          "roll out a version that fits the checkpoint (rollout) instead")
@@ -118,7 +119,7 @@ def downstream_jobs(job: JobSpec) -> list[str]:
 
     tables = {t.name for t in job.tables}
     return sorted(other.name for other in JOBS.values()
-                  if other.source.kind == "delta" and getattr(other.source, "table", None) in tables)
+                  if isinstance(other.source, DeltaTableSource) and other.source.table in tables)
 
 
 def destructive_plan(job: JobSpec, lake: Lake, version: str, verdict: dict, driver: str) -> list[str]:
