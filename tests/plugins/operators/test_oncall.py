@@ -57,7 +57,7 @@ def test_an_approved_destructive_rollout_writes_the_destructive_request_for_the_
                                              "action": "..."}], ["outputs"], 1.0)
     request = check_request("cloudtrail_etl", "rollout_destructive", "a column type", version="v3", lake=lake)
 
-    done = OncallActionOperator(task_id="act")._perform(request, SimpleNamespace(triggered_by="alice"))
+    done = OncallActionOperator(task_id="act")._perform(request, SimpleNamespace(triggered_by="alice"), {})
 
     assert done["rollout"] == read_rollout(control)
     assert {k: done["rollout"][k] for k in ("version", "destructive", "by", "reason", "phase")} == {

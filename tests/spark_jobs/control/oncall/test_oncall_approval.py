@@ -26,10 +26,10 @@ def answer(option: str, user: str | None) -> dict:
 
 def test_destructive_actions_need_approval_and_the_rest_run_at_once():
     assert {name for name in ONCALL_ACTIONS if needs_approval(name)} == {
-        "reset_checkpoint", "rollback_table", "reprocess_from"}
+        "reset_checkpoint", "rollback_table", "reprocess_from", "rollout_destructive"}
     assert list(ONCALL_ACTIONS) == list(ONCALL_ACTION_SPECS)  # the form's order and labels from the declarations
     assert not needs_approval("no_such_action")
-    for name in ("reset_checkpoint", "rollback_table", "reprocess_from"):
+    for name in ("reset_checkpoint", "rollback_table", "reprocess_from", "rollout_destructive"):
         assert approval_expiry(name, {}) == dt.timedelta(seconds=ONCALL_ACTION_SPECS[name]
                                                          .approval_expires_after_seconds) == dt.timedelta(hours=4)
 
