@@ -39,7 +39,8 @@ from spark_jobs.launch.version import current
 from spark_jobs.model.lake import Lake
 from spark_jobs.registry import get_job
 from tests.helpers.cloudtrail import file_name
-from tests.helpers.processes import assert_no_process_left, batch_ids, table_event_ids, wait_for
+from tests.helpers.processes import (assert_no_process_left, batch_ids, inspected_caught_up, table_event_ids,
+                                     wait_for)
 from tests.helpers.project import PROJECT_ROOT
 from tests.helpers.delta_log import batch_commits, handover_gap
 from tests.helpers.releases import (COLUMN_TYPE_CHANGE, FIRST_BATCH_CRASH, PARSER_FIX, QUARANTINES_EVERYTHING,
@@ -93,11 +94,7 @@ class Deployed:
     def caught_up(self) -> bool:
         """No file waits and every planned batch is committed (``checkpoint inspect``: a long run's early discovery
         manifests are compacted away, so the files of committed batches cannot be listed one by one)."""
-        from spark_jobs.control.checkpoint.inspect import inspect_checkpoint
-
-        report = inspect_checkpoint(JOB, str(self.lake), str(self.landing))
-        return (report.backlog_files == 0 and report.in_flight_files == 0
-                and report.latest_offset_batch == report.latest_commit_batch)
+        return inspected_caught_up(JOB, self.lake, self.landing)
 
     def wait_caught_up(self) -> None:
         wait_for(self.caught_up, START_SECONDS, "every landed file committed")
