@@ -4,7 +4,11 @@ import sys
 from pathlib import Path
 
 if not __package__:  # run as a script by spark-submit: make the package importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from importlib.util import find_spec
+
+    # A release's driver has its package first on PYTHONPATH (docs/deploying.md): that one runs, not this file's.
+    if find_spec("spark_jobs") is None:
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from spark_jobs.cli.main import main  # noqa: E402
 

@@ -58,6 +58,8 @@ TESTS = Path(__file__).resolve().parent
 # (--no-loadscope-reorder), and these go first, so that no long module starts last while the other worker idles.
 # A module missing here only runs later; a stale list only costs time.
 LONGEST_FIRST = (
+    "dags/test_rollout_under_airflow.py",  # three rollouts under a real scheduler: 8.5-12 min at load 16-21
+    "spark_jobs/supervision/test_rollout.py",  # four rollouts, real drivers: 5.6-7.3 min at load 4-12
     "dags/test_standby_take_over.py",
     "spark_jobs/supervision/test_standby.py",
     "dags/test_continuous_supervision.py",
@@ -80,6 +82,7 @@ LONGEST_FIRST = (
     "spark_jobs/object_store/test_queue_kills_on_s3.py",
     "spark_jobs/driver/test_lake_tools.py",
     "spark_jobs/object_store/test_crash_recovery_on_s3.py",
+    "spark_jobs/driver/test_preflight.py",  # 117 s at load ~10
     "spark_jobs/cli/test_cli.py",
     "spark_jobs/test_benchmark.py",
     "dags/test_catchup_airflow_backfill.py",

@@ -35,7 +35,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 import urllib.request
@@ -45,10 +44,9 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.airflow_fixtures import require_airflow_env
-from tests.helpers.project import PROJECT_ROOT
-from tests.helpers.real_airflow import RestApi, wait_for
+from tests.helpers.real_airflow import HarnessAirflow, RestApi, wait_for
 
-from tools.local_airflow import SIMPLE_AUTH_MANAGER, SERVICE_USER, LocalAirflow, free_port, marked_processes
+from tools.local_airflow import SERVICE_USER, marked_processes
 
 from spark_jobs.model.lake import Lake
 from spark_jobs.control.monitoring.runs import read_runs
@@ -57,7 +55,6 @@ from spark_jobs.control.oncall.audit import read_rows
 DAG_ID = "cloudtrail_etl_continuous"
 CATCHUP = "cloudtrail_etl_catchup"
 JOB = "cloudtrail_etl"
-HARNESS = PROJECT_ROOT / "tools" / "local_airflow.py"
 CATCHUP_FILES = 10  # read one per micro-batch: the catch-up run holds the lease for a while (~40 s here)
 # Without the registry's warm standby: these are cold restarts (its take-overs: test_standby_take_over.py).
 POLICY = {"initial_backoff_seconds": 1, "multiplier": 2, "max_backoff_seconds": 2, "max_restarts": 2,
@@ -95,47 +92,20 @@ class Webhook:
         return [(post["kind"], post["code"]) for post in self.posts if "code" in post]
 
 
-class Setup:
+class Setup(HarnessAirflow):
     """The shared Airflow, lake, landing folder and webhook, and what the tests do with them."""
 
     def __init__(self, root: Path) -> None:
-        self.root = root
-        self.landing, self.lake, self.home = root / "landing", root / "lake", root / "airflow_home"
+        webhook = Webhook()
+        super().__init__(root, {"SUPERVISOR_WEBHOOK_URL": webhook.url,
+                                "STREAMING_CONTINUOUS_TRIGGER": "processing-time:1s",
+                                "STREAMING_SUPERVISOR_POLICY": json.dumps(POLICY)})
         self.landing.mkdir()
-        self.webhook = Webhook()
+        self.webhook = webhook
         self.expected: list[str] = []
-        self.env = {
-            **{k: v for k, v in os.environ.items() if k != "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS"},
-            "AIRFLOW_HOME": str(self.home),
-            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{self.home / 'airflow.db'}",
-            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin,alice:user",  # a second user, as a team has
-            # The simple auth manager's login page and users (identity is tests/plugins/test_identity.py's, on FAB).
-            "AIRFLOW__CORE__AUTH_MANAGER": SIMPLE_AUTH_MANAGER,
-            "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
-            "LAKE_ROOT": str(self.lake),
-            "CLOUDTRAIL_ETL_INPUT": str(self.landing),
-            "SUPERVISOR_WEBHOOK_URL": self.webhook.url,
-            "STREAMING_CONTINUOUS_TRIGGER": "processing-time:1s",
-            "STREAMING_SUPERVISOR_POLICY": json.dumps(POLICY),
-        }
-        # The harness's own object, for its URL, files and passwords (the start and stop are its command line's).
-        self.airflow = LocalAirflow(self.home, free_port(), self.env)
         self.started: subprocess.CompletedProcess | None = None
 
-    def harness(self, action: str) -> subprocess.CompletedProcess:
-        """``python tools/local_airflow.py start|stop`` as ``make airflow`` / ``make stop`` run it."""
-        return subprocess.run([sys.executable, str(HARNESS), action, "--port", str(self.airflow.port)], env=self.env,
-                              cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=900)
-
     # -- the REST API ----------------------------------------------------------------------------
-
-    def login(self, user: str) -> RestApi:
-        return RestApi.login(self.airflow.url, user, self.airflow.password(user))
-
-    def api(self, method: str, path: str, body: dict | None = None) -> dict:
-        if getattr(self, "_admin", None) is None:
-            self._admin = self.login("admin")
-        return self._admin(method, path, body)
 
     def oncall(self, action: str) -> dict:
         """alice triggers ``streaming_oncall`` for ``action`` on the job (the DAG is unpaused at creation); its run

@@ -24,100 +24,37 @@ while files land every few seconds. The tests run in order and share it:
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import random
 import signal
 import statistics
-import subprocess
-import sys
-import threading
 import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
+from spark_jobs.registry import get_job
 from tests.helpers.airflow_fixtures import require_airflow_env
-from tests.helpers.project import PROJECT_ROOT
+from tests.helpers.live_landing import LiveLanding
 from tests.helpers.prometheus import Prometheus, require_prometheus
-from tests.helpers.real_airflow import RestApi, wait_for
+from tests.helpers.processes import inspected_caught_up
+from tests.helpers.real_airflow import HarnessAirflow, RestApi, wait_for
 from tools.bench.recovery import KILL_KINDS, kill_target
-from tools.local_airflow import SIMPLE_AUTH_MANAGER, LocalAirflow, free_port, marked_processes
 
 DAG_ID = "cloudtrail_etl_continuous"
 ONCALL = "streaming_oncall"
 JOB = "cloudtrail_etl"
-HARNESS = PROJECT_ROOT / "tools" / "local_airflow.py"
 LAND_EVERY_SECONDS = 3.0
 
 
-class Night:
+class Night(HarnessAirflow):
     """The shared Airflow, lake and landing, files landing in a thread, and what the tests read."""
 
     def __init__(self, root: Path) -> None:
-        self.root = root
-        self.landing, self.lake, self.home = root / "landing", root / "lake", root / "airflow_home"
-        self.folder = self.landing / "AWSLogs" / "123456789012" / "CloudTrail" / "us-east-1" / "2024" / "03" / "02"
-        self.folder.mkdir(parents=True)
-        self.expected: list[str] = []
-        self.landed: list[str] = []
-        self._stop = threading.Event()
-        self._lander: threading.Thread | None = None
-        self.env = {
-            **{k: v for k, v in os.environ.items()
-               if k not in ("AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS", "STREAMING_SUPERVISOR_POLICY")},
-            "AIRFLOW_HOME": str(self.home),
-            # The simple auth manager's login page and users (identity is tests/plugins/test_identity.py's, on FAB).
-            "AIRFLOW__CORE__AUTH_MANAGER": SIMPLE_AUTH_MANAGER,
-            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{self.home / 'airflow.db'}",
-            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin,alice:user",
-            "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
-            "LAKE_ROOT": str(self.lake),
-            "CLOUDTRAIL_ETL_INPUT": str(self.landing),
-            "STREAMING_CONTINUOUS_TRIGGER": "processing-time:1s",
-        }
-        self.airflow = LocalAirflow(self.home, free_port(), self.env)
-
-    def harness(self, action: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, str(HARNESS), action, "--port", str(self.airflow.port)], env=self.env,
-                              cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=900)
-
-    def api(self, method: str, path: str, body: dict | None = None) -> dict:
-        if getattr(self, "_admin", None) is None:
-            self._admin = RestApi.login(self.airflow.url, "admin", self.airflow.password("admin"))
-        return self._admin(method, path, body)
-
-    # -- landing ---------------------------------------------------------------------------------
-
-    def land_one(self) -> None:
-        n = len(self.landed)
-        ids = [f"night-{n}-{r}" for r in range(3)]
-        minute = n % 60
-        document = {"Records": [{"eventVersion": "1.08", "eventID": event_id,
-                                 "eventTime": f"2024-03-02T10:{minute:02d}:{r:02d}Z", "eventSource": "s3.amazonaws.com",
-                                 "eventName": "GetObject", "awsRegion": "us-east-1"} for r, event_id in enumerate(ids)]}
-        final = self.folder / f"123456789012_CloudTrail_us-east-1_20240302T10{minute:02d}Z_night{n:05d}.json.gz"
-        temp = final.with_name("." + final.name + ".tmp")
-        temp.write_bytes(gzip.compress(json.dumps(document).encode()))
-        temp.rename(final)
-        self.landed.append(final.name)
-        self.expected += ids
-
-    def start_landing(self) -> None:
-        def loop() -> None:
-            while not self._stop.wait(LAND_EVERY_SECONDS):
-                self.land_one()
-
-        self._stop.clear()
-        self._lander = threading.Thread(target=loop, name="lander", daemon=True)
-        self._lander.start()
-
-    def stop_landing(self) -> None:
-        self._stop.set()
-        if self._lander is not None:
-            self._lander.join(timeout=30)
+        super().__init__(root, {"STREAMING_CONTINUOUS_TRIGGER": "processing-time:1s"})
+        self.files = LiveLanding(self.landing, "night", every=LAND_EVERY_SECONDS)
 
     # -- the lake --------------------------------------------------------------------------------
 
@@ -158,29 +95,22 @@ class Night:
         return DeltaTable(str(table)).to_pyarrow_table(columns=["eventID"])["eventID"].to_pylist()
 
     def caught_up(self) -> bool:
-        from tools.bench.supervised_job import committed_files
-
-        return set(self.landed) <= committed_files(self.checkpoint)
+        return inspected_caught_up(get_job(JOB), self.lake, self.landing)
 
 
 @pytest.fixture(scope="module")
 def night(tmp_path_factory):
     require_airflow_env()
     night = Night(tmp_path_factory.mktemp("standby"))
-    try:
-        started = night.harness("start")
-        assert started.returncode == 0, started.stdout + started.stderr
-        wait_for(f"the dag-processor to parse {DAG_ID}", lambda: night.api("GET", f"/dags/{DAG_ID}"))
-        night.land_one()
+    with night.running(DAG_ID):
+        night.files.land_one()
         night.api("PATCH", f"/dags/{DAG_ID}", {"is_paused": False})
         wait_for("the first commit", night.commit_times)
-        night.start_landing()
-        yield night
-    finally:
-        night.stop_landing()
-        stopped = night.harness("stop")
-    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
-    assert marked_processes(str(night.home)) == {}, "processes of the test Airflow outlived `stop`"
+        night.files.start()
+        try:
+            yield night
+        finally:
+            night.files.stop()
 
 
 def warm_standby(night: Night) -> dict:
@@ -209,7 +139,7 @@ def test_every_kind_of_kill_is_taken_over_by_the_warm_standby_and_the_table_stay
                       "kill_to_commit_s": round(committed - killed_at, 2)})
         wait_for("the take-over adopted", lambda: (s := night.supervisor()).get("state") == "running"
                  and s.get("driver_pid") == new.pid, every=0.5)
-    night.stop_landing()
+    night.files.stop()
     wait_for("every landed file committed", night.caught_up)
     times = [k["kill_to_commit_s"] for k in kills]
     report = {"kills": kills, "median_s": statistics.median(times), "max_s": max(times)}
@@ -228,7 +158,7 @@ def test_every_kind_of_kill_is_taken_over_by_the_warm_standby_and_the_table_stay
         "the Python driver (pid "), restarts[2]
     assert "take_over_failed" not in [e["kind"] for e in night.events()]
     ids = night.event_ids()
-    assert Counter(ids) == Counter(night.expected) and len(ids) == len(set(ids))
+    assert Counter(ids) == Counter(night.files.expected) and len(ids) == len(set(ids))
     state = night.supervisor()
     assert (state["take_overs_total"], state["restarts_total"], state["state"]) == (3, 3, "running")
 
@@ -239,7 +169,7 @@ def test_the_health_page_tells_the_night_after_an_oncall_restart(night):
     last batch's freshness and the oldest waiting file's age."""
     from tests.helpers.chromium import headless_browser, simple_login
 
-    night.start_landing()
+    night.files.start()
     before = night.supervisor()
     alice = RestApi.login(night.airflow.url, "alice", night.airflow.password("alice"))
     run = alice("POST", f"/dags/{ONCALL}/dagRuns", {"logical_date": None, "conf": {
@@ -317,7 +247,7 @@ def test_prometheus_returns_the_restarts_the_backlog_age_and_a_firing_stall_aler
     assert _oncall(night, "resume_supervision")["state"] == "success"
     last = max(night.commit_times())
     wait_for("a commit after the job was resumed", lambda: max(night.commit_times()) > last)
-    night.stop_landing()
+    night.files.stop()
     wait_for("every landed file committed", night.caught_up)
     ids = night.event_ids()
-    assert Counter(ids) == Counter(night.expected) and len(ids) == len(set(ids))
+    assert Counter(ids) == Counter(night.files.expected) and len(ids) == len(set(ids))

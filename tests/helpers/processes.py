@@ -104,6 +104,17 @@ def caught_up(checkpoint: Path, landing: Path) -> bool:
             and batch_ids(checkpoint / "offsets") == batch_ids(checkpoint / "commits"))
 
 
+def inspected_caught_up(job, lake: Path, landing: Path) -> bool:
+    """No file waits and every planned batch is committed, as ``checkpoint inspect`` reads it: unlike
+    :func:`caught_up` it holds after a long run, whose early discovery manifests are compacted away (the files of its
+    first batches can no longer be listed one by one)."""
+    from spark_jobs.control.checkpoint.inspect import inspect_checkpoint
+
+    report = inspect_checkpoint(job, str(lake), str(landing))
+    return (report.backlog_files == 0 and report.in_flight_files == 0
+            and report.latest_offset_batch == report.latest_commit_batch)
+
+
 SUBMIT_LIKE = Path(__file__).with_name("submit_like.py")
 
 

@@ -35,7 +35,8 @@ HEAVY_FIXTURES = frozenset({"spark", "run_job", "tables", "kafka_broker", "run_k
 HEAVY_IMPORTS = ("pyspark", "delta", "py4j", "spark_jobs.driver", "spark_jobs.jobs", "spark_jobs.cli",
                  "tools.local_airflow", "tools.standalone", "tools.kafka_broker",
                  "tests.helpers.spark_fixtures", "tests.helpers.kafka_fixtures", "tests.helpers.analytics",
-                 "tests.helpers.cowrie", "tests.helpers.catchup_runs", "tests.helpers.table_rows", "tests.helpers.kills")
+                 "tests.helpers.cowrie", "tests.helpers.catchup_runs", "tests.helpers.table_rows", "tests.helpers.kills",
+                 "tests.helpers.real_airflow")  # its HarnessAirflow starts make airflow's harness
 # Commands that start a Spark driver or an Airflow: as a word of a command line, or run_cli's first argument.
 HEAVY_WORDS = frozenset({"spark-submit", "java", "dags", "run", "supervise", "backfill", "sql", "lake", "reprocess",
                          "state"})

@@ -27,7 +27,7 @@ from spark_jobs.launch.releases import driver_env
 from spark_jobs.model.lake import Lake
 from tests.helpers.cloudtrail import JOB
 from tests.helpers.processes import wait_for
-from tests.helpers.releases import release_with
+from tests.helpers.releases import COLUMN_TYPE_CHANGE, PARSER_FIX, release_with
 from tools.sample_data import write_sample_landing
 
 START_SECONDS = 300  # a JVM's start and warm-up on a busy 2-core machine
@@ -77,8 +77,7 @@ def snapshot(live: dict) -> dict:
 
 def test_a_column_type_change_is_refused_with_the_reason_and_nothing_stops(live, tmp_path):
     before = snapshot(live)
-    v3 = release_with(tmp_path, "v3", {"transforms/cloudtrail/parse.py": [
-        ('rec["readOnly"].try_cast("boolean")', 'rec["readOnly"].try_cast("string")')]})
+    v3 = release_with(tmp_path, "v3", COLUMN_TYPE_CHANGE)
 
     driver = preflight(live, v3)
     code = driver.wait(START_SECONDS)
@@ -101,9 +100,7 @@ def test_a_column_type_change_is_refused_with_the_reason_and_nothing_stops(live,
 
 def test_a_compatible_version_passes_warms_up_and_waits_for_the_lease(live, tmp_path):
     before = snapshot(live)
-    v2 = release_with(tmp_path, "v2", {"transforms/cloudtrail/parse.py": [
-        ('F.try_to_timestamp(ctx["attributes"]["creationDate"])',
-         'F.try_to_timestamp(F.trim(ctx["attributes"]["creationDate"]))')]})
+    v2 = release_with(tmp_path, "v2", PARSER_FIX)
 
     driver = preflight(live, v2)
     try:

@@ -11,9 +11,11 @@ import pytest
 
 from spark_jobs.launch import code_zip
 from spark_jobs.launch.releases import add_release, driver_env, find_release, list_releases
+from spark_jobs.launch.submit import APPLICATION
 from spark_jobs.launch.version import version_of
 from spark_jobs.model.errors import UsageError
 from tests.helpers.project import PROJECT_ROOT
+from tests.helpers.releases import release_with
 
 
 def test_a_release_from_git_holds_that_commits_package_and_names_its_code(tmp_path):
@@ -62,3 +64,18 @@ def test_a_driver_of_a_release_imports_the_release_whatever_its_folder(tmp_path)
                           env=driver_env(release), capture_output=True, text=True, check=True).stdout.split()
 
     assert said == [str(release.folder / "spark_jobs" / "__init__.py"), str(PROJECT_ROOT)]
+
+
+def test_spark_submits_application_file_runs_the_release_on_the_path_not_the_checkout(tmp_path):
+    """spark-submit runs the checkout's ``spark_jobs/__main__.py`` as a file, whatever version the driver is: with a
+    release first on the driver's PYTHONPATH, that file must hand over to the release's package."""
+    release = release_with(tmp_path, "v2", {"cli/list_jobs.py": [
+        ('print(f"{job.name}: {job.description}")', 'print(f"{job.name} (v2): {job.description}")')]})
+
+    def listed(env: dict) -> str:
+        return subprocess.run([sys.executable, APPLICATION, "list"], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, check=True).stdout
+
+    assert "cloudtrail_etl (v2): " in listed(driver_env(release))
+    checkout = listed({k: v for k, v in driver_env(release).items() if k != "PYTHONPATH"})
+    assert "cloudtrail_etl: " in checkout and "(v2)" not in checkout  # no release on the path: the checkout's

@@ -42,9 +42,12 @@ from spark_jobs.launch.version import current
 from spark_jobs.model.lake import Lake
 from spark_jobs.registry import get_job
 from tests.helpers.cloudtrail import file_name
-from tests.helpers.processes import assert_no_process_left, batch_ids, table_event_ids, wait_for
+from tests.helpers.processes import (assert_no_process_left, batch_ids, inspected_caught_up, table_event_ids,
+                                     wait_for)
 from tests.helpers.project import PROJECT_ROOT
-from tests.helpers.releases import release_with
+from tests.helpers.delta_log import batch_commits, handover_gap
+from tests.helpers.releases import (COLUMN_TYPE_CHANGE, FIRST_BATCH_CRASH, PARSER_FIX, QUARANTINES_EVERYTHING,
+                                   release_with)
 from tools.sample_data import write_sample_landing
 
 JOB = get_job("cloudtrail_etl")
@@ -53,10 +56,6 @@ POLICY = replace(JOB.restart, initial_backoff_seconds=1, max_backoff_seconds=5, 
                  stop_grace_seconds=90, warm_standby=False, probation_batches=2,
                  probation_seconds=60)  # long enough for the drivers' progress rows (appended every 30 s) to count
 START_SECONDS = 300  # a JVM's start on a busy 2-core machine
-PARSER_FIX = ('F.try_to_timestamp(ctx["attributes"]["creationDate"])',
-              'F.try_to_timestamp(F.trim(ctx["attributes"]["creationDate"]))')
-FIRST_BATCH_BUG = ('    spark = frame.sparkSession\n    pipelined =',
-                   '    raise RuntimeError("v4: a bug in the batch writer")\n    spark = frame.sparkSession\n    pipelined =')
 
 
 class Deployed:
@@ -102,11 +101,7 @@ class Deployed:
     def caught_up(self) -> bool:
         """No file waits and every planned batch is committed (``checkpoint inspect``: a long run's early discovery
         manifests are compacted away, so the files of committed batches cannot be listed one by one)."""
-        from spark_jobs.control.checkpoint.inspect import inspect_checkpoint
-
-        report = inspect_checkpoint(JOB, str(self.lake), str(self.landing))
-        return (report.backlog_files == 0 and report.in_flight_files == 0
-                and report.latest_offset_batch == report.latest_commit_batch)
+        return inspected_caught_up(JOB, self.lake, self.landing)
 
     def wait_caught_up(self) -> None:
         wait_for(self.caught_up, START_SECONDS, "every landed file committed")
@@ -149,12 +144,8 @@ class Deployed:
             (events[0]["restarts_in_window"], events[0]["consecutive_failures"])}, events
 
     def commits(self) -> list[dict]:
-        """cloudtrail_events' batch commits, oldest first: timestamp (ms) and the version in their userMetadata."""
-        from deltalake import DeltaTable
-
-        history = DeltaTable(str(self.lake / "tables" / "cloudtrail_events")).history()
-        return [{"timestamp": c["timestamp"], "version": json.loads(c["userMetadata"])["version"]}
-                for c in sorted(history, key=lambda c: c["version"]) if c.get("userMetadata")]
+        """cloudtrail_events' batch commits, oldest first (:func:`tests.helpers.delta_log.batch_commits`)."""
+        return batch_commits(self.lake / "tables" / "cloudtrail_events")
 
 
 @pytest.fixture(scope="module")
@@ -190,7 +181,7 @@ def deployed(tmp_path_factory):
 
 def test_a_compatible_version_is_handed_over_in_seconds_and_passes_probation(deployed, tmp_path_factory):
     v1 = current().name
-    release_with(Path(os.environ[RELEASES_ENV]), "v2", {"transforms/cloudtrail/parse.py": [PARSER_FIX]})
+    release_with(Path(os.environ[RELEASES_ENV]), "v2", PARSER_FIX)
     old_pid = deployed.holder()["pid"]
 
     rollout = deployed.rollout("v2")
@@ -204,9 +195,7 @@ def test_a_compatible_version_is_handed_over_in_seconds_and_passes_probation(dep
     commits = deployed.commits()
     versions = [c["version"] for c in commits]
     assert versions == sorted(versions, key=lambda v: v == "v2") and set(versions) == {v1, "v2"}
-    last_v1 = max(c["timestamp"] for c in commits if c["version"] == v1)
-    first_v2 = min(c["timestamp"] for c in commits if c["version"] == "v2")
-    gap = (first_v2 - last_v1) / 1000
+    gap = handover_gap(commits, v1, "v2")
     print(f"handover to v2: {gap:.2f} s between the last commit of {v1} and the first of v2")
     kinds = [e["kind"] for e in deployed.events]
     assert kinds == ["start", "rollout", "handover", "probation_passed"], deployed.events
@@ -216,8 +205,7 @@ def test_a_compatible_version_is_handed_over_in_seconds_and_passes_probation(dep
 
 
 def test_an_incompatible_version_is_refused_in_preflight_and_v2_keeps_committing(deployed):
-    release_with(Path(os.environ[RELEASES_ENV]), "v3", {"transforms/cloudtrail/parse.py": [
-        PARSER_FIX, ('rec["readOnly"].try_cast("boolean")', 'rec["readOnly"].try_cast("string")')]})
+    release_with(Path(os.environ[RELEASES_ENV]), "v3", COLUMN_TYPE_CHANGE)
     holder = deployed.holder()
 
     rollout = deployed.rollout("v3")
@@ -234,8 +222,7 @@ def test_an_incompatible_version_is_refused_in_preflight_and_v2_keeps_committing
 
 
 def test_a_version_that_crashes_in_its_first_batch_is_rolled_back_by_itself(deployed):
-    release_with(Path(os.environ[RELEASES_ENV]), "v4", {"transforms/cloudtrail/parse.py": [PARSER_FIX],
-                                                        "driver/write/batch.py": [FIRST_BATCH_BUG]})
+    release_with(Path(os.environ[RELEASES_ENV]), "v4", FIRST_BATCH_CRASH)
 
     rollout = deployed.rollout("v4")
     deployed.land()
@@ -254,9 +241,7 @@ def test_a_version_that_crashes_in_its_first_batch_is_rolled_back_by_itself(depl
 
 
 def test_a_version_that_quarantines_far_more_is_rolled_back_by_its_probation(deployed):
-    release_with(Path(os.environ[RELEASES_ENV]), "v5", {"transforms/cloudtrail/parse.py": [
-        PARSER_FIX, ('event_time = F.try_to_timestamp(rec["eventTime"])',
-                     'event_time = F.try_to_timestamp(F.concat(rec["eventTime"], F.lit("?")))')]})
+    release_with(Path(os.environ[RELEASES_ENV]), "v5", QUARANTINES_EVERYTHING)
 
     rollout = deployed.rollout("v5")
     wait_for(lambda: (deployed.holder() or {}).get("version") == "v2", START_SECONDS, "v2 running again")
