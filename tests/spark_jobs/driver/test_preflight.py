@@ -27,7 +27,7 @@ from spark_jobs.launch.releases import driver_env
 from spark_jobs.model.lake import Lake
 from tests.helpers.cloudtrail import JOB
 from tests.helpers.processes import wait_for
-from tests.helpers.releases import release_with
+from tools.releases import COMPATIBLE, release_with
 from tools.sample_data import write_sample_landing
 
 START_SECONDS = 300  # a JVM's start and warm-up on a busy 2-core machine
@@ -101,9 +101,7 @@ def test_a_column_type_change_is_refused_with_the_reason_and_nothing_stops(live,
 
 def test_a_compatible_version_passes_warms_up_and_waits_for_the_lease(live, tmp_path):
     before = snapshot(live)
-    v2 = release_with(tmp_path, "v2", {"transforms/cloudtrail/parse.py": [
-        ('F.try_to_timestamp(ctx["attributes"]["creationDate"])',
-         'F.try_to_timestamp(F.trim(ctx["attributes"]["creationDate"]))')]})
+    v2 = release_with(tmp_path, "v2", COMPATIBLE["v2"])
 
     driver = preflight(live, v2)
     try:

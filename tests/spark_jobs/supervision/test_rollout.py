@@ -41,7 +41,7 @@ from spark_jobs.registry import get_job
 from tests.helpers.cloudtrail import file_name
 from tests.helpers.processes import assert_no_process_left, batch_ids, table_event_ids, wait_for
 from tests.helpers.project import PROJECT_ROOT
-from tests.helpers.releases import release_with
+from tools.releases import COMPATIBLE, CRASHES_IN_FIRST_BATCH, PARSER_FIX, release_with
 from tools.sample_data import write_sample_landing
 
 JOB = get_job("cloudtrail_etl")
@@ -50,10 +50,6 @@ POLICY = replace(JOB.restart, initial_backoff_seconds=1, max_backoff_seconds=5, 
                  stop_grace_seconds=90, warm_standby=False, probation_batches=2,
                  probation_seconds=60)  # long enough for the drivers' progress rows (appended every 30 s) to count
 START_SECONDS = 300  # a JVM's start on a busy 2-core machine
-PARSER_FIX = ('F.try_to_timestamp(ctx["attributes"]["creationDate"])',
-              'F.try_to_timestamp(F.trim(ctx["attributes"]["creationDate"]))')
-FIRST_BATCH_BUG = ('    spark = frame.sparkSession\n    pipelined =',
-                   '    raise RuntimeError("v4: a bug in the batch writer")\n    spark = frame.sparkSession\n    pipelined =')
 
 
 class Deployed:
@@ -180,7 +176,7 @@ def deployed(tmp_path_factory):
 
 def test_a_compatible_version_is_handed_over_in_seconds_and_passes_probation(deployed, tmp_path_factory):
     v1 = current().name
-    release_with(Path(os.environ[RELEASES_ENV]), "v2", {"transforms/cloudtrail/parse.py": [PARSER_FIX]})
+    release_with(Path(os.environ[RELEASES_ENV]), "v2", COMPATIBLE["v2"])
     old_pid = deployed.holder()["pid"]
 
     rollout = deployed.rollout("v2")
@@ -224,8 +220,7 @@ def test_an_incompatible_version_is_refused_in_preflight_and_v2_keeps_committing
 
 
 def test_a_version_that_crashes_in_its_first_batch_is_rolled_back_by_itself(deployed):
-    release_with(Path(os.environ[RELEASES_ENV]), "v4", {"transforms/cloudtrail/parse.py": [PARSER_FIX],
-                                                        "driver/write/batch.py": [FIRST_BATCH_BUG]})
+    release_with(Path(os.environ[RELEASES_ENV]), "v4", CRASHES_IN_FIRST_BATCH["v4"])
 
     rollout = deployed.rollout("v4")
     deployed.land()
