@@ -6,9 +6,11 @@ when EXIT is 0). SIGTERM: release and exit 0, as a driver that stops after its m
 another live driver: exit 3 with the CLI's one-line error, as ``python -m spark_jobs run`` does. An optional fifth
 argument is the trigger it says it runs (the lease's ``details.trigger``; default a streaming one). A last argument
 ``--standby`` (what the supervisor appends for a warm standby) makes it one: it says so in ``standby.json`` and takes
-the lease the moment it is free (every 0.2 s), as ``run --standby`` does.
+the lease the moment it is free (every 0.2 s), as ``run --standby`` does; ``--standby --preflight`` (a rollout's new
+version) is one that passes its pre-flight, after ``$LEASE_HOLDER_PREFLIGHT_SECONDS`` (default 0) of checks.
 """
 
+import os
 import signal
 import sys
 import time
@@ -17,12 +19,15 @@ from spark_jobs.control.checkpoint.lease import Lease, LeaseHeld
 from spark_jobs.control.supervision.ownership import LEASE_HELD_EXIT_STATUS
 from spark_jobs.control.supervision.standby_state import announce_standby, withdraw_standby
 
-standby = sys.argv[-1] == "--standby"
-args = sys.argv[1:-1] if standby else sys.argv[1:]
+preflight = sys.argv[-2:] == ["--standby", "--preflight"]
+standby = preflight or sys.argv[-1] == "--standby"
+args = sys.argv[1:-2] if preflight else sys.argv[1:-1] if standby else sys.argv[1:]
 control, hold, code, ttl = args[0], float(args[1]), int(args[2]), float(args[3])
 trigger = args[4] if len(args) > 4 else "processing-time:1s"
 if standby:
     signal.signal(signal.SIGTERM, lambda *_: (withdraw_standby(control), sys.exit(143)))
+    if preflight:
+        time.sleep(float(os.environ.get("LEASE_HOLDER_PREFLIGHT_SECONDS", "0")))
     announce_standby(control, 0.0)
 while True:
     try:
