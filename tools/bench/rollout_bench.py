@@ -29,7 +29,7 @@ from pathlib import Path
 from spark_jobs.control.rollout.request import ACTIVE, read_rollout
 from spark_jobs.launch.releases import RELEASES_ENV
 from spark_jobs.model.lake import PROJECT_ROOT
-from tools.bench.recovery import FIRST_COMMIT_TIMEOUT_S, Lander
+from tools.bench.recovery import FIRST_COMMIT_TIMEOUT_S, TRIAL_ROOT, Lander
 from tools.bench.supervised_job import JOB, SupervisedJob
 from tools.releases import COMPATIBLE, CRASHES_IN_FIRST_BATCH, release_with
 
@@ -43,6 +43,46 @@ POLICY = {"warm_standby": False, "probation_batches": 2, "probation_seconds": 20
 ROLLOUT_TIMEOUT_S = 900.0
 CATCH_UP_TIMEOUT_S = 600.0
 TABLES = ("cloudtrail_events", "cloudtrail_quarantine")
+
+
+def add_bench_arguments(parser, name: str) -> None:
+    """The options of the trial ``name`` that shape its :class:`RolloutBench`."""
+    parser.add_argument("--seed", type=int, default=1, help="seed of the landed events (and the trial's draws; default 1)")
+    parser.add_argument("--gap", type=float, default=1.0, help="seconds between two landed files (default 1)")
+    parser.add_argument("--records-per-file", type=int, default=20, help="events per landed file (default 20)")
+    parser.add_argument("--trigger", default=TRIGGER, help=f"the job's trigger (default {TRIGGER})")
+    parser.add_argument("--root", help=f"work folder (default {TRIAL_ROOT}/trial-{name}; emptied first)")
+
+
+def bench_from(args, name: str) -> "RolloutBench":
+    """The :class:`RolloutBench` the options of :func:`add_bench_arguments` ask for (logging to stderr)."""
+    if args.gap <= 0 or args.records_per_file < 1:
+        raise SystemExit("--gap must be > 0 and --records-per-file >= 1")
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    return RolloutBench(Path(args.root) if args.root else TRIAL_ROOT / f"trial-{name}", args.seed, args.gap,
+                        args.records_per_file, args.trigger)
+
+
+def trial_main(argv: list[str] | None, prog: str, name: str, description: str, count: tuple[str, int, str],
+               run) -> int:
+    """A rollout trial's command: ``--<count[0]> N`` (default ``count[1]``, help ``count[2]``) and the bench's
+    options; ``run(bench, n, seed)`` gives the report, printed and written to ``.spark/bench/trial-<name>.json``;
+    exit status 0 when it ``passed``."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser.add_argument(f"--{count[0]}", type=int, default=count[1], help=count[2])
+    add_bench_arguments(parser, name)
+    args = parser.parse_args(argv)
+    wanted = getattr(args, count[0].replace("-", "_"))
+    if wanted < 1:
+        parser.error(f"--{count[0]} must be >= 1")
+    report = run(bench_from(args, name), wanted, args.seed)
+    text = json.dumps(report, indent=2)
+    TRIAL_ROOT.mkdir(parents=True, exist_ok=True)
+    (TRIAL_ROOT / f"trial-{name}.json").write_text(text + "\n")
+    print(text)
+    return 0 if report["passed"] else 1
 
 
 def other_compatible(running: str | None) -> str:
@@ -120,6 +160,11 @@ class RolloutBench:
         self.job.wait(lambda: self.job.commits(), FIRST_COMMIT_TIMEOUT_S, "the first commit")
         log.info("rollout bench: the job committed %.1f s after the supervisor's start", time.monotonic() - started)
         return self
+
+    def described(self) -> dict:
+        """What the report says of the bench: the job, its trigger, the landing, the policy."""
+        return {"job": JOB.name, "trigger": self.trigger, "file_every_s": self.lander.gap,
+                "records_per_file": self.lander.records_per_file, "policy": self.policy}
 
     def note_load(self) -> None:
         self.load_averages.append([round(x, 2) for x in os.getloadavg()])

@@ -31,8 +31,6 @@ passed.
 
 from __future__ import annotations
 
-import argparse
-import json
 import logging
 import os
 import random
@@ -40,11 +38,10 @@ import signal
 import sys
 import time
 from datetime import datetime
-from pathlib import Path
 
 from spark_jobs.control.rollout.request import ACTIVE
-from tools.bench.recovery import TRIAL_ROOT, kill_target
-from tools.bench.rollout_bench import POLICY, TRIGGER, RolloutBench, other_compatible
+from tools.bench.recovery import kill_target
+from tools.bench.rollout_bench import RolloutBench, other_compatible, trial_main
 from tools.releases import CRASHES_IN_FIRST_BATCH
 
 log = logging.getLogger("tools.bench")
@@ -196,10 +193,8 @@ def run_kill_trials(bench: RolloutBench, kills: int, seed: int = 1,
     return records
 
 
-def run(root: Path, kills: int, seed: int = 1, gap: float = 1.0, records_per_file: int = 20,
-        trigger: str = TRIGGER) -> dict:
-    """The whole trial under ``root``: the report."""
-    bench = RolloutBench(root, seed, gap, records_per_file, trigger)
+def run(bench: RolloutBench, kills: int, seed: int = 1) -> dict:
+    """The whole trial on ``bench`` (not started yet): the report."""
     started = time.monotonic()
     try:
         bench.start()
@@ -208,10 +203,8 @@ def run(root: Path, kills: int, seed: int = 1, gap: float = 1.0, records_per_fil
     finally:
         bench.close()
     events = bench.job.events()
-    report = {"trial": "rollout-kills", "job": "cloudtrail_etl", "trigger": trigger, "file_every_s": gap,
-              "records_per_file": records_per_file, "policy": POLICY, "seed": seed, "kills": kills,
-              "phases_hit": sorted({t["phase_hit"] for t in trials}),
-              "passed_trials": sum(t["passed"] for t in trials),
+    report = {"trial": "rollout-kills", **bench.described(), "seed": seed, "kills": kills,
+              "phases_hit": sorted({t["phase_hit"] for t in trials}), "passed_trials": sum(t["passed"] for t in trials),
               "outcomes": {o: sum(t["outcome"] == o for t in trials) for o in sorted({t["outcome"] for t in trials})},
               "restarts": sum(e["kind"] == "restart" for e in events),
               "give_ups": sum(e["kind"] == "give_up" for e in events), "final": end, "trials": trials,
@@ -223,21 +216,8 @@ def run(root: Path, kills: int, seed: int = 1, gap: float = 1.0, records_per_fil
 
 def main(argv: list[str] | None = None, prog: str = "python -m tools.bench.rollout_kills") -> int:
     """``python -m spark_jobs trial rollout-kills``: run the trials, print the JSON report, exit 0 when all passed."""
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
-    parser.add_argument("--kills", type=int, default=10, help="trials, one kill -9 each (default 10)")
-    parser.add_argument("--seed", type=int, default=1, help="seed of the events, the plan and the moments (default 1)")
-    parser.add_argument("--gap", type=float, default=1.0, help="seconds between two landed files (default 1)")
-    parser.add_argument("--root", help=f"work folder (default {TRIAL_ROOT}/trial-rollout-kills; emptied first)")
-    args = parser.parse_args(argv)
-    if args.kills < 1 or args.gap <= 0:
-        parser.error("--kills must be >= 1, --gap > 0")
-    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    report = run(Path(args.root) if args.root else TRIAL_ROOT / "trial-rollout-kills", args.kills, args.seed, args.gap)
-    text = json.dumps(report, indent=2)
-    TRIAL_ROOT.mkdir(parents=True, exist_ok=True)
-    (TRIAL_ROOT / "trial-rollout-kills.json").write_text(text + "\n")
-    print(text)
-    return 0 if report["passed"] else 1
+    return trial_main(argv, prog, "rollout-kills", __doc__.split("\n")[0],
+                      ("kills", 10, "trials, one kill -9 each (default 10)"), run)
 
 
 if __name__ == "__main__":

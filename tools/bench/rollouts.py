@@ -15,22 +15,18 @@ one version, is reported beside it. At the end the landing stops, the job catche
 the table must be exact (every landed event once), with one writer and no restart counted.
 
 Goal (issue 59): the median of the rollouts' times without commits <= 5 s. The report (JSON) goes to stdout and
-``.spark/bench/trial-rollout.json``; exit status 0 when the goal was met and the table is exact.
+``.spark/bench/trial-rollout.json``; exit status 0 when the goal was met and the table is exact (``passed``).
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import logging
 import statistics
 import sys
 import time
 from datetime import datetime
-from pathlib import Path
 
-from tools.bench.recovery import TRIAL_ROOT
-from tools.bench.rollout_bench import POLICY, TRIGGER, RolloutBench, gap_before, other_compatible, steady_intervals
+from tools.bench.rollout_bench import RolloutBench, gap_before, other_compatible, steady_intervals, trial_main
 
 log = logging.getLogger("tools.bench")
 GOAL_MEDIAN_S = 5.0
@@ -82,10 +78,8 @@ def summary(records: list[dict], commits: list[dict]) -> dict:
             "goal": f"median of the times without commits <= {GOAL_MEDIAN_S:g} s"}
 
 
-def run(root: Path, rollouts: int, seed: int = 1, gap: float = 1.0, records_per_file: int = 20,
-        trigger: str = TRIGGER, policy: dict | None = None) -> dict:
-    """The whole trial under ``root``: the report."""
-    bench = RolloutBench(root, seed, gap, records_per_file, trigger, policy)
+def run(bench: RolloutBench, rollouts: int, seed: int | None = None) -> dict:
+    """The whole trial on ``bench`` (not started yet): the report (``seed``: the bench's, for the report)."""
     started = time.monotonic()
     try:
         bench.start()
@@ -95,37 +89,19 @@ def run(root: Path, rollouts: int, seed: int = 1, gap: float = 1.0, records_per_
     finally:
         bench.close()
     restarts = [e for e in bench.job.events() if e["kind"] in ("restart", "give_up")]
-    report = {"trial": "rollout", "job": "cloudtrail_etl", "trigger": trigger, "file_every_s": gap,
-              "records_per_file": records_per_file, "policy": {**POLICY, **(policy or {})}, "seed": seed,
-              **summary(records, commits), "rollouts": records, "restarts": len(restarts),
-              "restart_reasons": [e["reason"] for e in restarts], **end,
+    report = {"trial": "rollout", **bench.described(), "seed": seed, **summary(records, commits), "rollouts": records,
+              "restarts": len(restarts), "restart_reasons": [e["reason"] for e in restarts], **end,
               "seconds": round(time.monotonic() - started, 1), "load_averages": bench.load_averages}
-    report["met"] = bool(report["median_s"] is not None and report["median_s"] <= GOAL_MEDIAN_S
-                         and report["rollouts_done"] == rollouts and report["exact"] and report["one_writer"]
-                         and not restarts and not report["processes_left"])
+    report["passed"] = bool(report["median_s"] is not None and report["median_s"] <= GOAL_MEDIAN_S
+                            and report["rollouts_done"] == rollouts and report["exact"] and report["one_writer"]
+                            and not restarts and not report["processes_left"])
     return report
 
 
 def main(argv: list[str] | None = None, prog: str = "python -m tools.bench.rollouts") -> int:
     """``python -m spark_jobs trial rollout``: run it, print the JSON report, exit 0 when the goal was met."""
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
-    parser.add_argument("--rollouts", type=int, default=5, help="rollouts, v2 and v2b in turn (default 5)")
-    parser.add_argument("--seed", type=int, default=1, help="seed of the landed events (default 1)")
-    parser.add_argument("--gap", type=float, default=1.0, help="seconds between two landed files (default 1)")
-    parser.add_argument("--records-per-file", type=int, default=20, help="events per landed file (default 20)")
-    parser.add_argument("--trigger", default=TRIGGER, help=f"the job's trigger (default {TRIGGER})")
-    parser.add_argument("--root", help=f"work folder (default {TRIAL_ROOT}/trial-rollout; emptied first)")
-    args = parser.parse_args(argv)
-    if args.rollouts < 1 or args.gap <= 0 or args.records_per_file < 1:
-        parser.error("--rollouts and --records-per-file must be >= 1, --gap > 0")
-    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    report = run(Path(args.root) if args.root else TRIAL_ROOT / "trial-rollout", args.rollouts, args.seed, args.gap,
-                 args.records_per_file, args.trigger)
-    text = json.dumps(report, indent=2)
-    TRIAL_ROOT.mkdir(parents=True, exist_ok=True)
-    (TRIAL_ROOT / "trial-rollout.json").write_text(text + "\n")
-    print(text)
-    return 0 if report["met"] else 1
+    return trial_main(argv, prog, "rollout", __doc__.split("\n")[0],
+                      ("rollouts", 5, "rollouts, v2 and v2b in turn (default 5)"), run)
 
 
 if __name__ == "__main__":
