@@ -55,8 +55,9 @@ def measure_rollouts(bench: RolloutBench, rollouts: int) -> list[dict]:
             gap = bench.job.wait(lambda: gap_before(bench.commits(), version, since_ms), 120,
                                  f"version {version}'s first commit in the table")
             record.update(gap)
-            events = [e for e in bench.job.events() if e.get("rollout") == rollout["id"] and e["kind"] == "handover"]
-            record["old_driver_stop"] = events[0]["reason"] if events else None
+            events = bench.job.events()
+            asked_at = next(i for i, e in enumerate(events) if e["kind"] == "rollout" and e.get("rollout") == rollout["id"])
+            record["old_driver_stop"] = next((e["reason"] for e in events[asked_at:] if e["kind"] == "handover"), None)
             log.info("trial rollout %d: %s -> %s, %.2f s without commits", index + 1, record["from"], version,
                      record["gap_s"])
         else:
