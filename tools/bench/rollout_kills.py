@@ -31,6 +31,7 @@ passed.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import random
@@ -182,14 +183,16 @@ class Trial:
 def run_kill_trials(bench: RolloutBench, kills: int, seed: int = 1,
                     pairs: list[tuple[str, str]] | None = None) -> list[dict]:
     """``kills`` trials on the running ``bench`` (``pairs``: these (phase, target) instead of :func:`plan`'s); their
-    records."""
+    records, each also appended to ``<bench root>/trials.jsonl`` as it ends (a long run cut short keeps them)."""
     rng = random.Random(seed)
     chosen = plan(kills, rng) if pairs is None else list(pairs)
     records = []
     for index, (phase, target) in enumerate(chosen):
         log.info("trial %d of %d: kill -9 of %s during %s", index + 1, len(chosen), target, phase)
-        record = Trial(bench, phase, target, rng).run()
-        records.append({"trial": index + 1, **record})
+        record = {"trial": index + 1, **Trial(bench, phase, target, rng).run()}
+        records.append(record)
+        with open(bench.root / "trials.jsonl", "a") as out:
+            out.write(json.dumps(record) + "\n")
     return records
 
 
