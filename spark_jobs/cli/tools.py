@@ -17,7 +17,7 @@ from typing import Mapping
 TOOL_COMMANDS: Mapping[str, tuple[str, str]] = {
     "sample-data": ("tools.sample_data", "write generated CloudTrail sample files"),
     "bench": ("tools.bench.benchmark", "benchmark the pipeline against bare Spark (JSON report)"),
-    "trial": ("tools.bench.recovery", "trials: recovery after kill -9, a soak without restarts, kill -9 in queue mode"),
+    "trial": ("tools.bench.recovery", "trials: recovery after kill -9, a soak without restarts, kill -9 in queue mode, rollouts (their handover gap, kill -9 during them)"),
 }
 
 

@@ -4,7 +4,7 @@ on-call form while files land every second (docs/deploying.md).
 One Airflow on loopback for the module, started as ``make airflow`` starts it (``python tools/local_airflow.py start``),
 with the simple auth manager's login: alice (role user) triggers ``streaming_oncall`` with the action ``rollout`` and a
 *Version*, as an operator does (the action runs at once: no four eyes); the releases are in ``$SPARK_JOBS_RELEASES``,
-each a real code change of this checkout (tests/helpers/releases.py). The continuous DAG starts version 1 (the checkout's
+each a real code change of this checkout (tools/releases.py). The continuous DAG starts version 1 (the checkout's
 code) with spark-submit, a 1 s trigger, and a file lands every second for the whole module. The tests run in order:
 
 1. v2, a parser fix (a session's creation date in ISO 8601's basic format is read): handed over (the seconds without
@@ -52,7 +52,7 @@ from tests.helpers.delta_log import batch_commits, handover_gap, rows_by_version
 from tests.helpers.live_landing import LiveLanding
 from tests.helpers.processes import inspected_caught_up
 from tests.helpers.real_airflow import HarnessAirflow, RestApi, wait_for
-from tests.helpers.releases import COLUMN_TYPE_CHANGE, FIRST_BATCH_CRASH, PARSER_FIX, release_with
+from tools.releases import COLUMN_TYPE_CHANGE, FIRST_BATCH_CRASH, PARSER_FIX, release_with
 
 DAG_ID = "cloudtrail_etl_continuous"
 ONCALL = "streaming_oncall"

@@ -10,7 +10,8 @@ the lease the moment it is free (every 0.2 s), as ``run --standby`` does. With `
 lease says, as a runner's does once its first batch is committed, ``last_committed_batch`` 0 and the code ``version``
 it runs (a release's name when the supervisor started it from one); a driver of the version named by
 ``$LEASE_HOLDER_CRASH_VERSION`` exits 1 the moment it holds the lease (a new version crashing in its first batch). A
-``--preflight`` after ``--standby`` (a rollout's new version) is taken as a plain standby.
+``--preflight`` after ``--standby`` (a rollout's new version) is one that passes its pre-flight, after
+``$LEASE_HOLDER_PREFLIGHT_SECONDS`` (default 0) of checks.
 """
 
 import os
@@ -22,7 +23,8 @@ from spark_jobs.control.checkpoint.lease import Lease, LeaseHeld
 from spark_jobs.control.supervision.ownership import LEASE_HELD_EXIT_STATUS
 from spark_jobs.control.supervision.standby_state import announce_standby, withdraw_standby
 
-standby = "--standby" in sys.argv[1:]  # with --preflight after it: a rollout's new version (no check made here)
+preflight = "--preflight" in sys.argv[1:]  # after --standby: a rollout's new version
+standby = "--standby" in sys.argv[1:]
 args = [arg for arg in sys.argv[1:] if arg not in ("--standby", "--preflight")]
 control, hold, code, ttl = args[0], float(args[1]), int(args[2]), float(args[3])
 trigger = args[4] if len(args) > 4 else "processing-time:1s"
@@ -33,6 +35,8 @@ if os.environ.get("LEASE_HOLDER_COMMITTED") or os.environ.get("LEASE_HOLDER_CRAS
     details.update(last_committed_batch=0, version=current().name)
 if standby:
     signal.signal(signal.SIGTERM, lambda *_: (withdraw_standby(control), sys.exit(143)))
+    if preflight:
+        time.sleep(float(os.environ.get("LEASE_HOLDER_PREFLIGHT_SECONDS", "0")))
     announce_standby(control, 0.0)
 while True:
     try:

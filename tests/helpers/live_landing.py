@@ -11,7 +11,7 @@ from pathlib import Path
 
 ACCOUNT_FOLDER = Path("AWSLogs") / "123456789012" / "CloudTrail" / "us-east-1" / "2024" / "03" / "02"
 # A session's creation date in ISO 8601's basic format: version 1's parser leaves it NULL, the parser fix of
-# tests/helpers/releases.py (PARSER_FIX) reads it.
+# tools/releases.py (PARSER_FIX) reads it.
 BASIC_CREATION_DATE = "20240302T090000Z"
 
 

@@ -8,6 +8,8 @@ Usage::
     python -m spark_jobs trial recovery --through airflow --kills 5 --standby   # each kill taken over by a warm standby
     python -m spark_jobs trial recovery --through airflow --standby --kills 9 --kill driver,jvm,group
     python -m spark_jobs trial queue-kills --kills 10   # kill -9 of queue-mode drivers (tools/bench/queue_kills.py)
+    python -m spark_jobs trial rollout --rollouts 5     # the handover's time without commits (tools/bench/rollouts.py)
+    python -m spark_jobs trial rollout-kills --kills 10   # kill -9 during rollouts (tools/bench/rollout_kills.py)
 
 Both run the job as a person does: ``python -m spark_jobs supervise cloudtrail_etl`` (its own
 process; the registry's restart policy and continuous trigger unless ``--trigger`` is given) on a
@@ -36,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import importlib
 import json
 import logging
 import os
@@ -57,6 +60,9 @@ from tools.bench.supervised_job import JOB, SupervisedJob, batch_files, committe
 log = logging.getLogger("tools.bench")
 TRIAL_ROOT = PROJECT_ROOT / ".spark" / "bench"
 TRIALS = ("recovery", "soak")
+# trials with arguments of their own: name -> module with main(argv, prog)
+OTHER_TRIALS = {"queue-kills": "tools.bench.queue_kills", "rollout": "tools.bench.rollouts",
+                "rollout-kills": "tools.bench.rollout_kills"}
 THROUGH = ("cli", "airflow")
 RECOVERY_GOALS = {"median_s": 20.0, "max_s": 30.0}  # issue 27, goal 4 (issue 13 asked 45 s and 60 s)
 STANDBY_RECOVERY_GOALS = {"median_s": 5.0, "max_s": 10.0}  # issue 41: a warm standby takes each kill over
@@ -109,7 +115,7 @@ class Lander:
         self.event_ids: list[str] = []
         self.files: list[str] = []
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="lander", daemon=True)
+        self._thread: threading.Thread | None = None
         folder.mkdir(parents=True, exist_ok=True)
 
     def land_one(self) -> None:
@@ -124,18 +130,23 @@ class Lander:
         self.event_ids.extend(record["eventID"] for record in records)
 
     def _loop(self) -> None:
-        started = time.monotonic()
+        started, landed = time.monotonic(), 0
         while not self._stop.is_set():
             self.land_one()
-            self._stop.wait(max(0.0, started + self.gap * len(self.files) - time.monotonic()))
+            landed += 1
+            self._stop.wait(max(0.0, started + self.gap * landed - time.monotonic()))
 
     def start(self) -> "Lander":
+        """Start landing (again, after :meth:`stop`)."""
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, name="lander", daemon=True)
         self._thread.start()
         return self
 
     def stop(self) -> None:
         self._stop.set()
-        self._thread.join(timeout=30)
+        if self._thread is not None:
+            self._thread.join(timeout=30)
 
 
 KILL_KINDS = ("driver", "jvm", "group")
@@ -345,10 +356,8 @@ def run_trial(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None, prog: str = "python -m tools.bench.recovery") -> int:
     """``python -m spark_jobs trial`` (and ``python -m tools.bench.recovery``): run a supervision trial, or the
     queue-mode kill trials (``trial queue-kills``, :mod:`tools.bench.queue_kills`)."""
-    if argv and argv[0] == "queue-kills":
-        from tools.bench import queue_kills
-
-        return queue_kills.main(argv[1:], f"{prog} queue-kills")
+    if argv and argv[0] in OTHER_TRIALS:
+        return importlib.import_module(OTHER_TRIALS[argv[0]]).main(argv[1:], f"{prog} {argv[0]}")
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
     add_trial_arguments(parser)
     return run_trial(parser.parse_args(argv))

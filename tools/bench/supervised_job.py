@@ -70,18 +70,31 @@ class SupervisedJob:
     :param lake: the lake root.
     :param trigger: ``--trigger`` (None: the registry's continuous trigger).
     :param workdir: where its output files go.
+    :param policy: ``--policy`` (RestartPolicy fields to override).
+    :param env: its environment (default: this process's), e.g. ``$SPARK_JOBS_RELEASES``.
     """
 
-    def __init__(self, landing: Path, lake: Path, trigger: str | None, workdir: Path, policy: dict | None = None) -> None:
+    def __init__(self, landing: Path, lake: Path, trigger: str | None, workdir: Path, policy: dict | None = None,
+                 env: dict | None = None) -> None:
         self.lake = Lake(lake)
         self.control = self.lake.control_path(JOB.name)
         self.checkpoint = self.lake.checkpoint_path(JOB.name)
-        command = [sys.executable, "-m", "spark_jobs", "supervise", JOB.name, "--lake", str(lake),
-                   "--input", str(landing)] + (["--trigger", trigger] if trigger else []) \
+        self.command = [sys.executable, "-m", "spark_jobs", "supervise", JOB.name, "--lake", str(lake),
+                        "--input", str(landing)] + (["--trigger", trigger] if trigger else []) \
             + (["--policy", json.dumps(policy)] if policy else [])
+        self.env = env
         self.stdout, self.stderr = workdir / "supervise.out", workdir / "supervise.err"
-        self.proc = subprocess.Popen(command, cwd=PROJECT_ROOT, stdout=self.stdout.open("w"),
-                                     stderr=self.stderr.open("w"), start_new_session=True)
+        self.proc = self._start("w")
+
+    def _start(self, mode: str) -> subprocess.Popen:
+        return subprocess.Popen(self.command, cwd=PROJECT_ROOT, stdout=self.stdout.open(mode),
+                                stderr=self.stderr.open(mode), start_new_session=True, env=self.env)
+
+    def restart(self) -> None:
+        """Start the supervisor again (after it ended, or was killed), its output appended to the same files."""
+        if self.proc.poll() is None:
+            raise RuntimeError(f"the supervisor (pid {self.proc.pid}) still runs")
+        self.proc = self._start("a")
 
     def lease(self):
         from spark_jobs.control.checkpoint.lease import read_lease

@@ -10,7 +10,10 @@
    ``failed``; both leave the old driver running, count no restart and let the job's own standby start again. Once
    it says it is warm, the **handover**: the old driver is asked to stop after its micro-batch (SIGTERM to the Python
    driver), which releases the lease; the standby takes it within its poll and is adopted as the driver, as a
-   ``handover`` event (not a restart: no budget). The job's version setting becomes the new version;
+   ``handover`` event (not a restart: no budget). The job's version setting becomes the new version. A driver that
+   ends by itself during the pre-flight (a crash, a kill) is handed over too, once the new version's standby passed
+   and took the free lease as any standby does (the handover come early); when it does not, the rollout ends and the
+   old version restarts as after any failure;
 3. ``probation``: until the new driver has committed ``RestartPolicy.probation_batches`` batches and
    ``probation_seconds`` have passed (three times that on a quiet stream) → ``done``, and the standby (the previous
    version's, during probation: the way back) is replaced by one of the new version. A crash or a stall of the new
@@ -68,6 +71,7 @@ class RolloutSteps:
     _standby_version: str | None
     _probation_since: float | None
     _preflight_started: float | None
+    _driver_last_batch: int | None
     _quarantine_checked: float = float("-inf")
 
     def driver_env(self, version: str | None) -> dict | None:
@@ -165,6 +169,18 @@ class RolloutSteps:
                             f"driver (pid {self.state.driver_pid}) runs on", rollout=rollout["id"],
                     version=rollout["version"], standby_pid=self.state.standby_pid, asked_by=rollout.get("by"))
 
+    def _end_preflight(self, refused: bool, failed: str, **extra) -> None:
+        """The pre-flight ended without a handover: ``refused`` (its verdict, in ``preflight.json``), else ``failed``
+        with the text ``failed``."""
+        rollout = self.rollout
+        verdict = read_preflight(self.control) or {}
+        if refused and verdict.get("version") == rollout["version"]:
+            self._end_rollout("refused", "rollout_refused", refusal_text(self.job.name, verdict),
+                              f"pre-flight of version {rollout['version']}", findings=verdict.get("findings"))
+        else:
+            self._end_rollout("failed", "rollout_failed", failed, f"pre-flight of version {rollout['version']}",
+                              **extra)
+
     def _during_preflight(self, lease: LeaseInfo | None):
         rollout, standby = self.rollout, self.standby
         code = standby.poll() if standby is not None else -1
@@ -176,15 +192,10 @@ class RolloutSteps:
             self.state.standby_pid, self.state.standby = None, "absent"
             self._standby_next = time.monotonic()
             self._save()
-            verdict = read_preflight(self.control) or {}
-            if code == PREFLIGHT_REFUSED_EXIT_STATUS and verdict.get("version") == rollout["version"]:
-                self._end_rollout("refused", "rollout_refused", refusal_text(self.job.name, verdict),
-                                  f"pre-flight of version {rollout['version']}", findings=verdict.get("findings"))
-            else:
-                said = error_line(tail)
-                self._end_rollout("failed", "rollout_failed", f"the pre-flight standby of {rollout['version']} exited "
-                                  f"with status {code}" + (f": {said}" if said else "") + "; the driver runs on",
-                                  f"pre-flight of version {rollout['version']}", log_tail=tail)
+            said = error_line(tail)
+            self._end_preflight(code == PREFLIGHT_REFUSED_EXIT_STATUS, f"the pre-flight standby of {rollout['version']} "
+                                f"exited with status {code}" + (f": {said}" if said else "") + "; the driver runs on",
+                                log_tail=tail)
             return None
         if not self._standby_warm():
             if time.monotonic() - (self._preflight_started or time.monotonic()) > PREFLIGHT_TIMEOUT_SECONDS:
@@ -211,6 +222,28 @@ class RolloutSteps:
                f"the driver (pid {self.state.driver_pid}) did not stop within {self.policy.stop_grace_seconds:g} s; "
                "its process group was killed")
         return DriverEnd(f"{what}: {how}", code, self.driver.log_tail(LOG_TAIL_LINES), **kind)
+
+    def in_preflight(self) -> bool:
+        return self.rollout is not None and self.rollout.get("phase") == "preflight" and self.standby is not None
+
+    def driver_ended_in_preflight(self, failure) -> bool:
+        """The running driver ended during the pre-flight (it crashed, or was killed). The new version's standby,
+        once its pre-flight passed and it is warm, takes the free lease by itself, as any standby does: that is the
+        handover, come early (True: adopted as the driver, on probation). Else (refused, crashed, or not warm in
+        time) the rollout ends, and the old version is restarted as after any failure (False)."""
+        rollout = self.rollout
+        if failure.taken_over or self._standby_took_over(failure):
+            update_rollout(self.control, rollout, "handover", preflight=read_preflight(self.control),
+                           batch_before=self._driver_last_batch, old_driver_pid=self.state.driver_pid,
+                           driver_ended=failure.reason)
+            self.hand_over(failure)
+            return True
+        self._standby_version = None
+        self._end_preflight((read_preflight(self.control) or {}).get("passed") is False,
+                            f"{failure.reason}, during the pre-flight of {rollout['version']}, whose standby did not "
+                            f"take over (see the take_over_failed event): version {self.version or 'of the checkout'} "
+                            "starts again")
+        return False
 
     def hand_over(self, failure) -> None:
         """The new version's standby holds the lease: it is the driver now, on probation."""

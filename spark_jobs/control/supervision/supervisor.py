@@ -166,6 +166,7 @@ class Supervisor(RolloutSteps):
         self.standby_after_seconds = STANDBY_AFTER_SECONDS
         self._driver_committed = False  # the running driver's lease says it committed a batch
         self._driver_generation: int | None = None  # the lease generation the running driver was last seen holding
+        self._driver_last_batch: int | None = None  # the last batch its lease said it committed
         self._standby_failures = 0  # standbys that died in a row before they were warm
         self._standby_next = 0.0  # monotonic: no new standby before
         self.budget = RestartBudget(self.policy)
@@ -281,7 +282,10 @@ class Supervisor(RolloutSteps):
                 return None, None
             if read_hold(self.control) is not None:
                 return None, failure  # supervision is paused: not a failure, nothing restarted until it resumes
-            if not self.budget.exhausted() and (failure.taken_over or self._standby_took_over(failure)):
+            if self.in_preflight():  # the standby is the new version's: it takes over as the handover, or not at all
+                if self.driver_ended_in_preflight(failure):
+                    continue
+            elif not self.budget.exhausted() and (failure.taken_over or self._standby_took_over(failure)):
                 self._adopt_standby(failure)
                 continue
             if self._after_failure(failure) == "given_up":
@@ -354,6 +358,7 @@ class Supervisor(RolloutSteps):
             return None
         self._driver_committed = "last_committed_batch" in lease.details
         self._driver_generation = lease.generation
+        self._driver_last_batch = lease.details.get("last_committed_batch")
         limit = self.policy.stall_after_seconds or lease.ttl_seconds
         age = lease.heartbeat_age()
         if age > limit:

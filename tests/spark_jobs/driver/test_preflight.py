@@ -27,7 +27,7 @@ from spark_jobs.launch.releases import driver_env
 from spark_jobs.model.lake import Lake
 from tests.helpers.cloudtrail import JOB
 from tests.helpers.processes import wait_for
-from tests.helpers.releases import COLUMN_TYPE_CHANGE, PARSER_FIX, release_with
+from tools.releases import COLUMN_TYPE_CHANGE, PARSER_FIX, release_with
 from tools.sample_data import write_sample_landing
 
 START_SECONDS = 300  # a JVM's start and warm-up on a busy 2-core machine

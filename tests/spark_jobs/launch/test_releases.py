@@ -15,7 +15,7 @@ from spark_jobs.launch.submit import APPLICATION
 from spark_jobs.launch.version import version_of
 from spark_jobs.model.errors import UsageError
 from tests.helpers.project import PROJECT_ROOT
-from tests.helpers.releases import release_with
+from tools.releases import release_with
 
 
 def test_a_release_from_git_holds_that_commits_package_and_names_its_code(tmp_path):

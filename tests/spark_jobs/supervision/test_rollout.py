@@ -46,8 +46,8 @@ from tests.helpers.processes import (assert_no_process_left, batch_ids, inspecte
                                      wait_for)
 from tests.helpers.project import PROJECT_ROOT
 from tests.helpers.delta_log import batch_commits, handover_gap
-from tests.helpers.releases import (COLUMN_TYPE_CHANGE, FIRST_BATCH_CRASH, PARSER_FIX, QUARANTINES_EVERYTHING,
-                                   release_with)
+from tools.releases import (COLUMN_TYPE_CHANGE, FIRST_BATCH_CRASH, PARSER_FIX, QUARANTINES_EVERYTHING,
+                           release_with)
 from tools.sample_data import write_sample_landing
 
 JOB = get_job("cloudtrail_etl")

@@ -14,15 +14,19 @@ import subprocess
 import sys
 import threading
 from dataclasses import replace
+from pathlib import Path
 
 from spark_jobs.control.checkpoint.lease import read_lease
+from spark_jobs.control.rollout.request import ACTIVE, job_version, read_rollout, request_rollout
 from spark_jobs.control.supervision.standby_state import read_standby
 from spark_jobs.model.lake import Lake
 from spark_jobs.model.policies import RestartPolicy
 from spark_jobs.registry import get_job
 from spark_jobs.control.supervision.state import read_events, read_supervisor_state
 from spark_jobs.control.supervision.supervisor import Supervisor
+from spark_jobs.launch.releases import RELEASES_ENV
 from tests.helpers.processes import assert_no_process_left, lease_holder, wait_for
+from tools.releases import COMPATIBLE, release_with
 
 # JVM-free (its drivers are stand-ins), yet out of the fast tier (tests/helpers/tiers.py): its supervisors wait out real
 # backoffs, lease expiries and healthy runs, tens of seconds, until the supervisor takes a clock.
@@ -362,3 +366,39 @@ def test_a_warm_standby_replaced_when_it_dies_takes_over_a_killed_driver_without
     state = read_supervisor_state(supervisor.control)
     assert (state["state"], state["restarts_total"], state["standby_pid"]) == ("stopped", 1, None)
     assert_no_process_left(driver, first_standby, second_standby, third_standby)
+
+
+def test_a_driver_killed_during_a_rollouts_preflight_is_handed_over_to_the_new_version(tmp_path, monkeypatch):
+    # The new version's standby takes a free lease by itself once its pre-flight passed and it is warm: the driver's
+    # end during the pre-flight is the handover come early, not a take-over of the old version by the new code (which
+    # left the rollout `failed` while version v2 ran as the driver, and the old version set to start after it).
+    monkeypatch.setenv(RELEASES_ENV, str(tmp_path / "releases"))
+    monkeypatch.setenv("LEASE_HOLDER_PREFLIGHT_SECONDS", "3")
+    release_with(tmp_path / "releases", "v2", COMPATIBLE["v2"])
+    control = str(Lake(tmp_path / "lake").control_path(JOB.name))
+    stop = threading.Event()
+    policy = replace(FAST, warm_standby=False, probation_batches=1, probation_seconds=1)
+    supervisor, seen = _supervisor(tmp_path, lease_holder(Path(control), hold_seconds=-1, exit_code=0, ttl=2), policy,
+                                   stop)
+    thread, result = _in_thread(supervisor)
+    wait_for(lambda: supervisor.state.state == "running", 60, "the driver")
+    driver = supervisor.state.driver_pid
+
+    asked = request_rollout(control, JOB.name, "v2", None, "alice", "a parser fix")
+    preflight = wait_for(lambda: (r := read_rollout(control)) and r["phase"] == "preflight" and r, 30, "the pre-flight")
+    os.kill(driver, signal.SIGKILL)  # while the new version's standby still checks itself
+    rollout = wait_for(lambda: (r := read_rollout(control)) and r["phase"] not in ACTIVE and r, 60, "the rollout's end")
+
+    assert rollout["id"] == asked["id"] and rollout["phase"] == "done", rollout
+    assert [h["phase"] for h in rollout["history"]] == ["requested", "preflight", "handover", "probation", "done"]
+    assert rollout["driver_ended"] == "the driver was killed by SIGKILL"
+    lease = read_lease(control)
+    assert (lease.pid, lease.released) == (preflight["standby_pid"], False) and job_version(control) == "v2"
+    assert seen.kinds() == ["start", "rollout", "handover", "probation_passed"], seen.events
+    assert seen.events[2]["reason"] == "the driver was killed by SIGKILL"
+    assert supervisor.state.restarts_total == 0 and supervisor.version == "v2"
+
+    stop.set()
+    thread.join(timeout=60)
+    assert result == {"outcome": "stopped"}
+    assert_no_process_left(driver, preflight["standby_pid"])
