@@ -107,10 +107,15 @@ class Lander:
     :param gap: seconds between files.
     :param records_per_file: events per file.
     :param seed: the events' seed.
+    :param delivered_as_s3_does: name each file as CloudTrail's S3 delivery does (``YYYY/MM/DD/<account>_CloudTrail_
+        <region>_<delivery time>_<id>.json.gz``), so the job reads it by its key layout as in production; else a
+        flat ``trial_<n>.json.gz`` with no delivery date.
     """
 
-    def __init__(self, folder: Path, gap: float, records_per_file: int, seed: int) -> None:
+    def __init__(self, folder: Path, gap: float, records_per_file: int, seed: int,
+                 delivered_as_s3_does: bool = False) -> None:
         self.folder, self.gap, self.records_per_file = folder, gap, records_per_file
+        self.delivered_as_s3_does = delivered_as_s3_does
         self.rng = random.Random(seed)
         self.event_ids: list[str] = []
         self.files: list[str] = []
@@ -121,11 +126,16 @@ class Lander:
     def land_one(self) -> None:
         from tools.sample_data import generate_records
 
-        records = generate_records(self.rng, self.records_per_file, datetime.now(UTC))
+        now = datetime.now(UTC)
+        records = generate_records(self.rng, self.records_per_file, now)
         name = f"trial_{len(self.files):06d}.json.gz"
-        temp = self.folder / f".{name}.tmp"
+        if self.delivered_as_s3_does:
+            name = f"{now:%Y/%m/%d}/111122223333_CloudTrail_us-east-1_{now:%Y%m%dT%H%MZ}_{len(self.files):016x}.json.gz"
+        path = self.folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temp = path.parent / f".{path.name}.tmp"
         temp.write_bytes(gzip.compress(json.dumps({"Records": records}).encode()))
-        os.replace(temp, self.folder / name)
+        os.replace(temp, path)
         self.files.append(name)
         self.event_ids.extend(record["eventID"] for record in records)
 

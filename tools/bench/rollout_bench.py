@@ -147,7 +147,7 @@ class RolloutBench:
             release_with(self.releases, name, changes)
         self.policy = {**POLICY, **(policy or {})}
         self.env = {**os.environ, RELEASES_ENV: str(self.releases)}
-        self.lander = Lander(self.landing, gap, records_per_file, seed)
+        self.lander = Lander(self.landing, gap, records_per_file, seed, delivered_as_s3_does=True)
         self.job: SupervisedJob | None = None
         self.load_averages: list[list[float]] = []
 
