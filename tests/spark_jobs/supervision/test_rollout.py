@@ -275,8 +275,7 @@ def test_a_version_refused_in_preflight_is_deployed_by_a_destructive_rollout_tha
     import pyarrow as pa
     from deltalake import DeltaTable
 
-    release_with(Path(os.environ[RELEASES_ENV]), "v6", {"transforms/cloudtrail/parse.py": [
-        PARSER_FIX, ('rec["readOnly"].try_cast("boolean")', 'rec["readOnly"].try_cast("string")')]})
+    release_with(Path(os.environ[RELEASES_ENV]), "v6", COLUMN_TYPE_CHANGE)  # v3's change, deployed destructively
     refused = deployed.rollout("v6")
     assert refused["phase"] == "refused", refused
     before = deployed.holder()
