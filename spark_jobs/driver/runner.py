@@ -473,14 +473,12 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
     with lineage.reported(job, options, spark, aborted=lambda: keeper.lost is not None,
                           interval=lineage_interval) as run_lineage:
         history = start_recorder(job, options)  # each executed batch's progress -> streaming_progress
-        recorded = -1
-        logged_batch, stop_after = -1, None  # the newest batch that ran; the last one to run after a stop signal
+        recorded = -1  # the newest batch that ran
+        stop_after = None  # the last batch to run after a stop signal
         updates = progress_updates.NewProgress(query)
         while True:
             active = query.isActive
             for progress in updates.read():  # each update once
-                if executed(progress):
-                    logged_batch = max(logged_batch, progress.batchId)
                 if progress.batchId > logged and progress.numInputRows > 0:
                     if progress.batchId not in batch_files:  # a stateful job's result: its input is the source rows
                         summary.input_files += progress.numInputRows
@@ -501,11 +499,11 @@ def _run_query(job: JobSpec, options: RunOptions, spark: SparkSession | None, ke
             if keeper.lost is not None and not query.status["isTriggerActive"]:
                 query.stop()
             if stopper.signal_name and stop_after is None:
-                stop_after = logged_batch  # the batch running now (if one is) is the last one
+                stop_after = recorded  # the batch running now (if one is) is the last one
             # Stop between batches; a stream that is never idle (one batch after the other) is stopped once the
             # batch that ran at the signal is done: the next one may have started, and is re-run by the next driver
             # exactly once.
-            if stopper.signal_name and (not query.status["isTriggerActive"] or logged_batch > stop_after):
+            if stopper.signal_name and (not query.status["isTriggerActive"] or recorded > stop_after):
                 query.stop()
                 summary.stopped_by = stopper.signal_name
             try:
